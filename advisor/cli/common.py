@@ -1,0 +1,27 @@
+"""Options every command shares, declared once."""
+
+from __future__ import annotations
+
+import argparse
+
+from advisor.render import FORMATS
+
+
+def shared_options() -> argparse.ArgumentParser:
+    """A parent parser with --db and --format, accepted before or after the command name."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("common options")
+    group.add_argument(
+        "--db",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="the SQLite cache (default: $ADVISOR_DB, else ~/.local/share/slurm-advisor/cache.db)",
+    )
+    group.add_argument(
+        "--format",
+        choices=FORMATS,
+        metavar="FORMAT",
+        default=argparse.SUPPRESS,
+        help="output: table (default), json, csv, or any tabulate format (github, grid, ...)",
+    )
+    return parent

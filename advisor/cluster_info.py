@@ -1,0 +1,48 @@
+"""The live cluster's partitions and nodes, as data."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from advisor.slurm.backend import SlurmBackend
+from advisor.slurm.records import Node, Partition
+from advisor.slurm.timefmt import format_duration
+
+
+def cluster_view(partitions: list[Partition], nodes: list[Node]) -> dict[str, Any]:
+    """Partitions with their nodes' CPUs, memory and features; the cluster.json shape."""
+    by_name = {node.name: node for node in nodes}
+    rows = []
+    for part in partitions:
+        members = [by_name[name] for name in part.nodes if name in by_name]
+        rows.append(
+            {
+                "name": part.name,
+                "default": part.is_default,
+                "state": part.state,
+                "max_time_s": part.max_time_s,
+                "default_time_s": part.default_time_s,
+                "nodes": list(part.nodes),
+                "cpus": sum(node.cpus for node in members),
+                "memory_mb": sum(node.memory_mb for node in members),
+                "features": sorted({f for node in members for f in node.features}),
+            }
+        )
+    return {
+        "partitions": rows,
+        "nodes": [
+            {**asdict(node), "features": list(node.features), "partitions": list(node.partitions)}
+            for node in nodes
+        ],
+    }
+
+
+def fetch_cluster(backend: SlurmBackend) -> tuple[list[Partition], list[Node]]:
+    """Ask Slurm for partitions and nodes."""
+    return backend.partitions(), backend.nodes()
+
+
+def limit_text(seconds: int | None) -> str:
+    """A limit for people: Slurm's own notation, or UNLIMITED."""
+    return "UNLIMITED" if seconds is None else format_duration(seconds)

@@ -1,0 +1,86 @@
+"""Turning command results into text: tables (tabulate), JSON or CSV.  Pure: returns strings."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabulate import tabulate, tabulate_formats
+
+#: ``table`` is the default; every tabulate format, ``json`` and ``csv`` are accepted too.
+FORMATS: tuple[str, ...] = ("table", "json", "csv", *sorted(tabulate_formats))
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows to show under an optional title; columns fix order and which keys are shown."""
+
+    rows: Sequence[Mapping[str, Any]]
+    columns: Sequence[str] = ()
+    title: str | None = None
+
+    def header(self) -> list[str]:
+        """The columns, or the keys of the rows in first-seen order."""
+        if self.columns:
+            return list(self.columns)
+        return list(dict.fromkeys(key for row in self.rows for key in row))
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a command returns: JSON-able data, and tables for the human formats."""
+
+    data: Any
+    tables: Sequence[Table] = field(default_factory=tuple)
+    notes: Sequence[str] = field(default_factory=tuple)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float) and math.isfinite(value):
+        return round(value, 3)
+    if isinstance(value, list | tuple):
+        return ",".join(str(item) for item in value)
+    if value is None:
+        return ""
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def render(result: Result, fmt: str = "table") -> str:
+    """Text for the chosen format (json ignores the tables; csv ignores the notes)."""
+    if fmt == "json":
+        return json.dumps(result.data, indent=2, default=_json_default, allow_nan=False)
+    if fmt == "csv":
+        out = io.StringIO()
+        for index, table in enumerate(result.tables):
+            if index:
+                out.write("\n")
+            writer = csv.writer(out, lineterminator="\n")
+            header = table.header()
+            writer.writerow(header)
+            for row in table.rows:
+                writer.writerow([_cell(row.get(column)) for column in header])
+        return out.getvalue().rstrip("\n")
+    style = "simple" if fmt == "table" else fmt
+    parts = []
+    for table in result.tables:
+        header = table.header()
+        body = tabulate(
+            [[_cell(row.get(column)) for column in header] for row in table.rows],
+            headers=header,
+            tablefmt=style,
+            disable_numparse=False,
+        )
+        parts.append(f"{table.title}\n{body}" if table.title else body)
+    parts.extend(result.notes)
+    return "\n\n".join(parts)

@@ -1,0 +1,94 @@
+"""What the Slurm layer returns: immutable records with units in their field names.
+
+Slurm's own spellings (JobID, Timelimit, MaxTime) stay inside the parsers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from advisor.slurm.timefmt import NoLimit
+
+#: States after which a job never changes again (sacct(1) "JOB STATE CODES").
+FINAL_STATES = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "TIMEOUT",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A partition with its limits in seconds (None: no number, see the NoLimit field)."""
+
+    name: str
+    nodes: tuple[str, ...]
+    max_time_s: int | None
+    default_time_s: int | None
+    is_default: bool
+    state: str
+    total_cpus: int | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node as slurmctld describes it."""
+
+    name: str
+    cpus: int
+    memory_mb: int
+    features: tuple[str, ...]
+    partitions: tuple[str, ...]
+    state: str
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One allocation row of sacct."""
+
+    cluster: str
+    job_id: str
+    job_id_raw: int
+    name: str
+    user: str
+    account: str
+    partition: str
+    nodes: tuple[str, ...]
+    cpus: int
+    req_mem_mb: float | None
+    elapsed_s: int
+    timelimit_s: int | None
+    timelimit_kind: NoLimit | None
+    state: str
+    state_by_uid: int | None
+    exit_code: int | None
+    exit_signal: int | None
+    submit: datetime | None
+    start: datetime | None
+    end: datetime | None
+    comment: str
+
+    @property
+    def is_final(self) -> bool:
+        """True once slurmdbd has the whole record (final state and a partition)."""
+        return self.state in FINAL_STATES and bool(self.partition) and self.end is not None
+
+
+@dataclass(frozen=True)
+class StartEstimate:
+    """What ``sbatch --test-only`` expects."""
+
+    job_id: int
+    start: datetime
+    processors: int
+    nodes: tuple[str, ...]
+    partition: str

@@ -1,0 +1,163 @@
+"""Runs Slurm's command-line tools: argv lists, time-outs, and the one retry policy.
+
+Only transient failures are retried (slurmctld or slurmdbd restarting or overloaded), bounded
+in attempts and in time; a permanent error (bad option, rejected job) fails at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import tenacity
+
+from advisor.errors import SlurmCommandError, SlurmError, SlurmUnavailableError
+
+log = logging.getLogger(__name__)
+
+#: Messages that mean "try again soon" (slurm_strerror texts and client messages).
+TRANSIENT_MARKERS: tuple[str, ...] = (
+    "Socket timed out",
+    "temporarily unavailable",
+    "Temporarily unable",
+    "Unable to contact slurm controller",
+    "Unable to connect to database",
+    "Connection refused",
+    "Zero Bytes were transmitted or received",
+    "slurm_persist_conn_open",
+    "Problem talking to the database",
+    "Slurm backup controller in standby mode",
+    "Resource temporarily unavailable",
+    "Communication connection failure",
+)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a finished command printed."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+Runner = Callable[[Sequence[str], float, str | None], CommandResult]
+
+
+class TransientSlurmError(SlurmUnavailableError):
+    """One failed attempt that is worth repeating."""
+
+
+def run_subprocess(
+    argv: Sequence[str], timeout_s: float, stdin: str | None = None
+) -> CommandResult:
+    """Run argv without a shell; a time-out or a missing program is a SlurmError."""
+    try:
+        done = subprocess.run(
+            list(argv),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise SlurmUnavailableError(
+            f"{argv[0]} not found on PATH", argv=argv, hint="install the Slurm client tools"
+        ) from None
+    except subprocess.TimeoutExpired as expired:
+        err = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) else ""
+        raise TransientSlurmError(
+            f"{argv[0]} did not answer within {timeout_s:g} s", argv=argv, stderr=err or ""
+        ) from None
+    return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+
+def is_transient(result: CommandResult) -> bool:
+    """True when the failure says Slurm is restarting or busy, not that we asked wrongly."""
+    text = result.stderr + result.stdout
+    return any(marker.lower() in text.lower() for marker in TRANSIENT_MARKERS)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounds of the one retry policy (attempts, total seconds, back-off)."""
+
+    attempts: int = 4
+    max_delay_s: float = 30.0
+    first_wait_s: float = 0.5
+    max_wait_s: float = 4.0
+
+
+class SlurmCommands:
+    """Runs Slurm tools with time-outs and the retry policy; returns results or raises."""
+
+    def __init__(
+        self,
+        runner: Runner = run_subprocess,
+        *,
+        policy: RetryPolicy | None = None,
+        timeout_s: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.runner = runner
+        self.policy = policy or RetryPolicy()
+        self.timeout_s = timeout_s
+        self.sleep = sleep
+
+    def _once(self, argv: Sequence[str], stdin: str | None) -> CommandResult:
+        result = self.runner(argv, self.timeout_s, stdin)
+        if result.returncode != 0 and is_transient(result):
+            raise TransientSlurmError(
+                f"{argv[0]} failed", argv=argv, stderr=result.stderr, returncode=result.returncode
+            )
+        return result
+
+    def run(
+        self, argv: Sequence[str], *, stdin: str | None = None, check: bool = True
+    ) -> CommandResult:
+        """Run argv, retrying transient failures; with check, a non-zero exit raises."""
+        policy = self.policy
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(TransientSlurmError),
+            stop=tenacity.stop_after_attempt(policy.attempts)
+            | tenacity.stop_after_delay(policy.max_delay_s),
+            wait=tenacity.wait_exponential(multiplier=policy.first_wait_s, max=policy.max_wait_s),
+            sleep=self.sleep,
+            before_sleep=tenacity.before_sleep_log(log, logging.INFO),
+            reraise=True,
+        )
+        try:
+            result = retrying(self._once, argv, stdin)
+        except TransientSlurmError as error:
+            raise SlurmUnavailableError(
+                f"{argv[0]}: Slurm did not answer after {policy.attempts} attempts",
+                argv=argv,
+                stderr=error.stderr,
+                returncode=error.returncode,
+                hint="check that slurmctld/slurmdbd are running (scontrol ping), then retry",
+            ) from None
+        if check and result.returncode != 0:
+            raise SlurmCommandError(
+                f"{argv[0]} exited with {result.returncode}",
+                argv=argv,
+                stderr=result.stderr,
+                returncode=result.returncode,
+            )
+        return result
+
+
+__all__ = [
+    "CommandResult",
+    "RetryPolicy",
+    "SlurmCommands",
+    "SlurmError",
+    "TransientSlurmError",
+    "is_transient",
+    "run_subprocess",
+]

@@ -1,0 +1,68 @@
+"""Ingested accounting records and the watermark that says how far ingestion got."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from advisor.slurm.records import JobRecord
+from advisor.store.clock import utc_now
+from advisor.store.connection import Store
+
+
+def _iso(moment: object) -> str | None:
+    return moment.isoformat() if moment is not None else None  # type: ignore[attr-defined]
+
+
+def save_jobs(
+    store: Store, jobs: Iterable[JobRecord], *, watermark: tuple[str, str] | None = None
+) -> int:
+    """Upsert final records and advance the watermark in the same transaction."""
+    now = utc_now()
+    rows = [
+        {
+            "cluster": job.cluster,
+            "job_id": job.job_id,
+            "job_id_raw": job.job_id_raw,
+            "name": job.name,
+            "user": job.user,
+            "account": job.account,
+            "partition": job.partition,
+            "nodes": json.dumps(list(job.nodes)),
+            "cpus": job.cpus,
+            "req_mem_mb": job.req_mem_mb,
+            "elapsed_s": job.elapsed_s,
+            "timelimit_s": job.timelimit_s,
+            "state": job.state,
+            "exit_code": job.exit_code,
+            "submit": _iso(job.submit),
+            "start": _iso(job.start),
+            "end": _iso(job.end),
+            "comment": job.comment,
+            "ingested_at": now,
+        }
+        for job in jobs
+        if job.is_final
+    ]
+    with store.write() as db:
+        if rows:
+            db.table("accounting_jobs").upsert_all(rows, pk=("cluster", "job_id"))
+        if watermark is not None:
+            set_watermark(store, *watermark)
+    return len(rows)
+
+
+def set_watermark(store: Store, source: str, value: str) -> None:
+    """Move the watermark of a source (inside the caller's transaction when there is one)."""
+    with store.write():
+        store.conn.execute(
+            "INSERT INTO watermarks (source, value, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (source) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            (source, value, utc_now()),
+        )
+
+
+def get_watermark(store: Store, source: str) -> str | None:
+    """How far ingestion of a source got, or None before the first run."""
+    rows = store.query("SELECT value FROM watermarks WHERE source = ?", (source,))
+    return str(rows[0]["value"]) if rows else None

@@ -1,0 +1,176 @@
+"""Opening the cache, migrating it, and the transaction discipline.
+
+Writers take ``BEGIN IMMEDIATE`` so two writers queue on the busy timeout instead of failing
+half-way; the database runs in WAL mode so readers (the sbatch wrapper) never wait for a writer
+and never see a half-written transaction.  slurmctld's Lua plugin does not read this file: it
+reads a JSON export (see README), because a WAL database is unreadable to a user who cannot
+write its directory.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from advisor.errors import CacheError
+from advisor.store.migrations import MIGRATIONS
+
+SCHEMA_VERSION = len(MIGRATIONS)
+APP_ID = 0x5A11AD01  # PRAGMA application_id: refuses to treat a foreign SQLite file as a cache
+
+
+def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--db`` first, then ``$ADVISOR_DB``, then the per-user data directory."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get("ADVISOR_DB"):
+        return Path(os.environ["ADVISOR_DB"]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "slurm-advisor" / "cache.db"
+
+
+class Store:
+    """An open cache: ``db`` for queries, ``write()`` for transactions."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path | None, *, readonly: bool) -> None:
+        self.conn = conn
+        self.db = sqlite_utils.Database(conn)
+        self.path = path
+        self.readonly = readonly
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        readonly: bool = False,
+        busy_timeout_s: float = 30.0,
+    ) -> Store:
+        """Open (and on first use create and migrate) the cache at path, or in memory for ':memory:'."""
+        memory = str(path) == ":memory:"
+        where = None if memory else default_db_path(path)
+        try:
+            if memory:
+                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            elif readonly:
+                if where is None or not where.exists():
+                    raise CacheError(
+                        f"cache {where} does not exist",
+                        hint="create it with 'advisor demo' or an import",
+                    )
+                conn = sqlite3.connect(
+                    f"{where.resolve().as_uri()}?mode=ro",
+                    uri=True,
+                    isolation_level=None,
+                    timeout=busy_timeout_s,
+                )
+            elif where is not None:
+                where.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(where, isolation_level=None, timeout=busy_timeout_s)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            store = cls(conn, where, readonly=readonly)
+            if not readonly:
+                current = conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if not memory and current != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("PRAGMA synchronous = NORMAL")
+                store.migrate()
+            store.check_version()
+        except sqlite3.DatabaseError as error:
+            locked = "locked" in str(error) or "busy" in str(error)
+            raise CacheError(
+                f"cache {where or ':memory:'}: {error}",
+                hint="another advisor is writing; retry shortly"
+                if locked
+                else "move the file away and re-create the cache",
+            ) from None
+        return store
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def version(self) -> int:
+        """The schema version stored in the file."""
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def check_version(self) -> None:
+        """Refuse a cache this program does not understand."""
+        app_id = int(self.conn.execute("PRAGMA application_id").fetchone()[0])
+        version = self.version
+        if app_id not in (0, APP_ID) or (app_id == 0 and version):
+            raise CacheError(f"{self.path}: not a slurm-advisor cache (application_id {app_id})")
+        if version > SCHEMA_VERSION:
+            raise CacheError(
+                f"cache {self.path} has schema version {version}, newer than this advisor "
+                f"understands ({SCHEMA_VERSION})",
+                hint="upgrade slurm-advisor",
+            )
+        if version < SCHEMA_VERSION:
+            raise CacheError(
+                f"cache {self.path} has schema version {version}, expected {SCHEMA_VERSION}",
+                hint="run any advisor command that writes (e.g. 'advisor cluster --save') to migrate",
+            )
+
+    def migrate(self) -> None:
+        """Apply every missing migration, each in its own transaction."""
+        version = self.version
+        app_id = int(self.conn.execute("PRAGMA application_id").fetchone()[0])
+        if version == 0 and app_id == 0 and self.db.table_names():
+            raise CacheError(f"{self.path}: not a slurm-advisor cache (it has foreign tables)")
+        for number in range(version, SCHEMA_VERSION):
+            with self.write():
+                if self.version != number:  # another writer migrated meanwhile
+                    continue
+                for statement in _statements(MIGRATIONS[number]):
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA application_id = {APP_ID}")
+                self.conn.execute(f"PRAGMA user_version = {number + 1}")
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite_utils.Database]:
+        """A write transaction: all of it is committed, or none of it."""
+        if self.readonly:
+            raise CacheError(f"cache {self.path} is open read-only")
+        if self.conn.in_transaction:  # nested use joins the outer transaction
+            with self.db.atomic():
+                yield self.db
+            return
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise CacheError(
+                f"cache {self.path}: {error}", hint="another advisor is writing; retry shortly"
+            ) from None
+        try:
+            yield self.db
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def query(
+        self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()
+    ) -> list[dict[str, Any]]:
+        """Rows of a parameterised query as dicts."""
+        return list(self.db.query(sql, params))
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements (it holds no literals with ';')."""
+    return [part.strip() for part in script.split(";") if part.strip()]

@@ -1,0 +1,124 @@
+"""Versioned schema: migration N turns a version N-1 cache into version N.
+
+Rows hold plain numbers and JSON text; nothing is pickled, because the sbatch wrapper and the
+slurmctld plugin read what users' jobs may influence.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the foundation.
+    """
+    CREATE TABLE partitions (
+        name TEXT PRIMARY KEY,
+        nodes TEXT NOT NULL,                 -- JSON list of node names
+        max_time_s INTEGER,                  -- NULL: no limit
+        default_time_s INTEGER,
+        is_default INTEGER NOT NULL CHECK (is_default IN (0, 1)),
+        state TEXT NOT NULL,
+        total_cpus INTEGER,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE nodes (
+        name TEXT PRIMARY KEY,
+        node_class TEXT,                     -- set by node profiling
+        cpus INTEGER NOT NULL CHECK (cpus >= 0),
+        memory_mb INTEGER NOT NULL CHECK (memory_mb >= 0),
+        features TEXT NOT NULL,              -- JSON list
+        partitions TEXT NOT NULL,            -- JSON list
+        state TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE bench_runs (
+        id INTEGER PRIMARY KEY,
+        node TEXT NOT NULL,
+        measured_at TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        source TEXT NOT NULL,                -- 'profile', 'bench', 'import:<file>'
+        hardware TEXT NOT NULL               -- JSON object
+    );
+    CREATE INDEX bench_runs_node ON bench_runs (node, measured_at);
+    CREATE TABLE bench_results (
+        run_id INTEGER NOT NULL REFERENCES bench_runs (id) ON DELETE CASCADE,
+        metric TEXT NOT NULL,
+        value REAL NOT NULL,
+        spread REAL,
+        unit TEXT NOT NULL,
+        PRIMARY KEY (run_id, metric)
+    );
+    CREATE TABLE observations (
+        id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,                -- 'lotaru:<file>', 'nextflow:<file>', 'sacct:<cluster>'
+        source_key TEXT NOT NULL,            -- unique within the source: re-imports are idempotent
+        task TEXT NOT NULL,
+        node TEXT,
+        node_class TEXT,
+        workflow TEXT,
+        label TEXT,
+        input_bytes INTEGER CHECK (input_bytes IS NULL OR input_bytes >= 0),
+        runtime_s REAL NOT NULL CHECK (runtime_s >= 0),
+        censored INTEGER NOT NULL DEFAULT 0 CHECK (censored IN (0, 1)),
+        cores INTEGER,
+        user TEXT,
+        partition TEXT,
+        state TEXT,
+        observed_at TEXT,
+        UNIQUE (source, source_key)
+    );
+    CREATE INDEX observations_task ON observations (task, node_class);
+    CREATE TABLE task_models (
+        task TEXT NOT NULL,
+        node_class TEXT NOT NULL,            -- '*' for the machine-independent model
+        method TEXT NOT NULL,
+        params TEXT NOT NULL,                -- JSON object of numbers
+        n_obs INTEGER NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (task, node_class, method)
+    );
+    CREATE TABLE accounting_jobs (
+        cluster TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        job_id_raw INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        user TEXT NOT NULL,
+        account TEXT NOT NULL,
+        partition TEXT NOT NULL,
+        nodes TEXT NOT NULL,                 -- JSON list
+        cpus INTEGER NOT NULL,
+        req_mem_mb REAL,
+        elapsed_s INTEGER NOT NULL,
+        timelimit_s INTEGER,
+        state TEXT NOT NULL,
+        exit_code INTEGER,
+        submit TEXT,
+        start TEXT,
+        end TEXT,
+        comment TEXT NOT NULL,
+        ingested_at TEXT NOT NULL,
+        PRIMARY KEY (cluster, job_id)
+    );
+    CREATE INDEX accounting_jobs_end ON accounting_jobs (end);
+    CREATE TABLE watermarks (
+        source TEXT PRIMARY KEY,             -- e.g. 'sacct:advisor'
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE advice (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        user TEXT NOT NULL,
+        task TEXT,
+        partition TEXT,
+        node_class TEXT,
+        predicted_s REAL,
+        quantile REAL,
+        limit_s INTEGER,
+        policy TEXT NOT NULL,
+        argv TEXT NOT NULL,                  -- JSON list: the exact sbatch argv
+        cluster TEXT,
+        job_id INTEGER,
+        outcome TEXT NOT NULL                -- 'submitted', 'dry-run', 'fallback', 'failed'
+    );
+    CREATE INDEX advice_job ON advice (cluster, job_id);
+    """,
+)

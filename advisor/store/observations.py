@@ -1,0 +1,60 @@
+"""Task executions (observations) in the cache."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from advisor.store.connection import Store
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One execution of a task; runtime_s is a lower bound when censored (killed at its limit)."""
+
+    source: str
+    source_key: str
+    task: str
+    runtime_s: float
+    node: str | None = None
+    node_class: str | None = None
+    workflow: str | None = None
+    label: str | None = None
+    input_bytes: int | None = None
+    censored: bool = False
+    cores: int | None = None
+    user: str | None = None
+    partition: str | None = None
+    state: str | None = None
+    observed_at: str | None = None
+
+
+_COLUMNS = tuple(Observation.__dataclass_fields__)
+# Column names come from the dataclass above, never from input.
+_UPSERT = (
+    f"INSERT INTO observations ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "  # noqa: S608
+    "ON CONFLICT (source, source_key) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in ("source", "source_key"))
+)
+
+
+def add_observations(store: Store, observations: Iterable[Observation]) -> int:
+    """Insert in one transaction; a row already there (same source and key) is replaced."""
+    rows = [tuple(getattr(o, c) for c in _COLUMNS) for o in observations]
+    with store.write():
+        store.conn.executemany(_UPSERT, rows)
+    return len(rows)
+
+
+def load_observations(store: Store, task: str | None = None) -> list[Observation]:
+    """Observations, optionally of one task, in insertion order."""
+    if task is None:
+        rows = store.query("SELECT * FROM observations ORDER BY id")
+    else:
+        rows = store.query("SELECT * FROM observations WHERE task = ? ORDER BY id", (task,))
+    return [
+        Observation(
+            **{**{k: v for k, v in row.items() if k != "id"}, "censored": bool(row["censored"])}
+        )
+        for row in rows
+    ]

@@ -1,0 +1,76 @@
+"""JSON Schema validation of everything we read; one-line errors naming file, JSON path, problem."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from advisor.errors import InputError
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """A bundled schema by file stem (``cluster`` -> ``schemas/cluster.json``)."""
+    text = resources.files("advisor.schemas").joinpath(f"{name}.json").read_text(encoding="utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+@cache
+def registry() -> Registry:  # type: ignore[type-arg]
+    """Every bundled schema under its $id, so schemas can refer to each other."""
+    resources_ = []
+    for entry in resources.files("advisor.schemas").iterdir():
+        if entry.name.endswith(".json"):
+            contents = json.loads(entry.read_text(encoding="utf-8"))
+            if "$id" in contents:
+                resources_.append((contents["$id"], Resource.from_contents(contents)))
+    return Registry().with_resources(resources_)
+
+
+def _path(error: jsonschema.ValidationError) -> str:
+    path = "$"
+    for part in error.absolute_path:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def validate(data: Any, schema_name: str, *, source: str) -> None:
+    """Raise InputError for the first (deepest, most relevant) violation."""
+    validator = Draft202012Validator(schema(schema_name), registry=registry())
+    best = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if best is not None:
+        message = best.message if len(best.message) <= 200 else best.message[:197] + "..."
+        raise InputError(f"{_path(best)}: {message}", source=source)
+
+
+def load_json(path: str | Path, schema_name: str | None = None) -> Any:
+    """Read a JSON file, with one-line errors for unreadable or malformed files."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read: {error}", source=str(path)) from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"line {error.lineno} column {error.colno}: {error.msg}", source=str(path)
+        ) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply", source=str(path)) from None
+    except InputError as error:
+        raise InputError(error.message, source=str(path)) from None
+    if schema_name:
+        validate(data, schema_name, source=str(path))
+    return data
+
+
+def _reject_constant(name: str) -> Any:
+    raise InputError(f"{name} is not valid JSON")

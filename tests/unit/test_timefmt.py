@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from advisor.errors import InputError
+from advisor.slurm.timefmt import (
+    NoLimit,
+    format_duration,
+    format_timelimit,
+    parse_duration,
+    parse_timelimit,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("5", 300),  # minutes
+        ("60:30", 3630),  # minutes:seconds, not hours
+        ("1:02:03", 3723),  # hours:minutes:seconds
+        ("2-3", 2 * 86400 + 3 * 3600),  # days-hours
+        ("2-03:04", 2 * 86400 + 3 * 3600 + 4 * 60),  # days-hours:minutes
+        ("1-00:00:00", 86400),  # days-hours:minutes:seconds
+        ("7-00:00:00", 7 * 86400),
+        ("00:00:02", 2),
+        ("0", 0),
+        ("01:02.345", 62),  # sacct CPU-time form, rounded
+        (" 10 ", 600),
+    ],
+)
+def test_parse_duration_every_slurm_form(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("UNLIMITED", NoLimit.UNLIMITED),
+        ("INFINITE", NoLimit.UNLIMITED),
+        ("infinite", NoLimit.UNLIMITED),
+        ("Partition_Limit", NoLimit.PARTITION_LIMIT),
+        ("00:30:00", 1800),
+    ],
+)
+def test_parse_timelimit_words(text: str, expected: int | NoLimit) -> None:
+    assert parse_timelimit(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1:2:3:4", "-5", "1-", "1--2", "5m", "1.5", "1-2-3"])
+def test_malformed_durations_are_input_errors(text: str) -> None:
+    with pytest.raises(InputError, match="not a Slurm time"):
+        parse_duration(text)
+
+
+def test_format_duration_matches_sacct() -> None:
+    assert format_duration(2) == "00:00:02"
+    assert format_duration(3630) == "01:00:30"
+    assert format_duration(86400 * 3 + 61) == "3-00:01:01"
+    assert format_timelimit(NoLimit.UNLIMITED) == "UNLIMITED"
+    with pytest.raises(ValueError, match="negative"):
+        format_duration(-1)
+
+
+@given(st.integers(min_value=0, max_value=10**9))
+def test_duration_round_trips(seconds: int) -> None:
+    assert parse_duration(format_duration(seconds)) == seconds
+
+
+@given(
+    st.one_of(
+        st.integers(min_value=0, max_value=10**9),
+        st.sampled_from(list(NoLimit)),
+    )
+)
+def test_timelimit_round_trips(limit: int | NoLimit) -> None:
+    assert parse_timelimit(format_timelimit(limit)) == limit
+
+
+@given(st.text(max_size=40))
+def test_any_text_parses_or_raises_input_error(text: str) -> None:
+    try:
+        value = parse_timelimit(text)
+    except InputError:
+        return
+    assert isinstance(value, NoLimit) or value >= 0
+
+
+@given(st.from_regex(r"[0-9:\-. ]{0,30}", fullmatch=True))
+def test_time_like_text_parses_or_raises_input_error(text: str) -> None:
+    try:
+        assert parse_duration(text) >= 0
+    except InputError:
+        pass
