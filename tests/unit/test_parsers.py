@@ -39,7 +39,7 @@ def test_sacct_rows_of_every_partition_and_state() -> None:
     assert done.req_mem_mb == 1024.0
     assert done.elapsed_s == 2 and done.timelimit_s == 600
     assert done.cluster == "advisor" and done.user == "root" and done.account == "research"
-    assert done.start == datetime(2026, 11, 29, 15, 10, 50)
+    assert done.start == datetime(2026, 11, 29, 15, 17, 11)
     assert done.is_final
     assert jobs["done-long"].partition == "long"
     failed = jobs["fail-exit3"]
@@ -72,7 +72,7 @@ def test_pipe_in_user_text_is_an_error_naming_the_job_not_a_silent_shift() -> No
 def test_array_jobs_keep_their_array_id() -> None:
     rows = parse_sacct(capture("sacct_allocations_x1f.txt").body, delimiter="\x1f")
     array = {r.job_id: r.job_id_raw for r in rows if r.name == "array"}
-    assert array == {"17_1": 22, "17_2": 17}
+    assert array == {"49_1": 54, "49_2": 49}
 
 
 def test_in_flight_record_is_not_final() -> None:
@@ -110,7 +110,7 @@ def test_nodes_from_scontrol_with_spaces_in_values() -> None:
 def test_test_only_estimate() -> None:
     estimate = parse_test_only(capture("sbatch_test_only_fat.stderr.txt").body)
     assert (estimate.partition, estimate.nodes, estimate.processors) == ("fat", ("f1",), 4)
-    assert estimate.start == datetime(2026, 11, 29, 15, 10, 46)
+    assert estimate.start == datetime(2026, 11, 29, 15, 17, 7)
 
 
 @pytest.mark.parametrize(
