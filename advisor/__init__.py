@@ -1,8 +1,15 @@
 """slurm-advisor: runtime predictions per node class, time limits and workflow plans for Slurm."""
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
-try:
-    __version__ = version("slurm-advisor")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> Any:
+    # importlib.metadata costs ~20 ms; the sbatch wrapper's submit path never asks for it.
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("slurm-advisor")
+        except PackageNotFoundError:  # a source tree that was never installed
+            return "0+unknown"
+    raise AttributeError(name)

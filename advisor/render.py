@@ -10,10 +10,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tabulate import tabulate, tabulate_formats
+from advisor.errors import UsageError
 
-#: ``table`` is the default; every tabulate format, ``json`` and ``csv`` are accepted too.
-FORMATS: tuple[str, ...] = ("table", "json", "csv", *sorted(tabulate_formats))
+#: Formats rendered without tabulate; every tabulate format is accepted too.
+BUILTIN_FORMATS: tuple[str, ...] = ("table", "json", "csv")
+
+
+def formats() -> tuple[str, ...]:
+    """Every accepted --format (tabulate is imported only when asked: it costs ~80 ms)."""
+    from tabulate import tabulate_formats
+
+    return (*BUILTIN_FORMATS, *sorted(tabulate_formats))
+
+
+def check_format(fmt: str) -> None:
+    """Refuse an unknown --format before any work is done."""
+    if fmt not in BUILTIN_FORMATS and fmt not in formats():
+        raise UsageError(
+            f"unknown --format {fmt!r}", hint=f"choose one of: {', '.join(formats())}"
+        )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FORMATS":  # kept for callers that list the choices
+        return formats()
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True)
@@ -71,6 +92,9 @@ def render(result: Result, fmt: str = "table") -> str:
             for row in table.rows:
                 writer.writerow([_cell(row.get(column)) for column in header])
         return out.getvalue().rstrip("\n")
+    from tabulate import tabulate
+
+    check_format(fmt)
     style = "simple" if fmt == "table" else fmt
     parts = []
     for table in result.tables:

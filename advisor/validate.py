@@ -8,11 +8,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from typing import TYPE_CHECKING
 
 from advisor.errors import InputError
+
+if TYPE_CHECKING:  # jsonschema costs ~80 ms to import: only validation pays for it
+    import jsonschema
+    from referencing import Registry
 
 
 @cache
@@ -26,6 +28,8 @@ def schema(name: str) -> dict[str, Any]:
 @cache
 def registry() -> Registry:  # type: ignore[type-arg]
     """Every bundled schema under its $id, so schemas can refer to each other."""
+    from referencing import Registry, Resource
+
     resources_ = []
     for entry in resources.files("advisor.schemas").iterdir():
         if entry.name.endswith(".json"):
@@ -44,8 +48,11 @@ def _path(error: jsonschema.ValidationError) -> str:
 
 def validate(data: Any, schema_name: str, *, source: str) -> None:
     """Raise InputError for the first (deepest, most relevant) violation."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
     validator = Draft202012Validator(schema(schema_name), registry=registry())
-    best = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    best = best_match(validator.iter_errors(data))
     if best is not None:
         message = best.message if len(best.message) <= 200 else best.message[:197] + "..."
         raise InputError(f"{_path(best)}: {message}", source=source)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.render import FORMATS
-
 
 def shared_options() -> argparse.ArgumentParser:
     """A parent parser with --db and --format, accepted before or after the command name."""
@@ -19,7 +17,6 @@ def shared_options() -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--format",
-        choices=FORMATS,
         metavar="FORMAT",
         default=argparse.SUPPRESS,
         help="output: table (default), json, csv, or any tabulate format (github, grid, ...)",

@@ -44,7 +44,8 @@ def save_jobs(
         for job in jobs
         if job.is_final
     ]
-    with store.write() as db:
+    with store.write():
+        db = store.db
         if rows:
             db.table("accounting_jobs").upsert_all(rows, pk=("cluster", "job_id"))
         if watermark is not None:

@@ -13,7 +13,8 @@ from advisor.store.connection import Store
 def save_cluster(store: Store, partitions: Sequence[Partition], nodes: Sequence[Node]) -> None:
     """Replace the snapshot in one transaction; node classes already assigned are kept."""
     now = utc_now()
-    with store.write() as db:
+    with store.write():
+        db = store.db
         db.execute("DELETE FROM partitions")
         db.table("partitions").insert_all(
             {

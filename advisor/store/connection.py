@@ -13,13 +13,15 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from advisor.errors import CacheError
 from advisor.store.migrations import MIGRATIONS
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 SCHEMA_VERSION = len(MIGRATIONS)
 APP_ID = 0x5A11AD01  # PRAGMA application_id: refuses to treat a foreign SQLite file as a cache
@@ -40,7 +42,6 @@ class Store:
 
     def __init__(self, conn: sqlite3.Connection, path: Path | None, *, readonly: bool) -> None:
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
         self.path = path
         self.readonly = readonly
 
@@ -93,6 +94,17 @@ class Store:
             ) from None
         return store
 
+    @cached_property
+    def db(self) -> sqlite_utils.Database:
+        """sqlite-utils over the same connection, for bulk inserts and introspection.
+
+        Imported on first use: it loads numpy/pandas when they are installed, which the
+        sbatch wrapper's submit path must not pay for.
+        """
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
+
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
@@ -130,7 +142,7 @@ class Store:
         """Apply every missing migration, each in its own transaction."""
         version = self.version
         app_id = int(self.conn.execute("PRAGMA application_id").fetchone()[0])
-        if version == 0 and app_id == 0 and self.db.table_names():
+        if version == 0 and app_id == 0 and self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
             raise CacheError(f"{self.path}: not a slurm-advisor cache (it has foreign tables)")
         for number in range(version, SCHEMA_VERSION):
             with self.write():
@@ -142,13 +154,20 @@ class Store:
                 self.conn.execute(f"PRAGMA user_version = {number + 1}")
 
     @contextmanager
-    def write(self) -> Iterator[sqlite_utils.Database]:
+    def write(self) -> Iterator[Store]:
         """A write transaction: all of it is committed, or none of it."""
         if self.readonly:
             raise CacheError(f"cache {self.path} is open read-only")
-        if self.conn.in_transaction:  # nested use joins the outer transaction
-            with self.db.atomic():
-                yield self.db
+        if self.conn.in_transaction:  # nested use joins the outer transaction as a savepoint
+            name = f"nested_{id(self):x}_{self.conn.total_changes}"
+            self.conn.execute(f"SAVEPOINT {name}")
+            try:
+                yield self
+            except BaseException:
+                self.conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                self.conn.execute(f"RELEASE SAVEPOINT {name}")
+                raise
+            self.conn.execute(f"RELEASE SAVEPOINT {name}")
             return
         try:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -157,7 +176,7 @@ class Store:
                 f"cache {self.path}: {error}", hint="another advisor is writing; retry shortly"
             ) from None
         try:
-            yield self.db
+            yield self
         except BaseException:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
@@ -168,7 +187,9 @@ class Store:
         self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()
     ) -> list[dict[str, Any]]:
         """Rows of a parameterised query as dicts."""
-        return list(self.db.query(sql, params))
+        cursor = self.conn.execute(sql, params)
+        names = [column[0] for column in cursor.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def _statements(script: str) -> list[str]:

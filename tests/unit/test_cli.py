@@ -108,3 +108,13 @@ def test_cluster_without_slurm_exits_1(
     err = capsys.readouterr().err.strip()
     assert "scontrol not found" in err
     assert len(err.splitlines()) == 1
+
+
+def test_importing_the_cli_does_not_load_numeric_libraries() -> None:
+    """The sbatch wrapper goes through this import chain on every submission: keep it light."""
+    code = (
+        "import sys, advisor.cli; advisor.cli.build_parser(['cluster']);"
+        "print(','.join(m for m in ('numpy', 'sklearn', 'scipy', 'matplotlib') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""

@@ -37,7 +37,13 @@ class Replay:
         )
 
 
-TRANSIENT = ["ctld_down_sbatch.stderr.txt", "dbd_down_sacct.stderr.txt"]
+TRANSIENT = [
+    "ctld_down_sbatch.stderr.txt",
+    "ctld_down_sinfo.stderr.txt",
+    "ctld_down_squeue.stderr.txt",
+    "ctld_down_scontrol_show_partition.stderr.txt",
+    "dbd_down_sacct.stderr.txt",
+]
 PERMANENT = [
     "sbatch_no_such_partition.stderr.txt",
     "sacct_bad_format.stderr.txt",

@@ -1,0 +1,112 @@
+"""Task models in the cache (table task_models): params are JSON objects of plain numbers.
+
+Also the few reads that prediction needs besides the models themselves: the hardware
+description of each node's newest benchmark run (reduced-clock twins), node classes, and the
+nodes of a partition.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.store.clock import utc_now
+from advisor.store.connection import Store
+
+
+@dataclass(frozen=True)
+class TaskModelRow:
+    """One stored model: node_class '*' for machine-independent ones (reference, baselines)."""
+
+    task: str
+    node_class: str
+    method: str
+    params: dict[str, Any]
+    n_obs: int
+    updated_at: str | None = field(default=None, compare=False)
+
+
+_INSERT = (
+    "INSERT INTO task_models (task, node_class, method, params, n_obs, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task, node_class, method) DO UPDATE SET "
+    "params = excluded.params, n_obs = excluded.n_obs, updated_at = excluded.updated_at"
+)
+
+
+def _values(row: TaskModelRow, now: str) -> tuple[Any, ...]:
+    text = json.dumps(row.params, sort_keys=True, allow_nan=False)
+    return (row.task, row.node_class, row.method, text, row.n_obs, row.updated_at or now)
+
+
+def replace_task_models(store: Store, rows: Iterable[TaskModelRow]) -> int:
+    """Replace every stored model in one transaction (what ``advisor learn`` writes)."""
+    now = utc_now()
+    values = [_values(row, now) for row in rows]
+    with store.write():
+        store.conn.execute("DELETE FROM task_models")
+        store.conn.executemany(_INSERT, values)
+    return len(values)
+
+
+def upsert_task_model(store: Store, row: TaskModelRow) -> None:
+    """Insert or replace one model (joins the caller's transaction if there is one)."""
+    with store.write():
+        store.conn.execute(_INSERT, _values(row, utc_now()))
+
+
+def load_task_models(store: Store, task: str | None = None) -> list[TaskModelRow]:
+    """Stored models, optionally of one task, ordered by task, class and method."""
+    rows = store.conn.execute(
+        "SELECT * FROM task_models WHERE (? IS NULL OR task = ?) ORDER BY task, node_class, method",
+        (task, task),
+    )
+    names = [d[0] for d in rows.description]
+    out = []
+    for values in rows:
+        row = dict(zip(names, values, strict=True))
+        out.append(
+            TaskModelRow(
+                row["task"],
+                row["node_class"],
+                row["method"],
+                json.loads(row["params"]),
+                row["n_obs"],
+                row["updated_at"],
+            )
+        )
+    return out
+
+
+def known_tasks(store: Store) -> list[str]:
+    """Tasks with a model or at least one observation."""
+    rows = store.conn.execute(
+        "SELECT task FROM task_models UNION SELECT DISTINCT task FROM observations ORDER BY 1"
+    )
+    return [r[0] for r in rows]
+
+
+def latest_hardware(store: Store) -> dict[str, dict[str, Any]]:
+    """Per node, the hardware JSON of its newest benchmark run."""
+    rows = store.conn.execute("SELECT node, hardware FROM bench_runs ORDER BY measured_at, id")
+    out: dict[str, dict[str, Any]] = {}
+    for node, text in rows:
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = {}
+        out[node] = doc if isinstance(doc, dict) else {}
+    return out
+
+
+def node_classes(store: Store) -> dict[str, str]:
+    """Node -> node class, for nodes that profiling assigned to a class."""
+    rows = store.conn.execute("SELECT name, node_class FROM nodes WHERE node_class IS NOT NULL")
+    return {name: cls for name, cls in rows}
+
+
+def partition_nodes(store: Store, partition: str) -> list[str] | None:
+    """The nodes of a partition in the last cluster snapshot; None for an unknown partition."""
+    row = store.conn.execute("SELECT nodes FROM partitions WHERE name = ?", (partition,)).fetchone()
+    return None if row is None else [str(n) for n in json.loads(row[0])]
