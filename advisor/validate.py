@@ -26,7 +26,7 @@ def schema(name: str) -> dict[str, Any]:
 
 
 @cache
-def registry() -> Registry:  # type: ignore[type-arg]
+def registry() -> Registry:
     """Every bundled schema under its $id, so schemas can refer to each other."""
     from referencing import Registry, Resource
 

@@ -3,19 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 
-from advisor import __version__
-from advisor.cli import cluster_cmd, demo_cmd
+import advisor
 from advisor.cli.common import shared_options
 from advisor.errors import AdvisorError, UsageError
-from advisor.render import Result, render
+from advisor.render import Result, check_format, render
 
-#: Each command module has ``register(subparsers, parents)`` setting ``func`` on its parser.
-COMMANDS = (cluster_cmd, demo_cmd)
+#: Command name -> (module with ``register(subparsers, parents)``, one-line help).  Only the
+#: module of the command being run is imported, so ``advisor sbatch`` does not pay for numpy.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("advisor.cli.demo_cmd", "run the advisor on bundled sample data (no Slurm needed)"),
+    "cluster": ("advisor.cli.cluster_cmd", "show partitions and nodes of the live cluster"),
+    "bench": ("advisor.cli.bench_cmd", "run the node microbenchmarks on this machine"),
+    "profile": ("advisor.cli.profile_cmd", "benchmark every node through Slurm and store it"),
+    "nodes": ("advisor.cli.nodes_cmd", "node classes, scores and factors; import scores"),
+    "runs": ("advisor.cli.runs_cmd", "import task executions (Lotaru, Nextflow, JSON)"),
+    "learn": ("advisor.cli.learn_cmd", "(re)fit every task model from the observations"),
+    "predict": ("advisor.cli.predict_cmd", "predicted runtime of a task on each node class"),
+    "evaluate": ("advisor.cli.evaluate_cmd", "the Lotaru paper's evaluation protocol"),
+    "plan": ("advisor.cli.plan_cmd", "plan workflows with HEFT, PEFT or FDWS"),
+    "estimate": ("advisor.cli.estimate_cmd", "the classic workflow makespan estimates"),
+    "insitu": ("advisor.cli.insitu_cmd", "in situ workflow step model, efficiency, makespan"),
+}
+
+_VALUE_OPTIONS = {"--db", "--format"}
+
 
 Command = Callable[[argparse.Namespace], Result]
 
@@ -27,19 +44,44 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser; tests and the docs check read it."""
+class _Version(argparse.Action):
+    """--version, with the package metadata read only when asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"advisor {advisor.__version__}")
+        parser.exit(0)
+
+
+def _selected(argv: Sequence[str]) -> str | None:
+    """The command named in argv (the first word that is not an option or its value)."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in _VALUE_OPTIONS:
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with argv, only the named command's module is imported (None: all of them)."""
     parents = [shared_options()]
     parser = _Parser(
         prog="advisor",
         description="Predicts how long Slurm jobs run on each kind of node and advises limits.",
         parents=parents,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in COMMANDS:
-        module.register(sub, parents)
+    wanted = None if argv is None else _selected(argv)
+    for name, (module_name, summary) in COMMANDS.items():
+        if argv is None or name == wanted:
+            importlib.import_module(module_name).register(sub, parents)
+        else:
+            sub.add_parser(name, help=summary, parents=parents)  # type: ignore[arg-type]
     return parser
 
 
@@ -47,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``advisor`` console script."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser = build_parser()
+        parser = build_parser(args_list)
         args = parser.parse_args(args_list)
         logging.basicConfig(
             level=logging.WARNING - 10 * min(args.verbose, 2),
@@ -56,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
+        check_format(getattr(args, "format", "table"))
         result: Result = args.func(args)
         text = render(result, getattr(args, "format", "table"))
         if text:

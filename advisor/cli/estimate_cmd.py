@@ -1,0 +1,47 @@
+"""``advisor estimate``: the classic makespan estimates of a workflow on n nodes x p cores."""
+
+from __future__ import annotations
+
+import argparse
+
+from advisor.planner.estimating import estimate_workflow
+from advisor.planner.platform import PRESETS
+from advisor.render import Result, Table
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+    """Add the command."""
+    parser = sub.add_parser(
+        "estimate",
+        parents=parents,
+        help="classic makespan estimates (naive, naive concurrent, level-by-level critical path)",
+        description="The three estimates of the WRENCH workflow makespan estimator for a WfFormat "
+        "workflow on --nodes nodes of --cores cores. Task work is the number after --cpu-work in "
+        "its arguments times --flops-per-unit; tasks without it count their recorded runtime.",
+    )
+    parser.add_argument("workflow", metavar="WORKFLOW", help="WfFormat JSON file")
+    parser.add_argument("--platform", required=True, metavar="FILE|" + "|".join(PRESETS),
+                        help="platform JSON file (schemas/platform.json) or a preset")
+    parser.add_argument("--nodes", type=int, required=True, help="number of nodes")
+    parser.add_argument("--cores", type=int, required=True, help="cores per node")
+    parser.add_argument("--flops-per-unit", metavar="F",
+                        help="flops per --cpu-work unit, e.g. 100Gf or 1.47e7")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> Result:
+    """Estimate and lay out."""
+    data = estimate_workflow(args.workflow, platform=args.platform, nodes=args.nodes,
+                             cores=args.cores, flops_per_unit=args.flops_per_unit)
+    rows = [
+        {"estimate": "naive, no concurrency", "seconds": data["naive_s"]},
+        {"estimate": "naive, concurrency", "seconds": data["naive_concurrent_s"]},
+        {"estimate": "critical path (level by level)", "seconds": data["critical_path_s"]},
+    ]
+    for row in rows:
+        row["hours"] = row["seconds"] / 3600
+    notes = (f"{data['workflow']}: {data['tasks']} tasks in {data['levels']} levels, "
+             f"{data['total_flops'] / 1e12:.2f} Tflop, {data['read_bytes'] / 1e9:.2f} GB read, "
+             f"{data['written_bytes'] / 1e9:.2f} GB written; {data['nodes']} x {data['cores']} "
+             f"cores on {data['platform']['name']}",)
+    return Result(data=data, tables=(Table(rows, title="Makespan estimates"),), notes=notes)

@@ -1,0 +1,128 @@
+"""From a workflow (and what we know of the platform) to a planning ``Problem``.
+
+Until task models and node profiles exist (later issues), a task's runtime is its recorded
+runtime, else its ``--cpu-work`` times the flops per unit over the platform's per-core rate plus
+reading and writing its files alone on a node; else the task is named in an error.  The same
+runtime holds on every node (no node factors yet).  Nodes are the machines the workflow was
+recorded on (cores as slots), or ``--nodes N --cores P`` alike nodes.  Transfers cost
+``bytes / bandwidth`` between different nodes when a bandwidth is given, else nothing (a shared
+file system, whose staging time the recorded runtimes already contain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.errors import InputError
+from advisor.planner import dag
+from advisor.planner.estimators import TaskLoad
+from advisor.planner.model import Workflow
+from advisor.planner.platform import Platform
+from advisor.planner.problem import Node, Problem, WorkflowInfo
+
+
+@dataclass(frozen=True)
+class Work:
+    """How task work turns into seconds: flops per ``--cpu-work`` unit on a platform."""
+
+    platform: Platform | None = None
+    flops_per_unit: float | None = None
+
+    def compute_s(self, cpu_work: float | None) -> float | None:
+        """Seconds on one core for that much work, if both are known."""
+        if cpu_work is None or self.platform is None or self.flops_per_unit is None:
+            return None
+        return cpu_work * self.flops_per_unit / self.platform.flops_per_core
+
+
+def _missing(workflow: Workflow, task_id: str) -> InputError:
+    return InputError(
+        f"task {task_id!r} has no recorded runtime and no usable --cpu-work",
+        source=workflow.source,
+        hint="give --platform and --flops-per-unit for --cpu-work tasks",
+    )
+
+
+def planned_runtimes(workflow: Workflow, work: Work) -> list[float]:
+    """Recorded runtime, else cpu-work compute plus I/O alone on a node; else an error."""
+    result = []
+    for position, task in enumerate(workflow.tasks):
+        if task.runtime_s is not None:
+            result.append(task.runtime_s)
+            continue
+        compute = work.compute_s(task.cpu_work)
+        if compute is None or work.platform is None:
+            raise _missing(workflow, task.id)
+        io = (workflow.read_bytes(position) / work.platform.read_bytes_per_s
+              + workflow.written_bytes(position) / work.platform.write_bytes_per_s)
+        result.append(compute + io)
+    return result
+
+
+def task_loads(workflow: Workflow, work: Work) -> list[TaskLoad]:
+    """Per task compute seconds (cpu work first, else the recorded runtime), bytes, level."""
+    level = dag.levels(workflow.parent_indices, workflow.order)
+    loads = []
+    for position, task in enumerate(workflow.tasks):
+        compute = work.compute_s(task.cpu_work)
+        if compute is None:
+            compute = task.runtime_s
+        if compute is None:
+            raise _missing(workflow, task.id)
+        loads.append(TaskLoad(compute, workflow.read_bytes(position),
+                              workflow.written_bytes(position), level[position]))
+    return loads
+
+
+def recorded_nodes(workflows: Sequence[Workflow]) -> tuple[Node, ...]:
+    """The machines the workflows ran on, cores as slots (1 when unknown), first seen first."""
+    found: dict[str, int] = {}
+    for workflow in workflows:
+        for machine in workflow.machines:
+            found[machine.name] = max(found.get(machine.name, 1), machine.cores or 1)
+        for task in workflow.tasks:
+            for name in task.machines:
+                found.setdefault(name, 1)
+    return tuple(Node(name, cores, name) for name, cores in found.items())
+
+
+def alike_nodes(count: int, cores: int) -> tuple[Node, ...]:
+    """``count`` nodes of ``cores`` cores, named node001, node002, ..."""
+    if count < 1 or cores < 1:
+        raise InputError("--nodes and --cores must be at least 1")
+    width = max(3, len(str(count)))
+    return tuple(Node(f"node{i + 1:0{width}d}", cores, "node") for i in range(count))
+
+
+def to_problem(
+    workflow: Workflow, nodes: Sequence[Node], runtimes_s: Sequence[float],
+    bandwidth_bytes_s: float | None = None,
+) -> Problem:
+    """The planning problem of one workflow on the given nodes."""
+    if not nodes:
+        raise InputError("no machines recorded in the workflow", source=workflow.source,
+                         hint="give --nodes N --cores P")
+    edge_bytes = workflow.edge_bytes
+    parents = tuple(
+        tuple((p, float(edge_bytes[(p, child)])) for p in plist)
+        for child, plist in enumerate(workflow.parent_indices)
+    )
+    n_nodes = len(nodes)
+    runtime = np.repeat(np.asarray(runtimes_s, dtype=np.float64)[:, None], n_nodes, axis=1)
+    bandwidth = None
+    if bandwidth_bytes_s is not None:
+        if bandwidth_bytes_s <= 0:
+            raise InputError("--bandwidth must be positive")
+        bandwidth = np.full((n_nodes, n_nodes), float(bandwidth_bytes_s))
+    return Problem(
+        task_ids=tuple(t.id for t in workflow.tasks),
+        parents=parents,
+        nodes=tuple(nodes),
+        runtime_s=runtime.reshape(len(workflow.tasks), n_nodes),
+        bandwidth=bandwidth,
+        workflows=(WorkflowInfo(workflow.name, 0.0, workflow.recorded_makespan_s),),
+        source=workflow.source,
+    )

@@ -1,0 +1,54 @@
+"""The ``advisor estimate`` use case: the three classic estimates of one WfFormat workflow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.errors import InputError
+from advisor.planner.build import Work, task_loads
+from advisor.planner.estimators import Resources, estimates
+from advisor.planner.inputs import load_workflow
+from advisor.planner.platform import load_platform, parse_flops
+
+
+def estimate_workflow(
+    spec: str, *, platform: str, nodes: int, cores: int, flops_per_unit: str | None
+) -> dict[str, Any]:
+    """Naive, naive-concurrent and level-by-level estimates on n nodes of p cores.
+
+    Task work is ``--cpu-work`` times the flops per unit; a task without it counts its
+    recorded runtime as seconds of compute on one core.
+    """
+    if nodes < 1 or cores < 1:
+        raise InputError("--nodes and --cores must be at least 1")
+    workflow = load_workflow(spec)
+    spec_platform = load_platform(platform)
+    work = Work(spec_platform, parse_flops(flops_per_unit) if flops_per_unit else None)
+    loads = task_loads(workflow, work)
+    resources = Resources(nodes, nodes * cores, spec_platform.read_bytes_per_s,
+                          spec_platform.write_bytes_per_s)
+    total_flops = sum(
+        task.cpu_work * work.flops_per_unit
+        if task.cpu_work is not None and work.flops_per_unit is not None
+        else load.compute_s * spec_platform.flops_per_core
+        for task, load in zip(workflow.tasks, loads, strict=True)
+    )
+    return {
+        "workflow": workflow.name,
+        "source": workflow.source,
+        "tasks": len(workflow.tasks),
+        "levels": 1 + max((t.level for t in loads), default=-1),
+        "platform": {
+            "name": spec_platform.name,
+            "flops_per_core": spec_platform.flops_per_core,
+            "read_bytes_per_s": spec_platform.read_bytes_per_s,
+            "write_bytes_per_s": spec_platform.write_bytes_per_s,
+        },
+        "nodes": nodes,
+        "cores": cores,
+        "flops_per_unit": work.flops_per_unit,
+        "total_flops": total_flops,
+        "read_bytes": sum(t.read_bytes for t in loads),
+        "written_bytes": sum(t.write_bytes for t in loads),
+        **estimates(loads, resources),
+    }

@@ -1,0 +1,147 @@
+"""The ``advisor plan`` use case: inputs in, a validated plan and its JSON-able summary out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.errors import InputError
+from advisor.planner import dag, registry
+from advisor.planner.build import Work, alike_nodes, planned_runtimes, recorded_nodes, to_problem
+from advisor.planner.estimators import Resources, TaskLoad, estimates
+from advisor.planner.fairness import fairness_report, outcomes
+from advisor.planner.inputs import load_input
+from advisor.planner.model import Workflow
+from advisor.planner.plan import Plan
+from advisor.planner.platform import load_platform, parse_flops
+from advisor.planner.problem import Problem, combine
+from advisor.planner.ranks import critical_path_s, mean_runtime
+from advisor.planner.uncertainty import LognormalSampler, makespan_distribution
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Everything ``advisor plan`` was asked."""
+
+    inputs: tuple[str, ...]
+    algorithm: str = "heft"
+    cv: float = 0.2
+    samples: int = 500
+    seed: int = 0
+    arrivals_s: tuple[float, ...] = ()
+    bandwidth_bytes_s: float | None = None
+    platform: str | None = None
+    flops_per_unit: str | None = None
+    nodes: int | None = None
+    cores: int | None = None
+
+
+def _problems(request: PlanRequest) -> list[Problem]:
+    loaded = [load_input(spec) for spec in request.inputs]
+    work = Work(
+        load_platform(request.platform) if request.platform else None,
+        parse_flops(request.flops_per_unit) if request.flops_per_unit else None,
+    )
+    workflows = [item for item in loaded if isinstance(item, Workflow)]
+    if request.nodes is not None:
+        nodes = alike_nodes(request.nodes, request.cores or 1)
+    else:
+        nodes = recorded_nodes(workflows)
+    problems = []
+    for item in loaded:
+        if isinstance(item, Workflow):
+            runtimes = planned_runtimes(item, work)
+            problems.append(to_problem(item, nodes, runtimes, request.bandwidth_bytes_s))
+        elif request.nodes is not None:
+            raise InputError("a planning problem brings its own processors; drop --nodes",
+                             source=item.source)
+        else:
+            problems.append(item)
+    return problems
+
+
+def build_problem(request: PlanRequest) -> Problem:
+    """All inputs as one problem, each workflow arriving at its time (0 unless given)."""
+    if request.cv < 0 or request.samples < 0:
+        raise InputError("--cv and --samples must not be negative")
+    problems = _problems(request)
+    arrivals = request.arrivals_s or (0.0,) * len(problems)
+    if len(arrivals) != len(problems):
+        raise InputError(f"{len(arrivals)} arrival times for {len(problems)} workflows")
+    if any(a < 0 for a in arrivals):
+        raise InputError("arrival times must not be negative")
+    return combine(problems, arrivals)
+
+
+def classic_loads(problem: Problem) -> list[TaskLoad]:
+    """The planned runtimes as the estimators' work (I/O is already inside them)."""
+    plain = [[p for p, _ in plist] for plist in problem.parents]
+    level = dag.levels(plain, problem.order)
+    mean = mean_runtime(problem)
+    return [TaskLoad(float(mean[t]), 0.0, 0.0, level[t]) for t in range(problem.n_tasks)]
+
+
+def _estimates(loads: Sequence[TaskLoad], resources: Resources) -> dict[str, float] | None:
+    return estimates(loads, resources) if loads else None
+
+
+def plan_workflows(request: PlanRequest) -> tuple[Plan, dict[str, Any]]:
+    """Plan every input together with the chosen algorithm; the plan and its summary."""
+    problem = build_problem(request)
+    scheduler = registry.get(request.algorithm)
+    plan = scheduler.schedule(problem)
+    spread = makespan_distribution(
+        plan, LognormalSampler(request.cv), samples=request.samples, seed=request.seed
+    )
+    resources = Resources(len(problem.nodes), sum(n.cores for n in problem.nodes))
+    loads = classic_loads(problem)
+    rows = []
+    for number, outcome in enumerate(outcomes(plan)):
+        mine = [t for t in range(problem.n_tasks) if problem.workflow_of[t] == number]
+        info = problem.workflows[number]
+        rows.append({
+            "name": outcome.name,
+            "tasks": len(mine),
+            "arrival_s": outcome.arrival_s,
+            "makespan_s": outcome.makespan_s,
+            "turnaround_s": outcome.turnaround_s,
+            "recorded_makespan_s": info.recorded_makespan_s,
+            "critical_path_s": critical_path_s(problem.subproblem(number)),
+            "estimates": _estimates([loads[t] for t in mine], resources),
+        })
+    data: dict[str, Any] = {
+        "algorithm": scheduler.name,
+        "citation": scheduler.citation,
+        "makespan_s": plan.makespan_s,
+        "p50_s": spread.p50_s,
+        "p95_s": spread.p95_s,
+        "sampled_mean_s": spread.mean_s,
+        "samples": spread.samples,
+        "cv": request.cv,
+        "seed": request.seed,
+        "critical_path_s": critical_path_s(problem),
+        "estimates": _estimates(loads, resources),
+        "nodes": [{"name": n.name, "cores": n.cores} for n in problem.nodes],
+        "workflows": rows,
+        "fairness": fairness_report(plan) if len(problem.workflows) > 1 else None,
+        "tasks": task_rows(plan),
+    }
+    return plan, data
+
+
+def task_rows(plan: Plan) -> list[dict[str, Any]]:
+    """One row per task, by start time."""
+    problem = plan.problem
+    ordered = sorted(plan.placements, key=lambda p: (p.start_s, p.task))
+    return [
+        {
+            "id": problem.task_ids[p.task],
+            "workflow": problem.workflows[problem.workflow_of[p.task]].name,
+            "node": problem.nodes[p.node].name,
+            "core": p.core,
+            "start_s": p.start_s,
+            "finish_s": p.finish_s,
+        }
+        for p in ordered
+    ]
