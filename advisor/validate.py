@@ -6,9 +6,7 @@ import json
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from advisor.errors import InputError
 

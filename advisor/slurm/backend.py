@@ -6,10 +6,12 @@ installed Slurm exists; ``CliBackend`` implements it with the command-line tools
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from advisor.errors import SlurmCommandError
 from advisor.slurm.parsers import (
     SACCT_FIELDS,
     parse_job_id,
@@ -19,7 +21,7 @@ from advisor.slurm.parsers import (
     parse_test_only,
 )
 from advisor.slurm.records import JobRecord, Node, Partition, StartEstimate
-from advisor.slurm.runner import SlurmCommands
+from advisor.slurm.runner import CommandResult, Runner, SlurmCommands, TransientSlurmError
 
 #: ASCII unit separator: job names and comments are user text and may contain ``|``.
 SACCT_DELIMITER = "\x1f"
@@ -97,3 +99,62 @@ class CliBackend:
             argv.append(f"--jobs={','.join(str(job) for job in job_ids)}")
         text = self.commands.run(argv).stdout
         return parse_sacct(text, SACCT_FIELDS, delimiter=SACCT_DELIMITER, source="sacct")
+
+    def run_on_node(
+        self,
+        node: str,
+        argv: Sequence[str],
+        *,
+        partition: str | None = None,
+        start_timeout_s: int = 60,
+        timeout_s: float = 300.0,
+        job_name: str = "advisor-step",
+    ) -> CommandResult:
+        """Run argv as a one-task job pinned to node (``srun -w NODE -N1 -n1 --exclusive``).
+
+        The result comes back whatever its exit code.  srun gives up when the node cannot start the
+        job within start_timeout_s (``--immediate``); Slurm's time limit and, past timeout_s, an
+        ``scancel`` of the (unique) job name make sure no step is left running.  Transient srun
+        failures (slurmctld busy) are retried by the usual policy; a time-out is not.
+        """
+        srun = [
+            "srun",
+            f"--nodelist={node}",
+            "--nodes=1",
+            "--ntasks=1",
+            "--exclusive",
+            f"--immediate={start_timeout_s}",
+            f"--time={max(1, math.ceil(timeout_s / 60))}",
+            f"--job-name={job_name}",
+            "--quiet",
+        ]
+        if partition:
+            srun.append(f"--partition={partition}")
+        commands = SlurmCommands(
+            _no_retry_on_timeout(self.commands.runner, f"srun on {node}"),
+            policy=self.commands.policy,
+            timeout_s=timeout_s,
+            sleep=self.commands.sleep,
+        )
+        try:
+            return commands.run([*srun, "--", *argv], check=False)
+        except StepTimeoutError:
+            self.commands.run(["scancel", f"--name={job_name}"], check=False)
+            raise
+
+
+class StepTimeoutError(SlurmCommandError):
+    """A job step gave no result within its time; it was cancelled (not retried)."""
+
+
+def _no_retry_on_timeout(runner: Runner, what: str) -> Runner:
+    """A runner whose time-out is final: a benchmark that ran out of time must not run again."""
+
+    def run(argv: Sequence[str], timeout_s: float, stdin: str | None) -> CommandResult:
+        try:
+            return runner(argv, timeout_s, stdin)
+        except TransientSlurmError:
+            raise StepTimeoutError(f"{what}: no result within {timeout_s:g} s", argv=argv) from None
+
+    return run
+

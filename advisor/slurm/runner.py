@@ -152,12 +152,86 @@ class SlurmCommands:
         return result
 
 
+def run_verbatim(
+    argv: Sequence[str], timeout_s: float, stdin: str | None = None
+) -> CommandResult:
+    """A Runner for pass-through (the sbatch wrapper): every byte in and out survives.
+
+    Text is decoded and encoded as UTF-8 with ``surrogateescape``, so output that is not UTF-8
+    (a job name in Latin-1) is written back unchanged, and a script read from our stdin reaches
+    sbatch's stdin byte for byte.
+    """
+    try:
+        done = subprocess.run(
+            list(argv),
+            input=stdin.encode("utf-8", "surrogateescape") if stdin is not None else None,
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise SlurmUnavailableError(
+            f"{argv[0]} not found on PATH", argv=argv, hint="install the Slurm client tools"
+        ) from None
+    except subprocess.TimeoutExpired as expired:
+        err = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) else ""
+        raise TransientSlurmError(
+            f"{argv[0]} did not answer within {timeout_s:g} s", argv=argv, stderr=err or ""
+        ) from None
+    return CommandResult(
+        tuple(argv),
+        done.returncode,
+        done.stdout.decode("utf-8", "surrogateescape"),
+        done.stderr.decode("utf-8", "surrogateescape"),
+    )
+
+
+#: sbatch failures after which the job may exist all the same (the reply was lost on the way).
+AMBIGUOUS_SUBMIT_MARKERS: tuple[str, ...] = (
+    "Socket timed out",
+    "Zero Bytes were transmitted or received",
+)
+
+
+class AmbiguousSubmitError(SlurmCommandError):
+    """A submission failed in a way that leaves open whether the job was created: never retried."""
+
+    def __init__(self, result: CommandResult, message: str) -> None:
+        super().__init__(message, argv=result.argv, stderr=result.stderr, returncode=result.returncode)
+        self.result = result
+
+
+def no_resubmit(runner: Runner) -> Runner:
+    """A runner for submissions: retries only failures that certainly created no job.
+
+    "Unable to contact slurm controller" is safe to repeat; a socket time-out after the request
+    was sent, or our own time-out, may have left a job behind, so it is raised at once.
+    """
+
+    def run(argv: Sequence[str], timeout_s: float, stdin: str | None = None) -> CommandResult:
+        try:
+            result = runner(argv, timeout_s, stdin)
+        except TransientSlurmError as error:
+            lost = CommandResult(tuple(argv), error.returncode or 1, "", error.stderr or error.message)
+            raise AmbiguousSubmitError(lost, error.message) from None
+        text = (result.stderr + result.stdout).lower()
+        if result.returncode != 0 and any(m.lower() in text for m in AMBIGUOUS_SUBMIT_MARKERS):
+            raise AmbiguousSubmitError(result, f"{argv[0]}: the job may have been submitted")
+        return result
+
+    return run
+
+
 __all__ = [
+    "AmbiguousSubmitError",
     "CommandResult",
     "RetryPolicy",
     "SlurmCommands",
     "SlurmError",
     "TransientSlurmError",
     "is_transient",
+    "no_resubmit",
     "run_subprocess",
+    "run_verbatim",
 ]

@@ -1,0 +1,110 @@
+"""``advisor nodes``: nodes and classes with their scores and ratios; ``nodes import`` for scores."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from advisor.profiling.imports import read_node_import
+from advisor.profiling.recording import record_runs
+from advisor.profiling.view import nodes_view
+from advisor.render import Result, Table
+from advisor.store import Store
+from advisor.store.benchmarks import latest_scores
+
+_RATIOS = ("cpu", "io", "memory")
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+    """Add the command and its ``import`` sub-command."""
+    parser = sub.add_parser(
+        "nodes",
+        parents=parents,
+        help="show nodes and node classes with benchmark scores and ratios",
+        description="Every node (from the cluster snapshot and from benchmarks) with its class, "
+        "newest scores, their age, and the ratios reference score / node score for CPU, I/O "
+        "and memory (above 1: slower than the reference), which Lotaru's factor "
+        "F = w * cpu + (1 - w) * io is made of. Then the same per class.",
+    )
+    reference_help = "node the ratios are relative to (default: the first node with scores)"
+    parser.add_argument("--reference", metavar="NODE", help=reference_help)
+    parser.set_defaults(func=run_show)
+    actions = parser.add_subparsers(dest="nodes_action", metavar="ACTION")
+    importer = actions.add_parser(
+        "import",
+        parents=parents,
+        help="store benchmark scores measured elsewhere",
+        description="Accepts the Lotaru paper's table (../shared/data/lotaru/nodes.json), the "
+        "advisor's own format (schemas/node-import.json) and 'advisor bench --format json' "
+        "output. A reduced-clock twin (same_hardware_as) gets its twin's scores, CPU scores "
+        "scaled by the clock ratio. Nothing is stored unless the whole file is valid.",
+    )
+    importer.add_argument("file", metavar="FILE")
+    importer.add_argument("--reference", metavar="NODE", default=argparse.SUPPRESS,
+                          help=reference_help)
+    importer.set_defaults(func=run_import)
+
+
+def _age(seconds: int | None) -> str:
+    if seconds is None:
+        return ""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _ratio_cells(ratios: dict[str, float | None] | None) -> dict[str, float | None]:
+    return {f"{name}_ratio": (ratios or {}).get(name) for name in _RATIOS}
+
+
+def _result(view: dict[str, Any]) -> Result:
+    metrics = sorted({metric for row in view["nodes"] for metric in row["scores"]})
+    node_rows = [
+        {"node": row["name"], "class": row["node_class"], **_ratio_cells(row["ratios"]),
+         **{metric: row["scores"].get(metric) for metric in metrics},
+         "age": _age(row["age_s"]), "source": row["source"]}
+        for row in view["nodes"]
+    ]
+    class_rows = [
+        {"class": row["name"], "nodes": row["nodes"], "profiled": row["profiled"],
+         **_ratio_cells(row["ratios"])}
+        for row in view["classes"]
+    ]
+    reference = view["reference"]
+    notes = _tool_notes(view)
+    title = (f"Nodes (ratio = {reference}'s score / the node's; above 1: slower)" if reference
+             else "Nodes (no scores yet: run 'advisor profile' or 'advisor nodes import')")
+    return Result(
+        data=view,
+        tables=(Table(node_rows, title=title), Table(class_rows, title="Node classes")),
+        notes=notes,
+    )
+
+
+def _tool_notes(view: dict[str, Any]) -> list[str]:
+    """A warning when ratios compare scores of different tools (their units differ)."""
+    tools = {row["name"]: row["tool"] for row in view["nodes"] if row["scores"]}
+    reference = view["reference"]
+    others = sorted(name for name, tool in tools.items() if tool != tools.get(reference))
+    if not reference or not others:
+        return []
+    return [f"note: {', '.join(others)} were measured with another tool than {reference} "
+            f"({tools[reference]}); their ratios compare different units"]
+
+
+def run_show(args: argparse.Namespace) -> Result:
+    """The table of nodes and classes."""
+    with Store.open(getattr(args, "db", None), readonly=True) as store:
+        return _result(nodes_view(store, reference=args.reference))
+
+
+def run_import(args: argparse.Namespace) -> Result:
+    """Check the whole file, store it, then show the nodes."""
+    with Store.open(getattr(args, "db", None)) as store:
+        runs = read_node_import(args.file, known_scores=latest_scores(store))
+        with store.write():  # a bad --reference rolls the import back
+            record_runs(store, runs)
+            view = nodes_view(store, reference=getattr(args, "reference", None))
+    view["imported"] = [run.node for run in runs]
+    return _result(view)

@@ -1,0 +1,111 @@
+"""``advisor profile``: the microbenchmarks on every node, through Slurm."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any, TextIO
+
+from advisor.errors import AdvisorError
+from advisor.profiling.cluster_profile import (
+    NodeOutcome,
+    ProfileRequest,
+    bench_argv,
+    profile_cluster,
+)
+from advisor.render import Result, Table
+from advisor.slurm.backend import CliBackend
+from advisor.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+    """Add the command."""
+    parser = sub.add_parser(
+        "profile",
+        parents=parents,
+        help="benchmark every node through Slurm and store the results",
+        description="Runs 'advisor bench --quick' on each selected node as its own job "
+        "(srun -w NODE -N1 -n1 --exclusive), all nodes in parallel, and stores every result "
+        "with its time (history is kept) and the nodes' classes. A node that is unknown, "
+        "down, does not start in time or fails is reported by name; the others are stored. "
+        "The advisor must be installed at the same path on the nodes.",
+    )
+    parser.add_argument("--partition", action="append", default=[], metavar="P",
+                        help="profile the nodes of P (repeatable; default: every partition)")
+    parser.add_argument("--nodes", metavar="LIST",
+                        help="profile these nodes (a Slurm host list, e.g. c[1-4],f1)")
+    parser.add_argument("--full", action="store_true", help="run the full benchmark (≤ 30 s)")
+    parser.add_argument("--dir", metavar="D",
+                        help="directory for the I/O benchmarks on each node (default: the "
+                        "current directory, as the job's working directory)")
+    parser.add_argument("--start-timeout", type=int, default=60, metavar="S",
+                        help="give up on a node whose job does not start within S s (default 60)")
+    parser.add_argument("--timeout", type=float, default=180.0, metavar="S",
+                        help="give up on a node without a result after S s (default 180)")
+    parser.set_defaults(func=run)
+
+
+class _ProgressBar:
+    """A one-line bar on a terminal; nothing when output goes to a pipe or a file."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.failed: list[str] = []
+
+    def __call__(self, outcome: NodeOutcome, done: int, total: int) -> None:
+        if outcome.error:
+            self.failed.append(outcome.node)
+        width = 30
+        filled = width * done // total
+        failed = f", failed: {','.join(self.failed)}" if self.failed else ""
+        self.stream.write(f"\rprofiling [{'#' * filled}{'.' * (width - filled)}] "
+                          f"{done}/{total} nodes{failed}\x1b[K")
+        if done == total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def run(args: argparse.Namespace) -> Result:
+    """Profile, store, and lay out; fails (exit 1) only when no node gave a result."""
+    request = ProfileRequest(
+        argv=bench_argv(quick=not args.full, directory=args.dir),
+        partitions=tuple(args.partition),
+        nodes=args.nodes,
+        start_timeout_s=args.start_timeout,
+        timeout_s=args.timeout,
+    )
+    progress = _ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+    with Store.open(getattr(args, "db", None)) as store:
+        outcomes = profile_cluster(CliBackend(), store, request, progress=progress)
+    failed = [o for o in outcomes if o.error]
+    if len(failed) == len(outcomes):
+        raise AdvisorError(
+            "profiling failed on every node: " + "; ".join(f"{o.node}: {o.error}" for o in failed)
+        )
+    rows: list[dict[str, Any]] = [
+        {
+            "node": o.node,
+            "partition": o.partition,
+            "status": "failed" if o.error else "stored",
+            "run_id": o.run_id,
+            "node_class": o.node_class,
+            "measured_at": o.run.measured_at if o.run else None,
+            "scores": {m: r.value for m, r in o.run.results.items()} if o.run else {},
+            "error": o.error,
+        }
+        for o in outcomes
+    ]
+    table = [
+        {key: row[key] for key in ("node", "partition", "status", "run_id", "node_class")}
+        | {"cpu_single_events_s": row["scores"].get("cpu_single_events_s"),
+           "seq_read_mib_s": row["scores"].get("seq_read_mib_s"), "error": row["error"]}
+        for row in rows
+    ]
+    notes = [f"failed: {o.node}: {o.error}" for o in failed]
+    for note in notes:  # on stderr too, where --format json leaves the notes out
+        log.warning("profile %s", note)
+    data = {"nodes": rows, "stored": len(rows) - len(failed), "failed": len(failed)}
+    return Result(data=data, tables=(Table(table),), notes=notes)
