@@ -1,7 +1,6 @@
 """Task models in the cache (table task_models): params are JSON objects of plain numbers.
 
-Also the few reads that prediction needs besides the models themselves: the hardware
-description of each node's newest benchmark run (reduced-clock twins), node classes, and the
+Also the two reads that prediction needs besides the models themselves: node classes, and the
 nodes of a partition.
 """
 
@@ -85,19 +84,6 @@ def known_tasks(store: Store) -> list[str]:
         "SELECT task FROM task_models UNION SELECT DISTINCT task FROM observations ORDER BY 1"
     )
     return [r[0] for r in rows]
-
-
-def latest_hardware(store: Store) -> dict[str, dict[str, Any]]:
-    """Per node, the hardware JSON of its newest benchmark run."""
-    rows = store.conn.execute("SELECT node, hardware FROM bench_runs ORDER BY measured_at, id")
-    out: dict[str, dict[str, Any]] = {}
-    for node, text in rows:
-        try:
-            doc = json.loads(text)
-        except ValueError:
-            doc = {}
-        out[node] = doc if isinstance(doc, dict) else {}
-    return out
 
 
 def node_classes(store: Store) -> dict[str, str]:

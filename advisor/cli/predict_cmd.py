@@ -1,0 +1,89 @@
+"""``advisor predict``: predicted runtime (mean, P50, P90, P95) per node class."""
+
+from __future__ import annotations
+
+import argparse
+
+from advisor.errors import UsageError
+from advisor.models.predict import METHODS
+from advisor.models.predicting import input_size_of, predict_queries, predict_runtime
+from advisor.render import Result, Table
+from advisor.store import Store
+
+QUERY_COLUMNS = ("task", "node", "input_bytes", "predicted_s", "p50_s", "p90_s", "p95_s")
+CLASS_COLUMNS = (
+    "node_class",
+    "source",
+    "factor",
+    "runs_on_class",
+    "predicted_s",
+    "p50_s",
+    "p90_s",
+    "p95_s",
+)
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+    """Add the command."""
+    parser = sub.add_parser(
+        "predict",
+        parents=parents,
+        help="predict a task's runtime per node class",
+        description="Predicted runtime in seconds: mean and quantiles P50/P90/P95 of the "
+        "predictive distribution.  Either one task (--task with --input-bytes or --input) or "
+        "a CSV of queries (--queries: columns task,node,input_bytes).",
+    )
+    parser.add_argument("--task", help="the task (process) name")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument(
+        "--input-bytes", type=int, metavar="N", help="uncompressed input size in bytes"
+    )
+    size.add_argument(
+        "--input", nargs="+", metavar="PATH", help="input files (gzip/bgzip measured uncompressed)"
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--node", help="only this node's class")
+    where.add_argument("--partition", help="only the node classes of this partition")
+    parser.add_argument("--queries", metavar="FILE.csv", help="bulk: columns task,node,input_bytes")
+    parser.add_argument("--cores", type=int, help="cores the task will use")
+    parser.add_argument(
+        "--method",
+        choices=METHODS,
+        default="lotaru",
+        help="model (default lotaru; others: the paper's baselines)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> Result:
+    """Check the argument combination, predict, lay out."""
+    db = getattr(args, "db", None)
+    if args.queries:
+        if args.task or args.input_bytes is not None or args.input:
+            raise UsageError("--queries cannot be combined with --task/--input-bytes/--input")
+        with Store.open(db, readonly=True) as store:
+            data = predict_queries(store, args.queries, method=args.method)
+        return Result(data=data, tables=(Table(data["predictions"], columns=QUERY_COLUMNS),))
+    if not args.task:
+        raise UsageError("give --task (with --input-bytes or --input) or --queries FILE.csv")
+    if args.input_bytes is None and not args.input:
+        raise UsageError("give the input size: --input-bytes N or --input PATH...")
+    if args.input_bytes is not None and args.input_bytes < 0:
+        raise UsageError("--input-bytes must not be negative")
+    input_bytes = args.input_bytes if args.input_bytes is not None else input_size_of(args.input)
+    with Store.open(db, readonly=True) as store:
+        data = predict_runtime(
+            store,
+            args.task,
+            input_bytes,
+            node=args.node,
+            partition=args.partition,
+            method=args.method,
+            cores=args.cores,
+        )
+    notes = [f"{args.task}, {input_bytes} input bytes ({args.method})"]
+    if data["skipped_classes"]:
+        notes.append("no factor for: " + ", ".join(data["skipped_classes"]))
+    return Result(
+        data=data, tables=(Table(data["predictions"], columns=CLASS_COLUMNS),), notes=tuple(notes)
+    )

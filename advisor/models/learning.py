@@ -1,0 +1,165 @@
+"""``advisor learn``: (re)fit every task's models from the observations in the cache.
+
+Per task: the reference node class is the one with the most runs (a reduced-clock twin only if
+nothing else ran the task); Lotaru's model is fitted there, the CPU weight comes from the twin's
+paired runs, the paper's baselines are fitted on the same runs, and every other class that ran
+the task gets an online model: the transferred prior updated with that class's runs.
+Censored runs (killed at their limit) are lower bounds, not runtimes, and are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.models.baselines import METHODS as BASELINES
+from advisor.models.baselines import fit_baseline
+from advisor.models.context import NodeContext, load_node_context
+from advisor.models.lotaru import fit_task
+from advisor.models.node_factor import class_factor
+from advisor.models.predict import transferred_model
+from advisor.models.transfer import TAU
+from advisor.store.connection import Store
+from advisor.store.observations import Observation, load_observations
+from advisor.store.task_models import TaskModelRow, replace_task_models
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    """What was learned for one task."""
+
+    task: str
+    reference: str
+    kind: str
+    pearson_r: float | None
+    cpu_weight: float
+    cpu_weight_source: str
+    n_train: int
+    classes: tuple[str, ...]
+
+
+def _class_of(obs: Observation, context: NodeContext) -> str:
+    if obs.node_class:
+        return obs.node_class
+    return context.class_of(obs.node) if obs.node else "unknown"
+
+
+def choose_reference(
+    counts: dict[str, int], twins: Iterable[str], preferred: str | None = None
+) -> str:
+    """The preferred class if it ran the task, else the one with most runs (twins last)."""
+    if preferred is not None and preferred in counts:
+        return preferred
+    twin_set = set(twins)
+    return min(counts, key=lambda c: (c in twin_set, -counts[c], c))
+
+
+def learn_task(
+    task: str,
+    by_class: dict[str, list[Observation]],
+    context: NodeContext,
+    *,
+    preferred_reference: str | None = None,
+    seed: int = 0,
+    tau: float = TAU,
+) -> tuple[list[TaskModelRow], TaskSummary]:
+    """The rows for one task from its runs grouped by node class."""
+    ref = choose_reference(
+        {c: len(r) for c, r in by_class.items()}, context.twins, preferred_reference
+    )
+    runs = by_class[ref]
+    twins = [
+        (name, by_class[name], twin.clock_ratio)
+        for name, twin in sorted(context.twins.items())
+        if twin.reference == ref and name in by_class
+    ]
+    model = fit_task(runs, twins, reference=ref)
+    rows = [TaskModelRow(task, "*", "lotaru", model.to_params(), model.n_train)]
+    sized = [
+        (float(o.input_bytes), o.runtime_s)
+        for o in runs
+        if o.input_bytes is not None and o.input_bytes > 0
+    ]
+    if sized:
+        xs, ys = [x for x, _ in sized], [y for _, y in sized]
+        for method in BASELINES:
+            baseline = fit_baseline(method, xs, ys, task=task, seed=seed)
+            rows.append(TaskModelRow(task, "*", method, baseline.to_params(), len(xs)))
+    classes = []
+    for node_class, observed in sorted(by_class.items()):
+        if node_class == ref:
+            continue
+        factor = class_factor(ref, node_class, context.scores, model.cpu_weight)
+        prior = transferred_model(model, node_class, factor, tau=tau)
+        used = [
+            (float(o.input_bytes), o.runtime_s, o.cores)
+            for o in observed
+            if o.input_bytes is not None
+        ]
+        online = prior.with_runs(used)
+        rows.append(TaskModelRow(task, node_class, "online", online.to_params(), len(used)))
+        classes.append(node_class)
+    summary = TaskSummary(
+        task,
+        ref,
+        model.kind,
+        model.pearson_r,
+        model.cpu_weight,
+        model.cpu_weight_source,
+        model.n_train,
+        tuple(classes),
+    )
+    return rows, summary
+
+
+def learn_models(
+    observations: Iterable[Observation],
+    context: NodeContext,
+    *,
+    reference: str | None = None,
+    seed: int = 0,
+    tau: float = TAU,
+) -> tuple[list[TaskModelRow], list[TaskSummary]]:
+    """All rows and summaries from observations (pure: no cache involved)."""
+    grouped: dict[str, dict[str, list[Observation]]] = {}
+    for obs in observations:
+        if obs.censored or obs.runtime_s < 0:
+            continue
+        grouped.setdefault(obs.task, {}).setdefault(_class_of(obs, context), []).append(obs)
+    rows: list[TaskModelRow] = []
+    summaries = []
+    for task in sorted(grouped):
+        task_rows, summary = learn_task(
+            task, grouped[task], context, preferred_reference=reference, seed=seed, tau=tau
+        )
+        rows.extend(task_rows)
+        summaries.append(summary)
+    return rows, summaries
+
+
+def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> dict[str, Any]:
+    """Refit everything and replace the stored models; a summary (schemas/learn-output.json)."""
+    observations = load_observations(store)
+    rows, summaries = learn_models(
+        observations, load_node_context(store), reference=reference, seed=seed
+    )
+    stored = replace_task_models(store, rows)
+    return {
+        "observations": len(observations),
+        "tasks": len(summaries),
+        "models": stored,
+        "task_models": [
+            {
+                "task": s.task,
+                "reference": s.reference,
+                "kind": s.kind,
+                "pearson_r": s.pearson_r,
+                "cpu_weight": s.cpu_weight,
+                "cpu_weight_source": s.cpu_weight_source,
+                "n_train": s.n_train,
+                "classes": list(s.classes),
+            }
+            for s in summaries
+        ],
+    }

@@ -1,0 +1,141 @@
+"""Predicting a task's runtime on a node class from the stored numbers: the submit-time path.
+
+Only the standard library: the sbatch wrapper calls this with rows read from ``task_models``.
+Which model answers, in order: the class's online model (transferred prior updated by the runs
+seen on the class), the reference model on the reference class itself, else the transferred
+prior alone (Lotaru's prediction times F, with the transfer's uncertainty).  The baselines
+answer without any node adjustment, as in the paper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.models.baselines import METHODS as BASELINES
+from advisor.models.baselines import Baseline
+from advisor.models.bayes import SufficientStats
+from advisor.models.class_model import ClassModel
+from advisor.models.distributions import Predictive
+from advisor.models.features import size_features
+from advisor.models.reference import ReferenceModel
+from advisor.models.transfer import TAU, transferred_prior
+
+METHODS = ("lotaru", *BASELINES)
+
+
+@dataclass(frozen=True)
+class TaskModels:
+    """Everything stored for one task."""
+
+    task: str
+    reference: ReferenceModel | None = None
+    classes: Mapping[str, ClassModel] = field(default_factory=dict)
+    baselines: Mapping[str, Baseline] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClassPrediction:
+    """A prediction for one node class and where it came from."""
+
+    node_class: str
+    method: str
+    source: str  # 'reference', 'online', 'transferred' or 'baseline'
+    factor: float | None
+    runs_on_class: int
+    predictive: Predictive
+
+
+class NoFactorError(LookupError):
+    """The class has neither runs nor benchmark scores relating it to the reference."""
+
+
+def task_models_from_rows(
+    task: str, rows: Iterable[tuple[str, str, Mapping[str, Any]]]
+) -> TaskModels:
+    """TaskModels from (node_class, method, params) rows of task_models."""
+    reference = None
+    classes: dict[str, ClassModel] = {}
+    baselines: dict[str, Baseline] = {}
+    for node_class, method, params in rows:
+        if method == "lotaru":
+            reference = ReferenceModel.from_params(dict(params))
+        elif method == "online":
+            classes[node_class] = ClassModel.from_params(node_class, dict(params))
+        elif method in BASELINES:
+            baselines[method] = Baseline.from_params(dict(params))
+    return TaskModels(task, reference, classes, baselines)
+
+
+def transferred_model(
+    reference: ReferenceModel, node_class: str, factor: float | None, *, tau: float = TAU
+) -> ClassModel:
+    """The class model before any run on the class.
+
+    On the reference class itself: the reference posterior (factor 1, no widening).  Without a
+    factor (no benchmark relates the class to the reference): factor 1, source 'none'.
+    """
+    if node_class == reference.reference:
+        value, source, widen = 1.0, "reference", 0.0
+    elif factor is None:
+        value, source, widen = 1.0, "none", tau
+    else:
+        value, source, widen = factor, "benchmarks", tau
+    return ClassModel(
+        node_class=node_class,
+        reference=reference.reference,
+        factor=value,
+        factor_source=source,
+        feature_set="size",
+        prior=transferred_prior(reference, value, widen),
+        stats=SufficientStats.empty(2),
+    )
+
+
+def predict_on(
+    models: TaskModels,
+    node_class: str,
+    input_bytes: float,
+    *,
+    factor: float | None,
+    method: str = "lotaru",
+    cores: int | None = None,
+) -> ClassPrediction:
+    """The predictive runtime of the task on node_class (factor: Lotaru's F for that class)."""
+    if method in BASELINES:
+        baseline = models.baselines.get(method)
+        if baseline is None:
+            raise LookupError(f"no {method} model for task {models.task!r}")
+        return ClassPrediction(
+            node_class, method, "baseline", None, 0, baseline.predict(input_bytes)
+        )
+    if method != "lotaru":
+        raise ValueError(f"unknown method {method!r}")
+    online = models.classes.get(node_class)
+    if online is not None:
+        source = "online" if online.stats.n else "transferred"
+        return ClassPrediction(
+            node_class,
+            method,
+            source,
+            online.factor,
+            online.stats.n,
+            online.predict(input_bytes, cores),
+        )
+    reference = models.reference
+    if reference is None:
+        raise LookupError(f"no model for task {models.task!r}")
+    if node_class == reference.reference:
+        return ClassPrediction(
+            node_class,
+            method,
+            "reference",
+            1.0,
+            0,
+            reference.linear().predict(size_features(input_bytes)),
+        )
+    if factor is None:
+        raise NoFactorError(node_class)
+    model = transferred_model(reference, node_class, factor)
+    return ClassPrediction(node_class, method, "transferred", factor, 0, model.predict(input_bytes))

@@ -1,0 +1,149 @@
+"""``advisor predict``: runtimes per node class for one task, or for a file of queries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import InputError, UnknownTaskError
+from advisor.inputs import total_uncompressed
+from advisor.models.context import NodeContext, load_node_context
+from advisor.models.node_factor import class_factor
+from advisor.models.predict import (
+    ClassPrediction,
+    NoFactorError,
+    TaskModels,
+    predict_on,
+    task_models_from_rows,
+)
+from advisor.models.queries import read_queries
+from advisor.models.reference import ReferenceModel
+from advisor.store.connection import Store
+from advisor.store.task_models import known_tasks, load_task_models, partition_nodes
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    models: TaskModels
+    reference: ReferenceModel
+
+    def predict(
+        self,
+        context: NodeContext,
+        node_class: str,
+        input_bytes: int,
+        method: str,
+        cores: int | None,
+    ) -> ClassPrediction:
+        ref = self.reference
+        factor = class_factor(ref.reference, node_class, context.scores, ref.cpu_weight)
+        return predict_on(
+            self.models, node_class, float(input_bytes), factor=factor, method=method, cores=cores
+        )
+
+
+def _load(store: Store, task: str) -> _Loaded:
+    rows = load_task_models(store, task)
+    if not rows:
+        raise UnknownTaskError(task, known_tasks(store))
+    models = task_models_from_rows(task, ((r.node_class, r.method, r.params) for r in rows))
+    if models.reference is None:
+        raise InputError(f"task {task!r} has runs but no model", hint="run 'advisor learn'")
+    return _Loaded(models, models.reference)
+
+
+def _row(task: str, node: str | None, input_bytes: int, p: ClassPrediction) -> dict[str, Any]:
+    d = p.predictive
+    return {
+        "task": task,
+        "node": node,
+        "node_class": p.node_class,
+        "input_bytes": input_bytes,
+        "method": p.method,
+        "source": p.source,
+        "factor": p.factor,
+        "runs_on_class": p.runs_on_class,
+        "predicted_s": d.mean_s,
+        "p50_s": d.p50_s,
+        "p90_s": d.p90_s,
+        "p95_s": d.p95_s,
+    }
+
+
+def _targets(
+    store: Store, loaded: _Loaded, context: NodeContext, node: str | None, partition: str | None
+) -> list[tuple[str | None, str]]:
+    """(node, node class) pairs to predict for."""
+    if node is not None:
+        return [(node, context.class_of(node))]
+    if partition is not None:
+        nodes = partition_nodes(store, partition)
+        if nodes is None:
+            raise InputError(
+                f"unknown partition {partition!r}", hint="run 'advisor cluster --save'"
+            )
+        return [(None, c) for c in sorted({context.class_of(n) for n in nodes})]
+    classes = {loaded.reference.reference, *loaded.models.classes, *context.scores}
+    return [(None, c) for c in sorted(classes)]
+
+
+def predict_runtime(
+    store: Store,
+    task: str,
+    input_bytes: int,
+    *,
+    node: str | None = None,
+    partition: str | None = None,
+    method: str = "lotaru",
+    cores: int | None = None,
+) -> dict[str, Any]:
+    """Predictions for each node class (of the node, of the partition, or every known one)."""
+    loaded = _load(store, task)
+    context = load_node_context(store)
+    rows, skipped = [], []
+    for name, node_class in _targets(store, loaded, context, node, partition):
+        try:
+            prediction = loaded.predict(context, node_class, input_bytes, method, cores)
+        except NoFactorError:
+            skipped.append(node_class)
+            continue
+        rows.append(_row(task, name, input_bytes, prediction))
+    if not rows:
+        raise InputError(
+            f"no benchmark scores and no runs of {task!r} on {', '.join(skipped)}",
+            hint="profile the nodes or import runs from them",
+        )
+    return {"method": method, "predictions": rows, "skipped_classes": skipped}
+
+
+def predict_queries(store: Store, path: str | Path, *, method: str = "lotaru") -> dict[str, Any]:
+    """Predictions for every row of a queries CSV (task, node, input_bytes)."""
+    queries = read_queries(path)
+    context = load_node_context(store)
+    cache: dict[str, _Loaded] = {}
+    rows = []
+    for q in queries:
+        where = f"{path}:{q.line}"
+        if q.task not in cache:
+            try:
+                cache[q.task] = _load(store, q.task)
+            except UnknownTaskError as error:
+                raise InputError(error.message, source=where, hint=error.hint) from None
+        try:
+            prediction = cache[q.task].predict(
+                context, context.class_of(q.node), q.input_bytes, method, q.cores
+            )
+        except NoFactorError:
+            raise InputError(
+                f"node {q.node!r}: no benchmark scores and no runs of {q.task!r} there",
+                source=where,
+            ) from None
+        rows.append(_row(q.task, q.node, q.input_bytes, prediction))
+    return {"method": method, "predictions": rows, "skipped_classes": []}
+
+
+def input_size_of(paths: Sequence[str]) -> int:
+    """Total uncompressed size of the given input files (cached)."""
+    return total_uncompressed(paths)
