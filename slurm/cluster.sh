@@ -27,7 +27,7 @@ readonly LOCK_WAIT=${SLURM_ADV_LOCK_WAIT:-120} # seconds to wait for another clu
 readonly CLUSTER=advisor
 readonly ACCOUNT=research
 readonly NODES=(c1 c2 f1)
-readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server mariadb-client lua-cjson)
+readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server mariadb-client lua-cjson lua-filesystem lua5.1)
 
 readonly SLURM_ETC=/etc/slurm
 readonly MYSQL_CONF_D=/etc/mysql/mariadb.conf.d

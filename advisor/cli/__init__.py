@@ -1,18 +1,14 @@
-"""The command line: parse, call one function, render, pick the exit code.  Nothing else."""
+"""The command line: parse, call one function, render, pick the exit code.  Nothing else.
+
+This module stays tiny: ``advisor sbatch`` runs on every job submission and is dispatched before
+argparse, logging or any other command's code is imported (advisor.cli.app holds the rest).
+"""
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import logging
-import os
 import sys
-from collections.abc import Callable, Sequence
-
-import advisor
-from advisor.cli.common import shared_options
-from advisor.errors import AdvisorError, UsageError
-from advisor.render import Result, check_format, render
+from collections.abc import Sequence
+from typing import Any
 
 #: Command name -> (module with ``register(subparsers, parents)``, one-line help).  Only the
 #: module of the command being run is imported, so ``advisor sbatch`` does not pay for numpy.
@@ -29,88 +25,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("advisor.cli.plan_cmd", "plan workflows with HEFT, PEFT or FDWS"),
     "estimate": ("advisor.cli.estimate_cmd", "the classic workflow makespan estimates"),
     "insitu": ("advisor.cli.insitu_cmd", "in situ workflow step model, efficiency, makespan"),
+    "sbatch": ("advisor.cli.sbatch_cmd", "submit like sbatch, with a predicted time limit"),
+    "export": ("advisor.cli.export_cmd", "write the limits file slurm/job_submit.lua reads"),
 }
-
-_VALUE_OPTIONS = {"--db", "--format"}
-
-
-Command = Callable[[argparse.Namespace], Result]
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so usage errors share the one exit path."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
-
-
-class _Version(argparse.Action):
-    """--version, with the package metadata read only when asked for."""
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        print(f"advisor {advisor.__version__}")
-        parser.exit(0)
-
-
-def _selected(argv: Sequence[str]) -> str | None:
-    """The command named in argv (the first word that is not an option or its value)."""
-    skip = False
-    for word in argv:
-        if skip:
-            skip = False
-        elif word in _VALUE_OPTIONS:
-            skip = True
-        elif not word.startswith("-"):
-            return word
-    return None
-
-
-def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; with argv, only the named command's module is imported (None: all of them)."""
-    parents = [shared_options()]
-    parser = _Parser(
-        prog="advisor",
-        description="Predicts how long Slurm jobs run on each kind of node and advises limits.",
-        parents=parents,
-    )
-    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    wanted = None if argv is None else _selected(argv)
-    for name, (module_name, summary) in COMMANDS.items():
-        if argv is None or name == wanted:
-            importlib.import_module(module_name).register(sub, parents)
-        else:
-            sub.add_parser(name, help=summary, parents=parents)  # type: ignore[arg-type]
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``advisor`` console script."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    try:
-        parser = build_parser(args_list)
-        args = parser.parse_args(args_list)
-        logging.basicConfig(
-            level=logging.WARNING - 10 * min(args.verbose, 2),
-            format="advisor: %(levelname)s: %(message)s",
-        )
-        if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
-        check_format(getattr(args, "format", "table"))
-        result: Result = args.func(args)
-        text = render(result, getattr(args, "format", "table"))
-        if text:
-            print(text)
-        return 0
-    except AdvisorError as error:
-        print(f"advisor: error: {error.one_line()}", file=sys.stderr)
-        return error.exit_code
-    except KeyboardInterrupt:
-        print("advisor: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        # The reader went away (``advisor ... | head``): not an error of ours.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["sbatch"]:
+        from advisor.cli.sbatch_cmd import main as sbatch_main
+
+        return sbatch_main(args[1:])
+    from advisor.cli.app import run
+
+    return run(args)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "build_parser":  # tests and docs checks build the full parser
+        from advisor.cli.app import build_parser
+
+        return build_parser
+    raise AttributeError(name)

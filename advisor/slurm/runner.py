@@ -7,6 +7,7 @@ in attempts and in time; a permanent error (bad option, rejected job) fails at o
 from __future__ import annotations
 
 import logging
+import math
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -55,14 +56,19 @@ class TransientSlurmError(SlurmUnavailableError):
 def run_subprocess(
     argv: Sequence[str], timeout_s: float, stdin: str | None = None
 ) -> CommandResult:
-    """Run argv without a shell; a time-out or a missing program is a SlurmError."""
+    """Run argv without a shell; a time-out or a missing program is a SlurmError.
+
+    Every byte in and out survives: text is decoded and encoded as UTF-8 with ``surrogateescape``, so output that is not UTF-8
+    (a job name in Latin-1) is written back unchanged, and a script read from our stdin reaches
+    sbatch's stdin byte for byte.  An infinite timeout_s waits as long as the command runs
+    (``sbatch --wait``).
+    """
     try:
         done = subprocess.run(
             list(argv),
-            input=stdin,
+            input=stdin.encode("utf-8", "surrogateescape") if stdin is not None else None,
             capture_output=True,
-            text=True,
-            timeout=timeout_s,
+            timeout=None if math.isinf(timeout_s) else timeout_s,
             check=False,
             stdin=None if stdin is not None else subprocess.DEVNULL,
         )
@@ -75,7 +81,12 @@ def run_subprocess(
         raise TransientSlurmError(
             f"{argv[0]} did not answer within {timeout_s:g} s", argv=argv, stderr=err or ""
         ) from None
-    return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+    return CommandResult(
+        tuple(argv),
+        done.returncode,
+        done.stdout.decode("utf-8", "surrogateescape"),
+        done.stderr.decode("utf-8", "surrogateescape"),
+    )
 
 
 def is_transient(result: CommandResult) -> bool:
@@ -152,41 +163,6 @@ class SlurmCommands:
         return result
 
 
-def run_verbatim(
-    argv: Sequence[str], timeout_s: float, stdin: str | None = None
-) -> CommandResult:
-    """A Runner for pass-through (the sbatch wrapper): every byte in and out survives.
-
-    Text is decoded and encoded as UTF-8 with ``surrogateescape``, so output that is not UTF-8
-    (a job name in Latin-1) is written back unchanged, and a script read from our stdin reaches
-    sbatch's stdin byte for byte.
-    """
-    try:
-        done = subprocess.run(
-            list(argv),
-            input=stdin.encode("utf-8", "surrogateescape") if stdin is not None else None,
-            capture_output=True,
-            timeout=timeout_s,
-            check=False,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-        )
-    except FileNotFoundError:
-        raise SlurmUnavailableError(
-            f"{argv[0]} not found on PATH", argv=argv, hint="install the Slurm client tools"
-        ) from None
-    except subprocess.TimeoutExpired as expired:
-        err = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) else ""
-        raise TransientSlurmError(
-            f"{argv[0]} did not answer within {timeout_s:g} s", argv=argv, stderr=err or ""
-        ) from None
-    return CommandResult(
-        tuple(argv),
-        done.returncode,
-        done.stdout.decode("utf-8", "surrogateescape"),
-        done.stderr.decode("utf-8", "surrogateescape"),
-    )
-
-
 #: sbatch failures after which the job may exist all the same (the reply was lost on the way).
 AMBIGUOUS_SUBMIT_MARKERS: tuple[str, ...] = (
     "Socket timed out",
@@ -198,7 +174,9 @@ class AmbiguousSubmitError(SlurmCommandError):
     """A submission failed in a way that leaves open whether the job was created: never retried."""
 
     def __init__(self, result: CommandResult, message: str) -> None:
-        super().__init__(message, argv=result.argv, stderr=result.stderr, returncode=result.returncode)
+        super().__init__(
+            message, argv=result.argv, stderr=result.stderr, returncode=result.returncode
+        )
         self.result = result
 
 
@@ -213,7 +191,9 @@ def no_resubmit(runner: Runner) -> Runner:
         try:
             result = runner(argv, timeout_s, stdin)
         except TransientSlurmError as error:
-            lost = CommandResult(tuple(argv), error.returncode or 1, "", error.stderr or error.message)
+            lost = CommandResult(
+                tuple(argv), error.returncode or 1, "", error.stderr or error.message
+            )
             raise AmbiguousSubmitError(lost, error.message) from None
         text = (result.stderr + result.stdout).lower()
         if result.returncode != 0 and any(m.lower() in text for m in AMBIGUOUS_SUBMIT_MARKERS):
@@ -233,5 +213,4 @@ __all__ = [
     "is_transient",
     "no_resubmit",
     "run_subprocess",
-    "run_verbatim",
 ]

@@ -1,0 +1,275 @@
+"""Splitting ``advisor sbatch`` arguments: the advisor's options, sbatch's options, the script.
+
+The split follows sbatch's own parser (getopt_long in POSIX mode, see sbatch_options) so that a
+value is never mistaken for an option: in ``--comment --task`` the comment is "--task".  Advisor
+options are recognised only by their exact names, anywhere before the script; everything else
+is kept verbatim and in order, so what reaches sbatch is the user's argv minus the advisor's
+options, plus only what the wrapper adds (inserted just before the script).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from advisor.errors import UsageError
+from advisor.wrapper.sbatch_options import (
+    LONG_OPTIONS,
+    SHORT_OPTIONS,
+    AmbiguousOption,
+    Arg,
+    resolve_long,
+)
+
+POLICIES = ("fill", "tighten", "advise")
+PICKS = ("earliest",)
+DEFAULT_QUANTILE = 0.95
+DEFAULT_MARGIN = 0.10
+
+#: Advisor options that take a value; ``--input`` shadows sbatch's ``--input`` (use ``-i``).
+_VALUED = ("--task", "--input", "--policy", "--pick", "--quantile", "--margin", "--db", "--format")
+_FLAGS = ("--dry-run", "--explain", "--help", "-h")
+
+
+class AdvisorOptions(NamedTuple):
+    """What the user asked of the advisor itself."""
+
+    task: str | None = None
+    inputs: tuple[str, ...] = ()
+    dry_run: bool = False
+    explain: bool = False
+    policy: str = "fill"
+    pick: str | None = None
+    quantile: float = DEFAULT_QUANTILE
+    margin: float = DEFAULT_MARGIN
+    db: str | None = None
+    fmt: str | None = None
+    help: bool = False
+
+
+class Option(NamedTuple):
+    """One sbatch option as getopt sees it: the full long name and its value, if any."""
+
+    name: str
+    value: str | None = None
+
+
+class SbatchArgv(NamedTuple):
+    """sbatch's arguments, verbatim, with where sbatch finds the options and the script."""
+
+    args: tuple[str, ...]
+    options: tuple[Option, ...] = ()
+    #: Index in args where the options end (the script, ``--``, or len(args)).
+    options_end: int = 0
+    #: Index of the script in args; None when sbatch reads it from stdin (or with --wrap).
+    script_index: int | None = None
+    #: Tokens sbatch will reject (unknown or ambiguous options, a value missing).
+    invalid: tuple[str, ...] = ()
+    #: A heterogeneous job (``:`` between components).
+    hetjob: bool = False
+
+    @property
+    def script(self) -> str | None:
+        """The script path as given."""
+        return None if self.script_index is None else self.args[self.script_index]
+
+    def with_options(self, added: Sequence[str]) -> tuple[str, ...]:
+        """The argv with added options just before the script: later options win in sbatch."""
+        at = self.options_end
+        return (*self.args[:at], *added, *self.args[at:])
+
+
+class CommandLine(NamedTuple):
+    """``advisor sbatch`` arguments, split."""
+
+    advisor: AdvisorOptions
+    sbatch: SbatchArgv
+    #: The user's arguments with the advisor's removed: what sbatch gets when we fail open.
+    original: tuple[str, ...] = ()
+
+
+def _float(option: str, text: str, low: float, high: float, *, open_high: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    ok = math.isfinite(value) and low <= value and (value < high if open_high else value <= high)
+    if not ok or (option == "--quantile" and value <= low):
+        raise UsageError(
+            f"advisor sbatch: {option} {text!r}: expected a number in the documented range"
+        )
+    return value
+
+
+def _choice(option: str, text: str, choices: Sequence[str]) -> str:
+    if text not in choices:
+        raise UsageError(f"advisor sbatch: {option} {text!r}: expected one of {', '.join(choices)}")
+    return text
+
+
+class _Scanner:
+    """One left-to-right pass over the tokens, like getopt, collecting both kinds of option."""
+
+    def __init__(self, tokens: Sequence[str], *, advisor: bool) -> None:
+        self.tokens = list(tokens)
+        self.advisor = advisor
+        self.kept: list[str] = []
+        self.options: list[Option] = []
+        self.invalid: list[str] = []
+        self.settings: dict[str, object] = {}
+        self.inputs: list[str] = []
+        self.hetjob = False
+        #: Index in kept of a ``--`` that ended the options.
+        self.separator: int | None = None
+
+    def _advisor_option(self, arg: str, rest: list[str]) -> bool:
+        name, eq, attached = arg.partition("=")
+        if name in _FLAGS and not eq:
+            key = "help" if name == "-h" else name[2:].replace("-", "_")
+            self.settings[key] = True
+            return True
+        if name not in _VALUED:
+            return False
+        if eq:
+            value = attached
+        elif rest:
+            value = rest.pop(0)
+        else:
+            raise UsageError(f"advisor sbatch: {name} needs a value")
+        if name == "--input":
+            self.inputs.append(value)
+        else:
+            self.settings[name[2:]] = value
+        return True
+
+    def _long(self, arg: str, rest: list[str]) -> None:
+        name, eq, attached = arg[2:].partition("=")
+        try:
+            full = resolve_long(name)
+        except AmbiguousOption:
+            self.invalid.append(arg)
+            return
+        kind = LONG_OPTIONS[full]
+        if kind is Arg.NONE:
+            if eq:
+                self.invalid.append(arg)
+            self.options.append(Option(full))
+        elif eq or kind is Arg.OPTIONAL:
+            self.options.append(Option(full, attached if eq else None))
+        else:
+            self._next_value(full, arg, rest)
+
+    def _next_value(self, full: str, arg: str, rest: list[str]) -> None:
+        """A required value in the next word, whatever it looks like (getopt does the same)."""
+        if rest:
+            value = rest.pop(0)
+            self.kept.append(value)
+            self.options.append(Option(full, value))
+        else:
+            self.invalid.append(arg)
+
+    def _short(self, arg: str, rest: list[str]) -> None:
+        letters = arg[1:]
+        while letters:
+            letter, letters = letters[0], letters[1:]
+            full = SHORT_OPTIONS.get(letter)
+            if full is None:
+                self.invalid.append(f"-{letter}")
+                continue
+            kind = LONG_OPTIONS[full]
+            if kind is Arg.NONE:
+                self.options.append(Option(full))
+            elif letters or kind is Arg.OPTIONAL:
+                self.options.append(Option(full, letters or None))
+                letters = ""
+            else:
+                self._next_value(full, arg, rest)
+
+    def scan(self) -> int | None:
+        """Consume options; the index in kept where the non-options start (None: none do)."""
+        rest = self.tokens
+        while rest:
+            arg = rest.pop(0)
+            if self.advisor and self._advisor_option(arg, rest):
+                continue
+            if arg == "--":
+                self.separator = len(self.kept)
+                self.kept.append(arg)
+                self.kept.extend(rest)
+                return self.separator + 1
+            if arg == ":":
+                self.hetjob = True
+                self.kept.append(arg)
+                continue
+            if arg.startswith("--"):
+                self.kept.append(arg)
+                self._long(arg, rest)
+            elif arg.startswith("-") and arg != "-":
+                self.kept.append(arg)
+                self._short(arg, rest)
+            else:
+                at = len(self.kept)
+                self.kept.append(arg)
+                self.kept.extend(rest)
+                return at
+        return None
+
+
+def parse_options(tokens: Sequence[str]) -> tuple[tuple[Option, ...], tuple[str, ...]]:
+    """The options in a list of words that holds only options (#SBATCH lines), and the invalid ones."""
+    scanner = _Scanner(tokens, advisor=False)
+    scanner.scan()
+    return tuple(scanner.options), tuple(scanner.invalid)
+
+
+def _advisor_options(settings: dict[str, object], inputs: list[str]) -> AdvisorOptions:
+    def text(key: str) -> str | None:
+        value = settings.get(key)
+        return value if isinstance(value, str) else None
+
+    quantile, margin = text("quantile"), text("margin")
+    policy, pick, task = text("policy"), text("pick"), text("task")
+    if task is not None and not task.strip():
+        raise UsageError("advisor sbatch: --task needs a non-empty name")
+    return AdvisorOptions(
+        task=task,
+        inputs=tuple(inputs),
+        dry_run=bool(settings.get("dry_run")),
+        explain=bool(settings.get("explain")),
+        policy=_choice("--policy", policy, POLICIES) if policy is not None else "fill",
+        pick=_choice("--pick", pick, PICKS) if pick is not None else None,
+        quantile=_float("--quantile", quantile, 0.0, 1.0, open_high=True)
+        if quantile is not None
+        else DEFAULT_QUANTILE,
+        margin=_float("--margin", margin, 0.0, 10.0, open_high=False)
+        if margin is not None
+        else DEFAULT_MARGIN,
+        db=text("db"),
+        fmt=text("format"),
+        help=bool(settings.get("help")),
+    )
+
+
+def parse_command_line(argv: Sequence[str]) -> CommandLine:
+    """Split ``advisor sbatch`` arguments; UsageError only for a bad advisor option value."""
+    scanner = _Scanner(argv, advisor=True)
+    start = scanner.scan()
+    kept = tuple(scanner.kept)
+    end = len(kept) if start is None else start
+    script_index: int | None = start
+    if scanner.separator is not None:
+        end = scanner.separator
+        script_index = end + 1 if end + 1 < len(kept) else None
+    options = tuple(scanner.options)
+    if any(o.name == "wrap" for o in options):
+        script_index = None
+    sbatch = SbatchArgv(
+        args=kept,
+        options=options,
+        options_end=end,
+        script_index=script_index,
+        invalid=tuple(scanner.invalid),
+        hetjob=scanner.hetjob,
+    )
+    return CommandLine(_advisor_options(scanner.settings, scanner.inputs), sbatch, kept)

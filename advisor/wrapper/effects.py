@@ -1,0 +1,142 @@
+"""The real side effects of the submit flow; heavier modules load only when a step needs them."""
+
+from __future__ import annotations
+
+import math
+import os
+import pwd
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from advisor.wrapper.submit import SideEffects
+
+if TYPE_CHECKING:
+    from advisor.slurm.records import StartEstimate
+    from advisor.slurm.runner import CommandResult, RetryPolicy, Runner
+    from advisor.store.advice import Advice
+    from advisor.wrapper.snapshot import Snapshot
+
+#: How long the wrapper waits for a locked cache before it fails open (reads) or skips (writes).
+READ_BUSY_S = 1.0
+WRITE_BUSY_S = 0.5
+#: sbatch answers in milliseconds; a minute means slurmctld is stuck (then the policy retries).
+SBATCH_TIMEOUT_S = 60.0
+#: With --wait sbatch returns when the job ends, however long that takes.
+WAIT_TIMEOUT_S = math.inf
+_CLUSTER_NAME = re.compile(r"^\s*ClusterName\s*=\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+
+
+def read_script(path: str) -> str:
+    """The script as text; bytes that are not UTF-8 survive as surrogates."""
+    return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+
+
+def read_stdin() -> str:
+    """The script sbatch would read from stdin, to read its directives and hand it on."""
+    return sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+
+
+def input_bytes(paths: Sequence[str]) -> int:
+    """Total uncompressed size of the inputs (advisor.inputs, cached by path, size and mtime)."""
+    from advisor.inputs import total_uncompressed
+
+    return total_uncompressed(paths)
+
+
+def load_snapshot(db: str | None, task: str) -> Snapshot:
+    """One read-only pass over the cache."""
+    from advisor.store.connection import Store
+    from advisor.wrapper.snapshot import load_snapshot as load
+
+    with Store.open(db, readonly=True, busy_timeout_s=READ_BUSY_S) as store:
+        return load(store, (task,))
+
+
+def run_sbatch(
+    argv: Sequence[str],
+    stdin: str | None,
+    waits: bool,
+    *,
+    policy: RetryPolicy | None = None,
+    runner: Runner | None = None,
+) -> CommandResult:
+    """The real sbatch, retrying (the adapter's policy) only failures that created no job."""
+    from advisor.errors import SlurmUnavailableError
+    from advisor.slurm.runner import (
+        AmbiguousSubmitError,
+        CommandResult,
+        SlurmCommands,
+        no_resubmit,
+        run_subprocess,
+    )
+
+    timeout = WAIT_TIMEOUT_S if waits else SBATCH_TIMEOUT_S
+    commands = SlurmCommands(
+        no_resubmit(runner or run_subprocess), policy=policy, timeout_s=timeout
+    )
+    full = ["sbatch", *argv]
+    try:
+        return commands.run(full, stdin=stdin, check=False)
+    except AmbiguousSubmitError as error:
+        return error.result
+    except SlurmUnavailableError as error:
+        stderr = error.stderr if error.stderr else f"advisor: {error.one_line()}\n"
+        code = error.returncode if error.returncode is not None else 127
+        return CommandResult(tuple(full), code, "", stderr)
+    except Exception as error:  # sbatch may have run: report, never submit again
+        text = str(error).replace("\n", " ")
+        stderr = f"advisor: error: running sbatch failed ({type(error).__name__}: {text}); check squeue before submitting again\n"
+        return CommandResult(tuple(full), 1, "", stderr)
+
+
+def estimate_start(argv: Sequence[str]) -> StartEstimate:
+    """``sbatch --test-only`` through the Slurm adapter."""
+    from advisor.slurm.backend import CliBackend
+
+    return CliBackend().test_only(argv)
+
+
+def record(db: str | None, advice: Advice) -> None:
+    """One short write transaction; an absent cache is not created for it."""
+    from advisor.store.advice import record_advice
+    from advisor.store.connection import Store, default_db_path
+
+    path = default_db_path(db)
+    if not path.exists():
+        return
+    with Store.open(path, busy_timeout_s=WRITE_BUSY_S) as store:
+        record_advice(store, advice)
+
+
+def user() -> str:
+    """The submitting user's name."""
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def cluster_name(conf: str | None = None) -> str | None:
+    """ClusterName from slurm.conf ($SLURM_CONF, else /etc/slurm/slurm.conf), as sacct reports it."""
+    path = Path(conf or os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf")
+    try:
+        match = _CLUSTER_NAME.search(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+    return match.group(1).lower() if match else None
+
+
+def real() -> SideEffects:
+    """The side effects of a real submission."""
+    return SideEffects(
+        env=os.environ,
+        read_script=read_script,
+        read_stdin=read_stdin,
+        input_bytes=input_bytes,
+        load_snapshot=load_snapshot,
+        run_sbatch=run_sbatch,
+        estimate_start=estimate_start,
+        record=record,
+        user=user,
+        cluster=cluster_name,
+    )

@@ -1,0 +1,115 @@
+"""The limits file slurm/job_submit.lua reads (schemas/export.json), written atomically.
+
+Users who call plain ``sbatch`` get the same limits from slurmctld's Lua plugin.  The plugin
+knows a job's name, user and partitions but not its input: the export predicts for the largest
+training input of each task, as the wrapper does without ``--input``.  Keys that users choose
+(task names, user names) are always object keys one level below a fixed key, so a task called
+``partitions`` cannot collide with anything.  The file is written to a temporary file in the
+same directory, fsync'ed and renamed into place (mode 0644, for user slurm), so slurmctld never
+reads half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import AdvisorError
+from advisor.wrapper.advise import partition_limits
+from advisor.wrapper.argv import AdvisorOptions
+from advisor.wrapper.snapshot import Snapshot
+
+EXPORT_VERSION = 1
+FILE_MODE = 0o644
+
+
+def export_document(
+    snapshot: Snapshot,
+    *,
+    quantile: float,
+    margin: float,
+    generated_at: str,
+    users: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
+) -> dict[str, Any]:
+    """Per task (and optionally per user and task), each partition's limit in whole minutes.
+
+    users: per user name, per task, per partition, a limit in minutes that overrides the
+    task's (e.g. from a user's own history); none are produced by the models yet.
+    """
+    options = AdvisorOptions(quantile=quantile, margin=margin)
+    names = sorted(snapshot.partitions)
+    tasks: dict[str, Any] = {}
+    for task in snapshot.tasks:
+        size = snapshot.predictor.default_input_bytes(task)
+        limits = partition_limits(names, snapshot, task, size, options)
+        parts = {
+            p.partition: {
+                "limit_min": p.limit_s // 60,
+                "predicted_s": round(p.predicted_s or 0.0, 1),
+            }
+            for p in limits
+            if p.limit_s is not None
+        }
+        if parts:
+            tasks[task] = {"input_bytes": size or 0, "partitions": parts}
+    return {
+        "version": EXPORT_VERSION,
+        "generated_at": generated_at,
+        "quantile": quantile,
+        "margin": margin,
+        "partitions": {
+            name: {
+                "max_time_min": p.max_time_s // 60 if p.max_time_s is not None else -1,
+                "default": p.is_default,
+            }
+            for name, p in sorted(snapshot.partitions.items())
+        },
+        "tasks": tasks,
+        "users": {
+            user: {
+                "tasks": {
+                    task: {"partitions": {p: {"limit_min": int(m)} for p, m in parts.items()}}
+                    for task, parts in by_task.items()
+                }
+            }
+            for user, by_task in (users or {}).items()
+        },
+    }
+
+
+def write_atomically(path: str | os.PathLike[str], text: str, *, mode: int = FILE_MODE) -> Path:
+    """Write text to path so that readers see the old file or the new one, never a mix."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as error:
+        raise AdvisorError(f"cannot write {target}: {error.strerror}") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+        with contextlib.suppress(OSError):  # the rename is durable once the directory is
+            dir_fd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise AdvisorError(f"cannot write {target}: {error.strerror}") from None
+    return target
+
+
+def write_export(path: str | os.PathLike[str], document: Mapping[str, Any]) -> Path:
+    """The export as compact JSON, atomically."""
+    return write_atomically(path, json.dumps(document, sort_keys=True, allow_nan=False) + "\n")

@@ -1,0 +1,136 @@
+"""Time limits from forecasts, and what each policy does with the user's own ``--time``.
+
+A partition's limit is the chosen upper quantile of the runtime on the slowest of its node
+classes (the job may land on any node of the partition), times (1 + margin), rounded up to whole
+minutes (Slurm's unit) and clamped to the partition's MaxTime.  Slurm applies one limit to all
+the partitions of ``-p a,b``: the largest per-partition limit kills the job on none of them, and
+the smallest becomes ``--time-min``, which lets backfill start the job earlier with less time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from advisor.errors import InputError
+from advisor.slurm.timefmt import NoLimit, parse_timelimit
+from advisor.wrapper.predictor import Forecast
+
+#: ``tighten`` lowers a user's limit only when every class has at least this many runs.
+MIN_RUNS_TO_TIGHTEN = 5
+
+
+class PartitionLimit(NamedTuple):
+    """The limit advised for one partition, and why."""
+
+    partition: str
+    node_classes: tuple[str, ...]
+    forecasts: tuple[Forecast, ...]
+    max_time_s: int | None
+    predicted_s: float | None
+    limit_s: int | None
+    clamped: bool
+    reason: str
+
+    @property
+    def confident(self) -> bool:
+        """Enough runs on every class for ``tighten`` to lower a user's limit."""
+        return bool(self.forecasts) and all(f.runs >= MIN_RUNS_TO_TIGHTEN for f in self.forecasts)
+
+
+def whole_minutes(seconds: float) -> int:
+    """Seconds rounded up to a whole, positive number of minutes (in seconds)."""
+    return max(1, math.ceil(seconds / 60.0 - 1e-9)) * 60
+
+
+def partition_limit(
+    partition: str,
+    node_classes: Sequence[str],
+    forecasts: Sequence[Forecast | None],
+    *,
+    max_time_s: int | None,
+    margin: float,
+) -> PartitionLimit:
+    """The limit for a partition from one forecast per node class (None: no model there)."""
+    known = tuple(f for f in forecasts if f is not None)
+    missing = [c for c, f in zip(node_classes, forecasts, strict=True) if f is None]
+    if missing or not known:
+        what = ", ".join(missing) if missing else "its nodes"
+        return PartitionLimit(
+            partition, tuple(node_classes), known, max_time_s, None, None, False,
+            f"no prediction for node class {what}",
+        )  # fmt: skip
+    slowest = max(known, key=lambda f: f.quantile_s)
+    predicted = slowest.quantile_s
+    limit = whole_minutes(predicted * (1.0 + margin))
+    clamped = max_time_s is not None and limit > max_time_s
+    if clamped and max_time_s is not None:
+        limit = max_time_s
+    reason = (
+        f"P{slowest.quantile * 100:g} on {slowest.node_class} {predicted:.0f} s "
+        f"+ {margin * 100:g}% margin, rounded up to minutes"
+    )
+    if clamped:
+        reason += ", clamped to MaxTime"
+    return PartitionLimit(
+        partition, tuple(node_classes), known, max_time_s, predicted, limit, clamped, reason
+    )
+
+
+class Decision(NamedTuple):
+    """What to pass to sbatch: --time, --time-min (None: leave alone), and why."""
+
+    action: str  # 'set', 'lowered', 'kept', 'advise', 'none'
+    time_s: int | None
+    time_min_s: int | None
+    reason: str
+    advised_s: int | None = None
+
+
+def user_limit_s(text: str) -> int | NoLimit | None:
+    """A user's ``--time`` in seconds, NoLimit, or None when the advisor cannot read it."""
+    try:
+        return parse_timelimit(text)
+    except InputError:
+        return None
+
+
+def decide(
+    limits: Sequence[PartitionLimit],
+    *,
+    policy: str,
+    user_time: str | None,
+    user_time_min: str | None,
+) -> Decision:
+    """Apply the policy: fill sets a missing limit, tighten also lowers, advise only reports."""
+    if not limits or any(p.limit_s is None for p in limits):
+        unknown = next((p for p in limits if p.limit_s is None), None)
+        why = f"{unknown.partition}: {unknown.reason}" if unknown else "no candidate partition"
+        return Decision("none", None, None, f"left as written ({why})")
+    high = max(p.limit_s or 0 for p in limits)
+    low = min(p.limit_s or 0 for p in limits)
+    time_min = low if low < high and user_time_min is None else None
+    if policy == "advise":
+        return Decision("advise", None, None, "advise: nothing changed", high)
+    if user_time is None:
+        return Decision("set", high, time_min, "no --time given", high)
+    current = user_limit_s(user_time)
+    if policy != "tighten":
+        return Decision(
+            "kept", None, None, f"--time {user_time} given ({policy} never changes it)", high
+        )
+    if not all(p.confident for p in limits):
+        return Decision(
+            "kept", None, None,
+            f"--time {user_time} kept: fewer than {MIN_RUNS_TO_TIGHTEN} runs on some class", high,
+        )  # fmt: skip
+    if current is None:
+        return Decision(
+            "kept", None, None, f"--time {user_time} kept: not a time the advisor reads", high
+        )
+    if isinstance(current, NoLimit) or current > high:
+        return Decision(
+            "lowered", high, time_min, f"--time {user_time} lowered (model confident)", high
+        )
+    return Decision("kept", None, None, f"--time {user_time} is already within the advice", high)

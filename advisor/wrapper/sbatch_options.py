@@ -1,0 +1,76 @@
+"""Which sbatch options take a value: needed to find the script in an argv without running sbatch.
+
+The table was read off the installed sbatch (slurm-wlm 22.05.8) by probing it: ``--NAME=x`` and
+``--NAME`` for every option name in the man pages and in libslurmfull's strings, ``-X`` and
+``-Xq`` for every letter; getopt's own messages ("requires an argument", "doesn't allow an
+argument") say which is which.  tests/integration/test_wrapper.py probes again and compares.
+
+sbatch parses with ``getopt_long`` in POSIX mode: options stop at the first non-option (the
+script) or at ``--``; a long option may be abbreviated to any unambiguous prefix; an optional
+value must be attached (``--nice=5``; ``--nice 5`` makes 5 the script).
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Arg(enum.Enum):
+    """getopt's has_arg."""
+
+    NONE = 0
+    REQUIRED = 1
+    OPTIONAL = 2
+
+
+_NONE = (
+    "contiguous help hold ignore-pbs no-requeue overcommit oversubscribe parsable quiet reboot "
+    "requeue spread-job test-only usage use-min-nodes verbose version wait"
+)
+_REQUIRED = (
+    "account acctg-freq array batch bb bbf begin chdir cluster-constraint clusters comment "
+    "constraint container core-spec cores-per-socket cpu-freq cpus-per-gpu cpus-per-task deadline "
+    "delay-boot dependency distribution error exclude export export-file extra-node-info gid "
+    "gpu-bind gpu-freq gpus gpus-per-node gpus-per-socket gpus-per-task gres gres-flags hint input "
+    "job-name kill-on-invalid-dep licenses mail-type mail-user mcs-label mem mem-bind mem-per-cpu "
+    "mem-per-gpu mincpus network nodefile nodelist nodes ntasks ntasks-per-core ntasks-per-gpu "
+    "ntasks-per-node ntasks-per-socket open-mode output partition power prefer priority profile "
+    "qos reservation signal sockets-per-node switches tasks-per-node thread-spec threads-per-core "
+    "time time-min tmp uid wait-all-nodes wckey wrap"
+)
+_OPTIONAL = "exclusive get-user-env nice no-kill propagate"
+
+#: Every long option of sbatch 22.05 and whether it takes a value.
+LONG_OPTIONS: dict[str, Arg] = {
+    **dict.fromkeys(_NONE.split(), Arg.NONE),
+    **dict.fromkeys(_REQUIRED.split(), Arg.REQUIRED),
+    **dict.fromkeys(_OPTIONAL.split(), Arg.OPTIONAL),
+}
+
+#: Short options and the long option each stands for.
+SHORT_OPTIONS: dict[str, str] = {
+    "a": "array", "b": "begin", "c": "cpus-per-task", "d": "dependency", "e": "error",
+    "i": "input", "m": "distribution", "n": "ntasks", "o": "output", "p": "partition",
+    "q": "qos", "t": "time", "w": "nodelist", "x": "exclude", "A": "account",
+    "B": "extra-node-info", "C": "constraint", "D": "chdir", "F": "nodefile", "G": "gpus",
+    "J": "job-name", "L": "licenses", "M": "clusters", "N": "nodes", "S": "core-spec",
+    "h": "help", "s": "oversubscribe", "v": "verbose", "H": "hold", "O": "overcommit",
+    "Q": "quiet", "V": "version", "W": "wait", "k": "no-kill",
+}  # fmt: skip
+
+
+class AmbiguousOption(ValueError):
+    """A long option that abbreviates several sbatch options, or none."""
+
+
+def resolve_long(name: str) -> str:
+    """The full sbatch option a (possibly abbreviated) long name stands for, as getopt_long does.
+
+    An exact name wins; otherwise the name must be the prefix of exactly one option.
+    """
+    if name in LONG_OPTIONS:
+        return name
+    matches = [option for option in LONG_OPTIONS if option.startswith(name)]
+    if len(matches) != 1:
+        raise AmbiguousOption(name)
+    return matches[0]

@@ -1,0 +1,56 @@
+"""What the wrapper reads from the cache at submit time, in one read-only pass.
+
+Partition limits come from the cache (``advisor cluster --save``), never from slurmctld: a
+submission must not wait on a second round trip to the controller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from advisor.models.context import load_node_context
+from advisor.models.predict import task_models_from_rows
+from advisor.slurm.records import Partition
+from advisor.store.cluster import load_partitions
+from advisor.store.connection import Store
+from advisor.store.task_models import load_task_models
+from advisor.wrapper.predictor import ModelPredictor, Predictor
+
+
+class Snapshot(NamedTuple):
+    """Partitions by name, each node's class, and a predictor for the tasks read."""
+
+    partitions: Mapping[str, Partition]
+    node_class_of: Mapping[str, str]
+    predictor: Predictor
+    tasks: tuple[str, ...] = ()
+
+    def default_partition(self) -> str | None:
+        """The partition Slurm uses without ``-p``."""
+        return next((name for name, p in self.partitions.items() if p.is_default), None)
+
+    def classes_of(self, partition: str) -> tuple[str, ...]:
+        """The node classes of a partition's nodes (a node without a class is its own)."""
+        nodes = self.partitions[partition].nodes
+        return tuple(sorted({self.node_class_of.get(node, node) for node in nodes}))
+
+
+def load_snapshot(store: Store, tasks: tuple[str, ...] | None) -> Snapshot:
+    """Partitions, node classes, scores and the models of the given tasks (None: of every task)."""
+    partitions = {p.name: p for p in load_partitions(store)}
+    context = load_node_context(store)
+    rows_by_task: dict[str, list[tuple[str, str, dict[str, object]]]] = {}
+    if tasks is None:
+        rows = load_task_models(store)
+    else:
+        rows = [row for task in tasks for row in load_task_models(store, task)]
+    for row in rows:
+        rows_by_task.setdefault(row.task, []).append((row.node_class, row.method, row.params))
+    models = {task: task_models_from_rows(task, rows) for task, rows in rows_by_task.items()}
+    return Snapshot(
+        partitions=partitions,
+        node_class_of=dict(context.node_class_of),
+        predictor=ModelPredictor(models, context.scores),
+        tasks=tuple(sorted(models)),
+    )

@@ -1,0 +1,244 @@
+"""The submit flow: advise, run the real sbatch, record the advice, and fail open.
+
+Failing open is the contract: whatever goes wrong in the advisor (cache missing, locked or
+corrupt, no model, a bug), the user's own arguments go to sbatch with one warning line, and the
+exit code and output are sbatch's.  Only sbatch's own result decides whether a job exists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from advisor.wrapper.advise import Plan, pick_earliest, plan
+from advisor.wrapper.argv import CommandLine, Option, parse_options
+from advisor.wrapper.limits import Decision
+from advisor.wrapper.request import JobRequest, job_request, task_name
+from advisor.wrapper.script import read_directives
+
+if TYPE_CHECKING:
+    from advisor.slurm.records import StartEstimate
+    from advisor.slurm.runner import CommandResult
+    from advisor.store.advice import Advice
+    from advisor.wrapper.snapshot import Snapshot
+
+#: sbatch options after which sbatch only prints something: nothing to advise.
+_INFO_OPTIONS = frozenset({"help", "usage", "version"})
+_JOB_ID = re.compile(r"^(?:Submitted batch job )?(\d+)(?:;\S+)?\s*$", re.MULTILINE)
+
+
+class SideEffects(NamedTuple):
+    """Everything the flow does to the world, as parameters (tests pass fakes)."""
+
+    env: Mapping[str, str]
+    read_script: Callable[[str], str]
+    read_stdin: Callable[[], str]
+    input_bytes: Callable[[Sequence[str]], int]
+    load_snapshot: Callable[[str | None, str], Snapshot]
+    run_sbatch: Callable[[Sequence[str], str | None, bool], CommandResult]
+    estimate_start: Callable[[Sequence[str]], StartEstimate]
+    record: Callable[[str | None, Advice], None]
+    user: Callable[[], str]
+    cluster: Callable[[], str | None]
+
+
+class Prepared(NamedTuple):
+    """The argv to run (advised, or the user's own) and the one warning, if the advisor failed."""
+
+    argv: tuple[str, ...]
+    plan: Plan | None
+    stdin: str | None = None
+    warning: str | None = None
+
+
+class Submitted(NamedTuple):
+    """What sbatch did with the argv finally run."""
+
+    result: CommandResult
+    argv: tuple[str, ...]
+    outcome: str  # 'submitted', 'failed', 'fallback'
+    job_id: int | None
+    warning: str | None = None
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line of text (user data may hold newlines)."""
+    text = getattr(error, "one_line", None)
+    message = text() if callable(text) else f"{type(error).__name__}: {error}"
+    return str(message).replace("\r", "\\r").replace("\n", "\\n")
+
+
+def warning_text(reason: str) -> str:
+    """The single warning line printed when the advisor steps aside."""
+    return f"advisor: warning: {reason}; submitting your arguments unchanged"
+
+
+def _unadvised(cmd: CommandLine, request: JobRequest, task: str | None, reason: str) -> Plan:
+    return Plan(
+        task, None, cmd.advisor, request, (), Decision("none", None, None, reason), (), cmd.original
+    )
+
+
+def _reads_stdin(cmd: CommandLine) -> bool:
+    """True when sbatch reads the script from stdin: no script, no --wrap, no info option."""
+    names = {o.name for o in cmd.sbatch.options}
+    return cmd.sbatch.script_index is None and "wrap" not in names and not names & _INFO_OPTIONS
+
+
+def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
+    """The plan for this command line; raises on any failure (the caller fails open)."""
+    sbatch = cmd.sbatch
+    script_options: tuple[Option, ...] = ()
+    if sbatch.script is not None:
+        text = side.read_script(sbatch.script)
+        directives = read_directives(text, source=sbatch.script)
+        script_options, _ = parse_options(directives.words)
+    elif stdin is not None:
+        directives = read_directives(stdin, source="stdin")
+        script_options, _ = parse_options(directives.words)
+    else:
+        directives = None
+    request = job_request(sbatch.options, side.env, script_options)
+    task = task_name(cmd.advisor.task, request, sbatch.script if stdin is None else "sbatch")
+    names = {o.name for o in sbatch.options}
+    if sbatch.invalid:
+        return _unadvised(cmd, request, task, f"sbatch will reject {sbatch.invalid[0]!r}")
+    if names & _INFO_OPTIONS:
+        return _unadvised(cmd, request, task, "sbatch only prints information")
+    if sbatch.hetjob or (directives is not None and directives.hetjob):
+        return _unadvised(cmd, request, task, "heterogeneous jobs are left as written")
+    if task is None:
+        return _unadvised(cmd, request, task, "no task name")
+    input_bytes = side.input_bytes(cmd.advisor.inputs) if cmd.advisor.inputs else None
+    snapshot = side.load_snapshot(cmd.advisor.db, task)
+    if task not in snapshot.tasks:
+        return _unadvised(cmd, request, task, f"no model for task {task!r}")._replace(
+            input_bytes=input_bytes
+        )
+    origin = "--input"
+    if input_bytes is None:
+        input_bytes = snapshot.predictor.default_input_bytes(task)
+        origin = "largest training input (no --input)"
+    result = plan(sbatch, cmd.advisor, request, task, input_bytes, snapshot)._replace(
+        input_origin=origin
+    )
+    if cmd.advisor.pick == "earliest":
+        if sbatch.script is None:
+            return result._replace(
+                decision=result.decision._replace(
+                    reason=result.decision.reason + "; --pick needs a script file"
+                ),
+            )
+        result = pick_earliest(result, sbatch, snapshot, side.estimate_start)
+    return result
+
+
+def prepare(cmd: CommandLine, side: SideEffects) -> Prepared:
+    """Advise, or fall back to the user's arguments with one warning line."""
+    stdin = None
+    try:
+        stdin = side.read_stdin() if _reads_stdin(cmd) else None
+    except (OSError, ValueError) as error:  # sbatch will find no script either, and say so
+        return Prepared(cmd.original, None, None, warning_text(one_line(error)))
+    try:
+        found = advise(cmd, side, stdin)
+    except Exception as error:  # fail open: nothing the advisor does may cost the job
+        return Prepared(cmd.original, None, stdin, warning_text(one_line(error)))
+    return Prepared(found.argv, found, stdin)
+
+
+def job_id_of(stdout: str) -> int | None:
+    """The job id sbatch printed (plain or --parsable), if any."""
+    match = _JOB_ID.search(stdout)
+    return int(match.group(1)) if match else None
+
+
+def _waits(cmd: CommandLine, env: Mapping[str, str]) -> bool:
+    names = {o.name for o in cmd.sbatch.options}
+    return "wait" in names or "test-only" in names or "SBATCH_WAIT" in env
+
+
+def _rejected(result: CommandResult) -> bool:
+    """True when sbatch itself turned the job down for good (not unreachable, no reply lost)."""
+    from advisor.slurm.runner import AMBIGUOUS_SUBMIT_MARKERS, is_transient
+
+    text = (result.stderr + result.stdout).lower()
+    lost = any(marker.lower() in text for marker in AMBIGUOUS_SUBMIT_MARKERS)
+    said_so = "sbatch: error:" in text
+    return said_so and job_id_of(result.stdout) is None and not is_transient(result) and not lost
+
+
+def submit(cmd: CommandLine, prepared: Prepared, side: SideEffects) -> Submitted:
+    """Run sbatch; if it rejects what the advisor added, run the user's own arguments instead."""
+    waits = _waits(cmd, side.env)
+    result = side.run_sbatch(prepared.argv, prepared.stdin, waits)
+    if prepared.plan is None:
+        return Submitted(
+            result, prepared.argv, "fallback", job_id_of(result.stdout), prepared.warning
+        )
+    added = prepared.argv != cmd.original
+    # A rejection caused by an added option must not cost the job: sbatch creates no job when
+    # it rejects one (non-zero exit without --wait), so submitting the user's own arguments is
+    # safe.  Not so when Slurm was unreachable (the same would happen again) or the reply was
+    # lost (the job may exist).
+    if result.returncode != 0 and added and not waits and _rejected(result):
+        first = result.stderr.strip().splitlines()[-1:] or [f"exit code {result.returncode}"]
+        retry = side.run_sbatch(cmd.original, prepared.stdin, waits)
+        return Submitted(
+            retry,
+            cmd.original,
+            "fallback",
+            job_id_of(retry.stdout),
+            warning_text(f"sbatch rejected the advised options ({first[0].strip()})"),
+        )
+    outcome = "submitted" if result.returncode == 0 else "failed"
+    return Submitted(result, prepared.argv, outcome, job_id_of(result.stdout))
+
+
+def advice_record(
+    cmd: CommandLine, done: Submitted, prepared: Prepared, user: str, cluster: str | None
+) -> Advice:
+    """The advice row for this submission."""
+    from advisor.store.advice import Advice  # the store loads only when a row is written
+
+    found = prepared.plan
+    if found is None or not found.limits:
+        return Advice(
+            user=user,
+            policy=cmd.advisor.policy,
+            argv=done.argv,
+            outcome=done.outcome,
+            task=found.task if found else None,
+            cluster=cluster,
+            job_id=done.job_id,
+        )
+    chosen = [p for p in found.limits if p.limit_s is not None]
+    if found.picked:
+        chosen = [p for p in chosen if p.partition == found.picked]
+    top = max(chosen, key=lambda p: p.limit_s or 0) if chosen else None
+    return Advice(
+        user=user,
+        policy=cmd.advisor.policy,
+        argv=done.argv,
+        outcome=done.outcome,
+        task=found.task,
+        partition=found.picked or ",".join(p.partition for p in found.limits),
+        node_class=",".join(top.node_classes) if top else None,
+        predicted_s=top.predicted_s if top else None,
+        quantile=cmd.advisor.quantile,
+        limit_s=found.decision.time_s or found.decision.advised_s,
+        cluster=cluster,
+        job_id=done.job_id,
+    )
+
+
+def record(cmd: CommandLine, done: Submitted, prepared: Prepared, side: SideEffects) -> str | None:
+    """Store the advice; a warning line if that failed (the submission stands either way)."""
+    if "test-only" in {o.name for o in cmd.sbatch.options}:
+        return None
+    try:
+        side.record(cmd.advisor.db, advice_record(cmd, done, prepared, side.user(), side.cluster()))
+    except Exception as error:  # the job is submitted; losing its advice row must not fail it
+        return f"advisor: warning: advice not recorded: {one_line(error)}"
+    return None

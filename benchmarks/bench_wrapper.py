@@ -1,0 +1,131 @@
+"""Speed of the submit path: ``advisor sbatch --dry-run`` against ``python3 -c pass`` and sbatch.
+
+Run: ``.venv/bin/python benchmarks/bench_wrapper.py [--runs 30]``.
+
+Builds a temporary cache (the test cluster's partitions, three node classes, a learned model of
+one task), then runs, interleaved so that machine load hits all alike:
+
+1. ``python3 -c pass`` with the interpreter that runs the advisor (the target's baseline: the
+   wrapper within 2x of it),
+2. ``advisor sbatch --dry-run --input FILE job.sh`` (the console script, the full path: argv,
+   #SBATCH lines, the cache read, the prediction, the command line),
+3. ``sbatch --test-only job.sh`` when sbatch is on PATH (what a submission costs anyway).
+
+Prints the median and the fastest run of each, and the ratios of the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from advisor.models.learning import learn
+from advisor.slurm.records import Node, Partition
+from advisor.store.cluster import save_cluster
+from advisor.store.connection import Store
+from advisor.store.node_classes import save_node_classes
+from advisor.store.observations import Observation, add_observations
+
+PARTITIONS = [
+    Partition("cpu", ("c1", "c2"), 86400, 1800, True, "UP"),
+    Partition("long", ("c1", "c2"), 604800, 14400, False, "UP"),
+    Partition("fat", ("f1",), 259200, 3600, False, "UP"),
+]
+NODES = [Node(n, 2, 4000, (), (), "IDLE") for n in ("c1", "c2")] + [
+    Node("f1", 8, 64000, (), (), "IDLE")
+]
+
+
+def build_cache(path: Path) -> None:
+    with Store.open(path) as store:
+        save_cluster(store, PARTITIONS, NODES)
+        save_node_classes(store, {"c1": "small", "c2": "small", "f1": "big"})
+        runs = [
+            Observation("bench", f"{node}{i}", "align", 60 + 250 * (i + 1) * 0.2 / speed, node=node,
+                        node_class=cls, input_bytes=(i + 1) * 200_000_000)
+            for node, cls, speed in (("c1", "small", 1.0), ("f1", "big", 2.0))
+            for i in range(10)
+        ]  # fmt: skip
+        add_observations(store, runs)
+        learn(store)
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="compile every module on every run (no .pyc)"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        cache = base / "cache.db"
+        build_cache(cache)
+        script = base / "job.sh"
+        script.write_text("#!/bin/sh\n#SBATCH --job-name=align\n#SBATCH -p cpu,fat\nsleep 1\n")
+        data = base / "reads.bin"
+        data.write_bytes(b"x" * 1_000_000)
+        console = Path(sys.executable).parent / "advisor"
+        advisor = [str(console)] if console.exists() else [sys.executable, "-m", "advisor"]
+        commands = {
+            # The interpreter that runs the advisor: a pyenv shim on PATH would add ~80 ms of bash.
+            "python3 -c pass": [sys.executable, "-c", "pass"],
+            "advisor sbatch --dry-run": [
+                *advisor,
+                "--db",
+                str(cache),
+                "sbatch",
+                "--dry-run",
+                "--input",
+                str(data),
+                str(script),
+            ],
+        }
+        if shutil.which("sbatch"):
+            commands["sbatch --test-only"] = ["sbatch", "--test-only", str(script)]
+        # An installed package has its bytecode compiled (pip does it); a source tree run with
+        # PYTHONDONTWRITEBYTECODE=1 compiles every module on every run.  Measure as installed:
+        # bytecode in a private prefix, written by the warm-up run.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
+        if args.no_bytecode:
+            env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        for argv in commands.values():  # warm the page cache and the bytecode
+            timed(argv, env)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.runs):
+            for name, argv in commands.items():
+                times[name].append(timed(argv, env))
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    cached = "without bytecode" if args.no_bytecode else "with compiled bytecode"
+    print(f"{args.runs} interleaved runs each, {cached}, on {os.cpu_count()} CPUs")
+    for name, values in times.items():
+        print(
+            f"  {name:28s} median {medians[name] * 1000:7.1f} ms   fastest {min(values) * 1000:7.1f} ms"
+        )
+    baseline = medians["python3 -c pass"]
+    wrapper = medians["advisor sbatch --dry-run"]
+    print(
+        f"advisor sbatch --dry-run / python3 -c pass: {wrapper / baseline:.2f}x (target: within 2x)"
+    )
+    if "sbatch --test-only" in medians:
+        print(
+            f"advisor sbatch --dry-run / sbatch --test-only: {wrapper / medians['sbatch --test-only']:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

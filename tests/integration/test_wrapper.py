@@ -1,0 +1,390 @@
+"""advisor sbatch and slurm/job_submit.lua against the real test cluster.
+
+Jobs are submitted held (-H) when only their limits matter, and cancelled at once; the few that
+run are short.  Task names carry a random suffix, so the limits file this module writes to
+/etc/slurm cannot touch other users' jobs; the file is removed afterwards (the cluster starts
+without one).
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.cli.sbatch_cmd import main as sbatch_main
+from advisor.cluster_info import fetch_cluster
+from advisor.slurm.backend import CliBackend
+from advisor.slurm.parsers import parse_key_values
+from advisor.slurm.runner import RetryPolicy
+from advisor.slurm.timefmt import format_duration, parse_duration
+from advisor.store.connection import Store
+from advisor.wrapper import effects
+from tests.conftest import REPO
+from tests.integration.conftest import cluster_sh
+from tests.unit.test_wrapper_store import train
+
+ADVISOR = [sys.executable, "-m", "advisor"]
+EXPORT = Path("/etc/slurm/advisor-limits.json")
+PLUGIN = Path("/etc/slurm/job_submit.lua")
+TASK = f"wt-{secrets.token_hex(3)}"
+WAIT_S = 60
+
+
+def run(
+    *argv: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*prefix, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def advisor_sbatch(
+    cache: Path, *args: str, prefix: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    return run(*ADVISOR, "--db", str(cache), "sbatch", *args, prefix=prefix)
+
+
+def job_id(stdout: str) -> int:
+    match = re.search(r"Submitted batch job (\d+)", stdout)
+    assert match, stdout
+    return int(match.group(1))
+
+
+def show(job: int) -> dict[str, str]:
+    return parse_key_values(run("scontrol", "show", "job", "-o", str(job)).stdout.strip())
+
+
+def cancel(job: int) -> None:
+    run("scancel", str(job))
+
+
+def limit_s(text: str) -> int:
+    return parse_duration(text)
+
+
+@pytest.fixture(scope="module")
+def cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The live cluster's partitions, classes small (c1, c2) and big (f1), and TASK learned."""
+    partitions, nodes = fetch_cluster(CliBackend())
+    return train(tmp_path_factory.mktemp("wrapper") / "cache.db", TASK, partitions, nodes)
+
+
+@pytest.fixture(scope="module")
+def job_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Writes its arguments (NUL-terminated) to the file named by the first one."""
+    path = tmp_path_factory.mktemp("job") / "job.sh"
+    path.write_text(
+        "#!/bin/sh\n#SBATCH --output=/dev/null\n#SBATCH --mem=100M\n"
+        'out=$1; shift\nfor a in "$@"; do printf \'%s\\0\' "$a"; done > "$out.tmp"\n'
+        'mv "$out.tmp" "$out"\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="module")
+def input_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("input") / "reads.bin"
+    with path.open("wb") as out:
+        out.truncate(700_000_000)  # sparse: 700 MB without writing them
+    return path
+
+
+@contextmanager
+def explained(
+    cache: Path, job_script: Path, *options: str
+) -> Iterator[tuple[dict[str, Any], int, dict[str, str]]]:
+    """Submit TASK held with --explain --format json; the explanation, job id and scontrol view."""
+    done = advisor_sbatch(
+        cache, "--task", TASK, "--explain", "--format", "json", "-H", *options,
+        str(job_script), "/dev/null",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    job = job_id(done.stdout)
+    try:
+        start = done.stderr.index("{")
+        doc: dict[str, Any] = json.JSONDecoder().raw_decode(done.stderr[start:])[0]
+        yield doc, job, show(job)
+    finally:
+        cancel(job)
+
+
+def test_explained_limit_is_the_time_limit_and_comment_is_tagged(
+    cache: Path, job_script: Path, input_file: Path
+) -> None:
+    with explained(cache, job_script, "--input", str(input_file), "-p", "cpu") as (doc, job, info):
+        time_s = doc["decision"]["time_s"]
+        assert limit_s(info["TimeLimit"]) == time_s
+        assert (
+            f"advisor:wrapper,action=set,limit={time_s // 60},q=0.95,task={TASK}" in info["Comment"]
+        )
+        assert doc["input_bytes"] == 700_000_000
+    with Store.open(cache, readonly=True) as store:
+        rows = store.query(
+            "SELECT task, job_id, outcome, limit_s FROM advice WHERE job_id = ?", (job,)
+        )
+    assert rows == [{"task": TASK, "job_id": job, "outcome": "submitted", "limit_s": time_s}]
+
+
+def test_two_partitions_give_the_largest_limit_and_the_smallest_as_time_min(
+    cache: Path, job_script: Path
+) -> None:
+    with explained(cache, job_script, "-p", "cpu,fat") as (doc, _, info):
+        limits = {p["partition"]: p["limit_s"] for p in doc["partitions"]}
+        assert limits["cpu"] > limits["fat"]
+        assert limit_s(info["TimeLimit"]) == limits["cpu"]
+        assert limit_s(info["TimeMin"]) == limits["fat"]
+
+
+def test_pick_earliest_submits_to_one_partition_with_its_limit(
+    cache: Path, job_script: Path
+) -> None:
+    with explained(cache, job_script, "--pick", "earliest", "-p", "cpu,fat") as (doc, _, info):
+        assert info["Partition"] in ("cpu", "fat")
+        assert info["Partition"] == doc["picked"]
+        limits = {p["partition"]: p["limit_s"] for p in doc["partitions"]}
+        assert limit_s(info["TimeLimit"]) == limits[info["Partition"]]
+        assert len(doc["estimates"]) == 2
+
+
+def test_a_given_time_is_kept(cache: Path, job_script: Path) -> None:
+    done = advisor_sbatch(cache, "--task", TASK, "-H", "-t", "7", str(job_script), "/dev/null")
+    job = job_id(done.stdout)
+    try:
+        info = show(job)
+        assert info["TimeLimit"] == "00:07:00"
+        assert "action=kept" in info["Comment"]
+    finally:
+        cancel(job)
+
+
+def test_arguments_reach_the_job_unchanged(cache: Path, job_script: Path, tmp_path: Path) -> None:
+    args = ["a b", "it's", 'say "hi"', "$HOME", "a;b", "x\ny", "--task", "-p", "", "*", "é"]
+    out = tmp_path / "argv.bin"
+    done = advisor_sbatch(
+        cache, "--task", TASK, "-p", "cpu", "-J", "x y;$z", str(job_script), str(out), *args
+    )
+    assert done.returncode == 0, done.stderr
+    job = job_id(done.stdout)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert out.exists(), f"job {job} did not run within {WAIT_S} s"
+        assert out.read_bytes() == b"".join(a.encode() + b"\0" for a in args)
+        assert show(job)["JobName"] == "x y;$z"  # MinJobAge keeps finished jobs visible
+    finally:
+        cancel(job)
+
+
+def _fail_open(cache_arg: Path, job_script: Path, prefix: tuple[str, ...] = ()) -> None:
+    done = advisor_sbatch(
+        cache_arg, "--task", TASK, "-H", str(job_script), "/dev/null", prefix=prefix
+    )
+    assert done.returncode == 0, done.stderr
+    job = job_id(done.stdout)
+    try:
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("advisor: warning:"), done.stderr
+        info = show(job)
+        assert info["TimeLimit"] == "00:30:00"  # the partition's default: submitted as written
+        assert "advisor:" not in info.get("Comment", "")
+    finally:
+        cancel(job)
+    plain = advisor_sbatch(cache_arg, "-p", "no-such-partition", str(job_script), prefix=prefix)
+    reference = run("sbatch", "-p", "no-such-partition", str(job_script))
+    assert plain.returncode == reference.returncode != 0
+    assert reference.stderr.strip() in plain.stderr
+
+
+def test_fail_open_when_the_cache_is_deleted(tmp_path: Path, job_script: Path) -> None:
+    _fail_open(tmp_path / "deleted.db", job_script)
+
+
+def test_fail_open_when_the_cache_is_corrupt(tmp_path: Path, job_script: Path) -> None:
+    bad = tmp_path / "corrupt.db"
+    bad.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))
+    _fail_open(bad, job_script)
+
+
+@pytest.mark.skipif(
+    shutil.which("setpriv") is None, reason="needs setpriv to drop root's DAC override"
+)
+def test_fail_open_when_the_cache_is_unreadable(
+    cache: Path, tmp_path: Path, job_script: Path
+) -> None:
+    locked = tmp_path / "locked.db"
+    shutil.copy(cache, locked)
+    locked.chmod(0)
+    no_override = (
+        "setpriv",
+        "--inh-caps=-dac_override,-dac_read_search",
+        "--bounding-set=-dac_override,-dac_read_search",
+    )
+    assert run("cat", str(locked), prefix=no_override).returncode != 0  # really unreadable
+    _fail_open(locked, job_script, prefix=no_override)
+
+
+@pytest.fixture
+def plugin_and_export() -> Iterator[None]:
+    """The repository's job_submit.lua installed, and no limits file left behind."""
+    if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
+        shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
+        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    yield
+    EXPORT.unlink(missing_ok=True)
+
+
+def _replace_export(text: str) -> None:
+    tmp = EXPORT.with_suffix(".test-tmp")
+    tmp.write_text(text)
+    tmp.chmod(0o644)
+    os.replace(tmp, EXPORT)
+
+
+def test_plain_sbatch_gets_the_exported_limit_from_the_plugin(
+    cache: Path, job_script: Path, plugin_and_export: None
+) -> None:
+    done = run(*ADVISOR, "--db", str(cache), "--format", "json", "export", "--out", str(EXPORT))
+    assert done.returncode == 0, done.stderr
+    exported = json.loads(done.stdout)["tasks"][TASK]["partitions"]
+    plain = run("sbatch", "-H", "-J", TASK, str(job_script), "/dev/null")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stderr.count("advisor: no --time given") == 1
+    job = job_id(plain.stdout)
+    try:
+        info = show(job)
+        assert info["TimeLimit"] == format_duration(exported["cpu"]["limit_min"] * 60)
+        assert (
+            info["Comment"]
+            == f"advisor:lua,action=set,limit={exported['cpu']['limit_min']},task={TASK}"
+        )
+    finally:
+        cancel(job)
+    two = run("sbatch", "-H", "-J", TASK, "-p", "cpu,fat", str(job_script), "/dev/null")
+    job = job_id(two.stdout)
+    try:
+        info = show(job)
+        assert limit_s(info["TimeLimit"]) == exported["cpu"]["limit_min"] * 60
+        assert limit_s(info["TimeMin"]) == exported["fat"]["limit_min"] * 60
+    finally:
+        cancel(job)
+    given = run("sbatch", "-H", "-J", TASK, "-t", "3", str(job_script), "/dev/null")
+    job = job_id(given.stdout)
+    try:
+        assert show(job)["TimeLimit"] == "00:03:00"
+        assert "advisor" not in given.stderr
+    finally:
+        cancel(job)
+
+
+def test_a_corrupt_export_lets_jobs_through_unchanged(
+    job_script: Path, plugin_and_export: None
+) -> None:
+    _replace_export(
+        json.dumps(
+            {"version": 1, "tasks": {TASK: {"partitions": {"cpu": {"limit_min": 11}}}}, "users": {}}
+        )
+    )
+    first = run("sbatch", "-H", "-J", TASK, str(job_script), "/dev/null")
+    job = job_id(first.stdout)
+    try:
+        assert show(job)["TimeLimit"] == "00:11:00"  # the plugin reads a valid file...
+    finally:
+        cancel(job)
+    time.sleep(1.1)  # ...and notices the next one (the plugin also compares size and inode)
+    _replace_export('{"version": 1, "tasks": {"' + TASK + '": ')
+    done = run("sbatch", "-H", "-J", TASK, str(job_script), "/dev/null")
+    assert done.returncode == 0, done.stderr
+    job = job_id(done.stdout)
+    try:
+        info = show(job)
+        assert info["TimeLimit"] == "00:30:00"
+        assert "advisor" not in info.get("Comment", "") + done.stderr
+    finally:
+        cancel(job)
+
+
+def test_stopped_controller_gives_sbatchs_error_after_bounded_retries(
+    cache: Path, job_script: Path
+) -> None:
+    policy = RetryPolicy(attempts=2, max_delay_s=30, first_wait_s=0.5, max_wait_s=1)
+    calls: list[float] = []
+
+    def counting(argv, timeout_s, stdin=None):  # type: ignore[no-untyped-def]
+        calls.append(time.monotonic())
+        from advisor.slurm.runner import run_subprocess
+
+        return run_subprocess(argv, timeout_s, stdin)
+
+    side = effects.real()._replace(
+        run_sbatch=partial(effects.run_sbatch, policy=policy, runner=counting)
+    )
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    before = Store.open(cache, readonly=True)
+    count = before.query("SELECT COUNT(*) AS n FROM advice")[0]["n"]
+    before.close()
+    cluster_sh("stop-daemon", "slurmctld")
+    try:
+        start = time.monotonic()
+        code = sbatch_main(
+            ["--db", str(cache), "--task", TASK, str(job_script), "/dev/null"],
+            side=side,
+            out=out,
+            err=err,
+        )
+        elapsed = time.monotonic() - start
+    finally:
+        cluster_sh("start-daemon", "slurmctld")
+    assert code == 1
+    assert "Unable to contact slurm controller" in err.getvalue()
+    assert out.getvalue() == ""
+    assert len(calls) == 2
+    assert elapsed < 60
+    with Store.open(cache, readonly=True) as store:
+        rows = store.query("SELECT outcome, job_id FROM advice ORDER BY id")
+    assert len(rows) == count + 1
+    assert rows[-1] == {"outcome": "failed", "job_id": None}
+
+
+def test_sbatch_option_table_matches_the_installed_sbatch(slurm_cluster: None) -> None:
+    from advisor.wrapper.sbatch_options import LONG_OPTIONS, SHORT_OPTIONS, Arg
+
+    for name, kind in LONG_OPTIONS.items():
+        if name == "wrap":  # with a value it would submit a job
+            assert "requires an argument" in run("sbatch", "--wrap").stderr
+            continue
+        with_value = run("sbatch", f"--{name}=x").stderr
+        without = run("sbatch", f"--{name}").stderr if kind is not Arg.NONE else ""
+        assert "unrecognized option" not in with_value, name
+        if kind is Arg.NONE:
+            assert f"'--{name}' doesn't allow an argument" in with_value, name
+        elif kind is Arg.REQUIRED:
+            assert f"'--{name}' requires an argument" in without, name
+        else:
+            assert "requires an argument" not in without and "doesn't allow" not in with_value, name
+    for letter, name in SHORT_OPTIONS.items():
+        if LONG_OPTIONS[name] is Arg.REQUIRED:
+            assert "requires an argument" in run("sbatch", f"-{letter}").stderr, letter

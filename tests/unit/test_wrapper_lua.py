@@ -1,0 +1,188 @@
+"""slurm/job_submit.lua under a stand-alone Lua 5.1 with a stub ``slurm`` table.
+
+The real plugin runs inside slurmctld (tests/integration/test_wrapper.py); here the edge cases
+run in milliseconds.  Skipped where lua5.1 or lua-cjson is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+
+LUA = shutil.which("lua5.1")
+NO_VAL = 4294967294
+
+DRIVER = r"""
+slurm = { SUCCESS = 0, ERROR = -1, NO_VAL = 4294967294 }
+local logs = {}
+function slurm.log_user(fmt, ...) logs[#logs + 1] = "user: " .. string.format(fmt, ...) end
+function slurm.log_error(fmt, ...) logs[#logs + 1] = "error: " .. string.format(fmt, ...) end
+if arg[3] == "no-lfs" then package.preload["lfs"] = function() error("hidden") end end
+dofile(arg[1])
+local cjson = require("cjson")
+local export = arg[2]
+for line in io.lines() do
+  local case = cjson.decode(line)
+  if case.export_text then
+    local tmp = export .. ".tmp"
+    local f = assert(io.open(tmp, "wb")); f:write(case.export_text); f:close()
+    assert(os.rename(tmp, export))
+  elseif case.delete then
+    os.remove(export)
+  end
+  logs = {}
+  local job = case.job
+  if job.time_limit == nil then job.time_limit = slurm.NO_VAL end
+  if job.time_min == nil then job.time_min = slurm.NO_VAL end
+  local rc = slurm_job_submit(job, case.parts, case.uid or 0)
+  print(cjson.encode({ rc = rc, time_limit = job.time_limit, time_min = job.time_min,
+                       comment = job.comment or "", logs = table.concat(logs, "\n") }))
+end
+"""
+
+PARTS = {
+    "cpu": {"flag_default": 1, "max_time": 1440},
+    "fat": {"flag_default": 0, "max_time": 60},
+    "inf": {"flag_default": 0, "max_time": 4294967295},
+}
+EXPORT = {
+    "version": 1,
+    "generated_at": "now",
+    "quantile": 0.95,
+    "margin": 0.1,
+    "partitions": {},
+    "tasks": {
+        "align": {
+            "partitions": {
+                "cpu": {"limit_min": 15},
+                "fat": {"limit_min": 90},
+                "inf": {"limit_min": 99},
+            }
+        },
+        "a b,c": {"partitions": {"cpu": {"limit_min": 4}}},
+    },
+    "users": {"alice": {"tasks": {"align": {"partitions": {"cpu": {"limit_min": 20}}}}}},
+}
+
+
+def run_cases(
+    tmp_path: Path, cases: list[dict[str, Any]], *, lfs: bool = True
+) -> list[dict[str, Any]]:
+    # tests/run.sh installs both (slurm/cluster.sh install): there, a missing one is a failure.
+    missing = pytest.fail if os.environ.get("ADVISOR_TEST_CLUSTER") == "1" else pytest.skip
+    if LUA is None:
+        missing("lua5.1 is not installed")
+    check = subprocess.run([LUA, "-e", 'require("cjson")'], capture_output=True, check=False)
+    if check.returncode != 0:
+        missing("lua-cjson is not installed")
+    export = tmp_path / "limits.json"
+    plugin = tmp_path / "job_submit.lua"
+    text = (REPO / "slurm" / "job_submit.lua").read_text()
+    original = 'local EXPORT_PATH = "/etc/slurm/advisor-limits.json"'
+    assert original in text
+    plugin.write_text(text.replace(original, f"local EXPORT_PATH = {json.dumps(str(export))}"))
+    driver = tmp_path / "driver.lua"
+    driver.write_text(DRIVER)
+    done = subprocess.run(
+        [LUA, str(driver), str(plugin), str(export), "lfs" if lfs else "no-lfs"],
+        input="\n".join(json.dumps(c) for c in cases) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    for result in results:
+        result["logs"] = result["logs"].splitlines()
+    return results
+
+
+def job(name: str | None = "align", **fields: Any) -> dict[str, Any]:
+    return {"name": name, **fields} if name is not None else dict(fields)
+
+
+def test_plugin_sets_clamps_tags_and_otherwise_passes(tmp_path: Path) -> None:
+    results = run_cases(
+        tmp_path,
+        [
+            {"job": job(), "parts": PARTS},  # no file yet
+            {"export_text": json.dumps(EXPORT), "job": job(), "parts": PARTS},
+            {"job": job(partition="fat"), "parts": PARTS},
+            {"job": job(partition="cpu,fat"), "parts": PARTS},
+            {"job": job(partition="inf"), "parts": PARTS},
+            {"job": job(time_limit=3), "parts": PARTS},
+            {"job": job("other"), "parts": PARTS},
+            {"job": job(None), "parts": PARTS},
+            {"job": job(partition="cpu,gpu"), "parts": PARTS},
+            {"job": job(comment="mine"), "parts": PARTS},
+            {"job": job(user_name="alice"), "parts": PARTS},
+            {"job": job("a b,c"), "parts": PARTS},
+        ],
+    )
+    assert all(r["rc"] == 0 for r in results)
+    nothing = {"time_limit": NO_VAL, "time_min": NO_VAL, "comment": "", "logs": []}
+    assert {k: results[0][k] for k in nothing} == nothing
+    assert results[1]["time_limit"] == 15
+    assert results[1]["comment"] == "advisor:lua,action=set,limit=15,task=align"
+    assert results[1]["logs"] == [
+        "user: advisor: no --time given; time limit 15 min predicted for 'align'"
+    ]
+    assert results[2]["time_limit"] == 60  # clamped to fat's MaxTime
+    assert (results[3]["time_limit"], results[3]["time_min"]) == (60, 15)
+    assert results[4]["time_limit"] == 99  # INFINITE MaxTime clamps nothing
+    assert results[5]["time_limit"] == 3 and results[5]["comment"] == ""
+    for unchanged in (results[6], results[7], results[8]):
+        assert (unchanged["time_limit"], unchanged["logs"]) == (NO_VAL, [])
+    assert results[9]["comment"] == "mine advisor:lua,action=set,limit=15,task=align"
+    assert results[10]["time_limit"] == 20  # the user's own entry first
+    assert results[11]["comment"].endswith("task=a%20b%2Cc")
+
+
+@pytest.mark.parametrize("lfs", [True, False], ids=["lua-filesystem", "bytes-compared"])
+def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
+    tmp_path: Path, lfs: bool
+) -> None:
+    changed = json.loads(json.dumps(EXPORT))
+    changed["tasks"]["align"]["partitions"]["cpu"]["limit_min"] = 33
+    results = run_cases(
+        tmp_path,
+        [
+            {"export_text": json.dumps(EXPORT), "job": job(), "parts": PARTS},
+            {"export_text": '{"version": 1, "tasks": {', "job": job(), "parts": PARTS},
+            {"job": job(), "parts": PARTS},  # same corrupt file: logged once only
+            {"export_text": json.dumps(changed), "job": job(), "parts": PARTS},
+            {"export_text": '{"version": 2}', "job": job(), "parts": PARTS},
+            {
+                "export_text": '{"version": 1, "tasks": {"align": {"partitions": {"cpu": {"limit_min": "x"}}}}}',
+                "job": job(),
+                "parts": PARTS,
+            },
+            {"export_text": '{"version": 1, "tasks": {"align": []}}', "job": job(), "parts": PARTS},
+            {"delete": True, "job": job(), "parts": PARTS},
+        ],
+        lfs=lfs,
+    )
+    assert [r["rc"] for r in results] == [0] * 8
+    assert [r["time_limit"] for r in results] == [
+        15,
+        NO_VAL,
+        NO_VAL,
+        33,
+        NO_VAL,
+        NO_VAL,
+        NO_VAL,
+        NO_VAL,
+    ]
+    assert results[1]["logs"] == [
+        "error: advisor: "
+        + str(tmp_path / "limits.json")
+        + " is not a valid limits file; jobs pass unchanged"
+    ]
+    assert results[2]["logs"] == []
