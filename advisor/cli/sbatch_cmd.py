@@ -37,6 +37,9 @@ advisor options (exact names, before the script):
   --pick earliest        submit to the one partition of -p a,b expected to finish first
   --quantile Q           upper quantile of the runtime (default {DEFAULT_QUANTILE})
   --margin M             added fraction (default {DEFAULT_MARGIN}: 10%)
+  --insitu STEPS_FILE    an in situ workflow: the limit is the makespan predicted from the
+                         measured steps (see advisor insitu), instead of a task model
+  --steps M              the number of steps the job will run (default: as in the file)
   --explain              print per partition and node class what was predicted (to stderr)
   --dry-run              print the sbatch command line and submit nothing
   --db PATH, --format F  as for every advisor command (json: --explain/--dry-run as JSON)

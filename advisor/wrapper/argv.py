@@ -28,7 +28,10 @@ DEFAULT_QUANTILE = 0.95
 DEFAULT_MARGIN = 0.10
 
 #: Advisor options that take a value; ``--input`` shadows sbatch's ``--input`` (use ``-i``).
-_VALUED = ("--task", "--input", "--policy", "--pick", "--quantile", "--margin", "--db", "--format")
+_VALUED = (
+    "--task", "--input", "--policy", "--pick", "--quantile", "--margin", "--db", "--format",
+    "--insitu", "--steps",
+)  # fmt: skip
 _FLAGS = ("--dry-run", "--explain", "--help", "-h")
 
 
@@ -46,6 +49,9 @@ class AdvisorOptions(NamedTuple):
     db: str | None = None
     fmt: str | None = None
     help: bool = False
+    #: In situ step file: the limit comes from the predicted makespan of ``steps`` steps.
+    insitu: str | None = None
+    steps: int | None = None
 
 
 class Option(NamedTuple):
@@ -232,7 +238,14 @@ def _advisor_options(settings: dict[str, object], inputs: list[str]) -> AdvisorO
     policy, pick, task = text("policy"), text("pick"), text("task")
     if task is not None and not task.strip():
         raise UsageError("advisor sbatch: --task needs a non-empty name")
+    insitu, steps = text("insitu"), text("steps")
+    if steps is not None and insitu is None:
+        raise UsageError("advisor sbatch: --steps goes with --insitu STEPS_FILE")
+    if steps is not None and not (steps.isdigit() and int(steps) > 0):
+        raise UsageError(f"advisor sbatch: --steps needs a whole number of steps, got {steps!r}")
     return AdvisorOptions(
+        insitu=insitu,
+        steps=int(steps) if steps is not None else None,
         task=task,
         inputs=tuple(inputs),
         dry_run=bool(settings.get("dry_run")),

@@ -112,12 +112,20 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
         return _unadvised(cmd, request, task, "no task name")
     input_bytes = side.input_bytes(cmd.advisor.inputs) if cmd.advisor.inputs else None
     snapshot = side.load_snapshot(cmd.advisor.db, task)
+    if cmd.advisor.insitu is not None:
+        from advisor.wrapper.insitu import insitu_predictor
+
+        predictor = insitu_predictor(cmd.advisor.insitu, cmd.advisor.steps)
+        snapshot = snapshot._replace(predictor=predictor, tasks=(task,))
+        input_bytes = None
     if task not in snapshot.tasks:
         return _unadvised(cmd, request, task, f"no model for task {task!r}")._replace(
             input_bytes=input_bytes
         )
     origin = "--input"
-    if input_bytes is None:
+    if cmd.advisor.insitu is not None:
+        origin = f"in situ steps {cmd.advisor.insitu}"
+    elif input_bytes is None:
         input_bytes = snapshot.predictor.default_input_bytes(task)
         origin = "largest training input (no --input)"
     result = plan(sbatch, cmd.advisor, request, task, input_bytes, snapshot)._replace(
