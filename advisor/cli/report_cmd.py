@@ -1,0 +1,270 @@
+"""``advisor report``: accuracy, limits, nodes and models, as tables, JSON, CSV or pictures."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from advisor.errors import UsageError
+from advisor.progress import Progress
+from advisor.render import Result, Table
+from advisor.reports import accuracy, limits
+from advisor.reports.age import age_text
+from advisor.reports.classes import nodes_report
+from advisor.reports.loading import Selection
+from advisor.reports.models import models_report
+from advisor.reports.period import parse_moment
+from advisor.reports.shaping import Shape, parse_by
+from advisor.store import Store
+from advisor.store.reports import JobFilter
+
+_ALL = "(all)"
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+    return value
+
+
+def _shape_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("rows")
+    group.add_argument("--sort", metavar="COLUMN",
+                       help="sort by a column (a JSON key or table header): numbers largest "
+                       "first, text A-Z")
+    group.add_argument("--reverse", action="store_true", help="reverse the order")
+    group.add_argument("--top", type=_positive, metavar="N", help="show only the first N rows")
+    return parent
+
+
+def _job_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("which jobs (by end time, the cluster's local time)")
+    group.add_argument("--since", metavar="WHEN",
+                       help="jobs that ended at or after WHEN: YYYY-MM-DD[THH:MM[:SS]], or a "
+                       "span back from now: 30m, 12h, 7d, 2w")
+    group.add_argument("--until", metavar="WHEN", help="jobs that ended before WHEN")
+    group.add_argument("--user", help="only this user's jobs")
+    group.add_argument("--partition", help="only jobs that ran in this partition")
+    group.add_argument("--task", help="only this task (the advised task, else the job name)")
+    group.add_argument("--plot", metavar="FILE.png", help="also draw a picture (needs matplotlib)")
+    return parent
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+    """Add the command and its four reports."""
+    parser = sub.add_parser(
+        "report",
+        parents=parents,
+        help="administrator reports: accuracy, limits, nodes, models",
+        description="Reports on the advisor's predictions and limits from the accounting "
+        "records in the cache (filled by 'advisor update'), the advice the sbatch wrapper "
+        "recorded, the node benchmarks and the task models.",
+    )
+    parser.set_defaults(func=_no_report)
+    reports = parser.add_subparsers(dest="report", metavar="REPORT")
+    shape, jobs = _shape_options(), _job_options()
+    grouped = [*parents, jobs, shape]
+    _grouped_report(
+        reports.add_parser(
+            "accuracy", parents=grouped,
+            help="prediction errors and calibration per task and node class",
+            description="Per task and node class (or --by partition): advised jobs, the median, "
+            "mean and 90th percentile of the relative error |P50 - actual| / actual, the bias "
+            "(median signed error: positive means over-predicted), and the share of jobs that "
+            "finished within their P50, P90 and P95 predictions. 'check' flags a P90/P95 that "
+            "covers clearly fewer jobs than it should. --plot draws the error CDF per method "
+            "(the advisor, the paper's baselines, and the limits the jobs would have had without "
+            "the advisor).",
+        ),
+        accuracy.GROUP_KEYS, accuracy.DEFAULT_BY, run_accuracy,
+    )  # fmt: skip
+    _grouped_report(
+        reports.add_parser(
+            "limits", parents=grouped,
+            help="requested vs used time, unused core-hours, and what the advisor's limits did",
+            description="Per user, partition and task (like reportseff and seff): jobs, jobs "
+            "killed at their limit (TIMEOUT), requested and used hours, TimeEff (used / "
+            "requested), reserved-but-unused core-hours; then the same under the advisor's "
+            "limits, the core-hours they saved, and the jobs they killed (or would have). "
+            "--plot draws time limit against runtime.",
+        ),
+        limits.GROUP_KEYS, limits.DEFAULT_BY, run_limits,
+    )  # fmt: skip
+    nodes = reports.add_parser(
+        "nodes", parents=[*parents, shape],
+        help="node classes: benchmark ratios, task factors, benchmark age",
+        description="Per node class: its nodes, the ratios reference score / class score "
+        "(above 1: slower), the factors the task models use on it, and the age of the "
+        "oldest benchmark it rests on.",
+    )
+    nodes.add_argument("--partition", help="only classes with a node in this partition")
+    nodes.add_argument("--task", help="factors of this task only")
+    nodes.set_defaults(func=run_nodes)
+    models = reports.add_parser(
+        "models", parents=[*parents, shape],
+        help="task models: observations, Pearson r, CPU weight, last update",
+        description="Per task: model kind, reference class, training runs, observations "
+        "(censored ones apart), Pearson r of input size and runtime, CPU weight and its "
+        "source, classes with an online model, and when it was last updated.",
+    )
+    models.add_argument("--task", help="only this task")
+    models.set_defaults(func=run_models)
+
+
+def _grouped_report(
+    parser: argparse.ArgumentParser,
+    keys: Sequence[str],
+    default: Sequence[str],
+    func: Callable[[argparse.Namespace], Result],
+) -> None:
+    parser.add_argument("--by", default=",".join(default), metavar="KEYS",
+                        help=f"group by (comma-separated): {', '.join(keys)} (default {','.join(default)})")
+    parser.set_defaults(func=func)
+
+
+def _no_report(args: argparse.Namespace) -> Result:
+    raise UsageError("advisor report: which report?", hint="choose accuracy, limits, nodes or models")
+
+
+def _shape(args: argparse.Namespace) -> Shape:
+    return Shape(sort=args.sort, reverse=args.reverse, top=args.top)
+
+
+def _selection(args: argparse.Namespace) -> Selection:
+    """The job filters; with --plot, first check that matplotlib is there (fail before the work)."""
+    if args.plot:
+        from advisor.reports.plots import pyplot
+
+        pyplot()
+    local_now = datetime.now()  # sacct's times are the cluster's local time, without an offset
+    since = parse_moment(args.since, option="--since", now=local_now) if args.since else None
+    until = parse_moment(args.until, option="--until", now=local_now) if args.until else None
+    return Selection(JobFilter(since, until, args.user, args.partition), args.task)
+
+
+def _percent(rows: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows with the fractions under keys shown in percent, as ``key_%`` (the JSON keeps fractions)."""
+    out = []
+    for row in rows:
+        shown = {}
+        for key, value in row.items():
+            if key in keys:
+                shown[f"{key}_%"] = None if value is None else 100.0 * value
+            else:
+                shown[key] = value
+        out.append(shown)
+    return out
+
+
+def _with_total(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = list(data["rows"])
+    if len(rows) > 1 or data["groups"] > len(rows):
+        rows.append({key: _ALL if index == 0 else "" for index, key in enumerate(data["by"])} | data["total"])
+    return rows
+
+
+_ACCURACY_PERCENT = ("median_error", "mean_error", "p90_error", "bias", "cover_p50", "cover_p90", "cover_p95")
+
+
+def run_accuracy(args: argparse.Namespace) -> Result:
+    """Score the advised jobs, lay out per group and per method, and draw the CDF if asked."""
+    by = parse_by(args.by, accuracy.GROUP_KEYS)
+    selection = _selection(args)
+    with Store.open(getattr(args, "db", None), readonly=True) as store, \
+            Progress("scoring advised jobs") as bar:
+        report = accuracy.accuracy_report(
+            store, selection, by=by, shape=_shape(args), now=datetime.now(UTC), progress=bar
+        )
+    data = report.data
+    notes = [
+        f"warning: {' / '.join(str(row[k]) for k in by)}: {row['check']} "
+        f"(P90 should cover 90 %, P95 95 %)"
+        for row in data["rows"] if row["check"] not in ("ok", "few jobs")
+    ]  # fmt: skip
+    if not data["jobs"]["scored"]:
+        notes.append("no advised job that completed or timed out in the selection (jobs are "
+                     "advised through 'advisor sbatch' and ingested by 'advisor update')")
+    if args.plot:
+        from advisor.reports.plots import save_error_cdf
+
+        save_error_cdf(report.errors, args.plot, title=f"Prediction error per method{_scope(selection)}")
+        notes.append(f"error CDF: {args.plot}")
+    tables = (
+        Table(_percent(_with_total(data), _ACCURACY_PERCENT),
+              title="Accuracy of the P50 prediction and calibration of P50/P90/P95"),
+        Table(_percent(data["methods"], ("median_error", "mean_error", "p90_error")),
+              title="Relative error per method (completed jobs)"),
+    )
+    return Result(data=data, tables=tables, notes=notes)
+
+
+def _scope(selection: Selection) -> str:
+    parts = [f"{key} {value}" for key, value in selection.echo().items() if value]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+_LIMIT_COLUMNS = (
+    "jobs", "timeouts", "requested_h", "used_h", "time_eff_%", "unused_core_h", "advised_jobs",
+    "advised_time_eff_%", "advised_unused_core_h", "saved_core_h", "advised_kills", "lost_core_h",
+)  # fmt: skip
+
+
+def run_limits(args: argparse.Namespace) -> Result:
+    """Aggregate the jobs per group, and draw limit vs runtime if asked."""
+    by = parse_by(args.by, limits.GROUP_KEYS)
+    selection = _selection(args)
+    with Store.open(getattr(args, "db", None), readonly=True) as store:
+        data, jobs = limits.limits_report(store, selection, by=by, shape=_shape(args), now=datetime.now(UTC))
+    notes = []
+    if args.plot:
+        from advisor.reports.plots import save_limit_scatter
+
+        save_limit_scatter(jobs, args.plot, title=f"Time limit vs actual runtime{_scope(selection)}")
+        notes.append(f"limit vs runtime: {args.plot}")
+    rows = _percent(_with_total(data), ("time_eff", "advised_time_eff", "median_time_eff"))
+    table = Table(rows, columns=(*by, *_LIMIT_COLUMNS),
+                  title="Requested vs used time; the same under the advisor's limits (core-hours: CPUs × hours)")
+    return Result(data=data, tables=(table,), notes=notes)
+
+
+def run_nodes(args: argparse.Namespace) -> Result:
+    """Node classes with ratios, task factors and benchmark age."""
+    with Store.open(getattr(args, "db", None), readonly=True) as store:
+        data = nodes_report(store, partition=args.partition, task=args.task, shape=_shape(args),
+                            now=datetime.now(UTC))
+    metrics = sorted({m for row in data["rows"] for m in row["scores"]})
+    rows = [
+        {key: row[key] for key in ("node_class", "nodes", "profiled", "cpu_ratio", "io_ratio",
+                                   "memory_ratio", "tasks", "factor_min", "factor_median", "factor_max")}
+        | {"age": age_text(row["age_s"]), "tools": row["tools"]}
+        | {metric: row["scores"].get(metric) for metric in metrics}
+        for row in data["rows"]
+    ]  # fmt: skip
+    reference = data["reference"]
+    title = (f"Node classes (ratio = {reference}'s score / the class's; above 1: slower)" if reference
+             else "Node classes (no benchmark scores yet: run 'advisor profile' or 'advisor nodes import')")
+    return Result(data=data, tables=(Table(rows, title=title),))
+
+
+def run_models(args: argparse.Namespace) -> Result:
+    """Task models with their evidence and freshness."""
+    with Store.open(getattr(args, "db", None), readonly=True) as store:
+        data = models_report(store, task=args.task, shape=_shape(args), now=datetime.now(UTC))
+    rows = [
+        {key: row[key] for key in ("task", "kind", "reference", "n_train", "observations", "censored",
+                                   "pearson_r", "cpu_weight", "cpu_weight_source", "classes",
+                                   "class_runs")}
+        | {"updated_ago": age_text(row["age_s"]), "last_observed_at": row["last_observed_at"]}
+        for row in data["rows"]
+    ]  # fmt: skip
+    notes = [f"{row['task']}: observations but no model yet; run 'advisor learn'"
+             for row in data["rows"] if row["kind"] is None]
+    return Result(data=data, tables=(Table(rows, title="Task models"),), notes=notes)
