@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("advisor.cli.evaluate_cmd", "the Lotaru paper's evaluation protocol"),
     "plan": ("advisor.cli.plan_cmd", "plan workflows with HEFT, PEFT or FDWS"),
     "estimate": ("advisor.cli.estimate_cmd", "the classic workflow makespan estimates"),
+    "submit": ("advisor.cli.submit_cmd", "plan a workflow on the cluster and submit it, per task"),
     "insitu": ("advisor.cli.insitu_cmd", "in situ workflow step model, efficiency, makespan"),
     "sbatch": ("advisor.cli.sbatch_cmd", "submit like sbatch, with a predicted time limit"),
     "export": ("advisor.cli.export_cmd", "write the limits file slurm/job_submit.lua reads"),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from advisor.errors import UsageError
@@ -10,6 +12,8 @@ from advisor.planner.gantt import save_gantt
 from advisor.planner.planning import PlanRequest, plan_workflows
 from advisor.planner.registry import SCHEDULERS
 from advisor.render import Result, Table
+from advisor.slurm.timefmt import format_duration
+from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -23,28 +27,48 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "runtimes (or --cpu-work with --platform and --flops-per-unit). Shows each task's node "
         "and planned start/finish, the makespan (mean runtimes, P50, P95 under lognormal noise) "
         "beside the recorded makespan and the classic estimates. Several workflows share the "
-        "cluster; --algorithm fdws then schedules them fairly as they arrive.",
+        "cluster; --algorithm fdws then schedules them fairly as they arrive. With --db or "
+        "--partition it plans on the cluster in the cache instead: its nodes (cores as slots) "
+        "grouped by node class, runtimes from the task models (else recorded runtimes carried "
+        "over by the node factors), and per task the partition, the --constraint or --nodelist "
+        "that keeps the job on its class, and the time limit advisor sbatch would set.",
     )
     parser.add_argument("workflows", nargs="+", metavar="WORKFLOW",
                         help="WfFormat JSON file, or planning-problem FILE[#CASE]")
+    add_planning_options(parser)
+    parser.add_argument("--arrivals", metavar="S,S,...",
+                        help="arrival time in seconds of each workflow (default: all at 0)")
+    parser.add_argument("--nodes", type=int, help="plan on N alike nodes instead of recorded ones")
+    parser.add_argument("--cores", type=int, help="cores per node with --nodes (default 1)")
+    parser.add_argument("--gantt", metavar="FILE.png", help="also draw the plan (needs matplotlib)")
+    parser.set_defaults(func=run)
+
+
+def add_planning_options(parser: argparse.ArgumentParser) -> None:
+    """The options ``advisor plan`` and ``advisor submit`` share."""
     parser.add_argument("--algorithm", choices=sorted(SCHEDULERS), default="heft",
                         help="scheduling algorithm (default: heft)")
     parser.add_argument("--cv", type=float, default=0.2,
-                        help="coefficient of variation of task runtimes for P50/P95 (default 0.2)")
+                        help="coefficient of variation of task runtimes without a model, for "
+                        "P50/P95 (default 0.2; modelled runtimes use the model's spread)")
     parser.add_argument("--samples", type=int, default=500,
                         help="runtime samples for P50/P95 (default 500)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--arrivals", metavar="S,S,...",
-                        help="arrival time in seconds of each workflow (default: all at 0)")
     parser.add_argument("--bandwidth", type=float, metavar="BYTES_PER_S",
                         help="network bandwidth between nodes (default: transfers are free)")
     parser.add_argument("--platform", metavar="FILE|summit",
                         help="platform for tasks given as --cpu-work (flop rate, I/O bandwidth)")
     parser.add_argument("--flops-per-unit", metavar="F", help="flops per --cpu-work unit (100Gf)")
-    parser.add_argument("--nodes", type=int, help="plan on N alike nodes instead of recorded ones")
-    parser.add_argument("--cores", type=int, help="cores per node with --nodes (default 1)")
-    parser.add_argument("--gantt", metavar="FILE.png", help="also draw the plan (needs matplotlib)")
-    parser.set_defaults(func=run)
+    group = parser.add_argument_group("planning on the cluster in the cache (--db)")
+    group.add_argument("--partition", action="append", default=[], metavar="P",
+                       help="plan on this partition's nodes (repeatable, preferred in this "
+                       "order; default: every partition that is up, the default one first)")
+    group.add_argument("--shared-fs", action="store_true",
+                       help="transfers between nodes of one class are free (shared file system)")
+    group.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
+                       help=f"runtime quantile of the time limits (default {DEFAULT_QUANTILE})")
+    group.add_argument("--margin", type=float, default=DEFAULT_MARGIN,
+                       help=f"added fraction of the time limits (default {DEFAULT_MARGIN})")
 
 
 def _arrivals(text: str | None) -> tuple[float, ...]:
@@ -56,18 +80,32 @@ def _arrivals(text: str | None) -> tuple[float, ...]:
         raise UsageError(f"--arrivals: not a list of seconds: {text!r}") from None
 
 
-def run(args: argparse.Namespace) -> Result:
-    """Plan, optionally draw, and lay out."""
-    request = PlanRequest(
-        inputs=tuple(args.workflows),
+def plan_request(args: argparse.Namespace, inputs: Sequence[str]) -> PlanRequest:
+    """The request the arguments describe."""
+    if not 0 < args.quantile < 1 or not 0 <= args.margin <= 10:
+        raise UsageError("--quantile must be in (0, 1) and --margin in [0, 10]")
+    return PlanRequest(
+        inputs=tuple(inputs),
         algorithm=args.algorithm,
         cv=args.cv,
         samples=args.samples,
         seed=args.seed,
-        arrivals_s=_arrivals(args.arrivals),
         bandwidth_bytes_s=args.bandwidth,
         platform=args.platform,
         flops_per_unit=args.flops_per_unit,
+        db=getattr(args, "db", None),
+        partitions=tuple(args.partition),
+        shared_fs=args.shared_fs,
+        quantile=args.quantile,
+        margin=args.margin,
+    )
+
+
+def run(args: argparse.Namespace) -> Result:
+    """Plan, optionally draw, and lay out."""
+    request = replace(
+        plan_request(args, args.workflows),
+        arrivals_s=_arrivals(args.arrivals),
         nodes=args.nodes,
         cores=args.cores,
     )
@@ -77,8 +115,7 @@ def run(args: argparse.Namespace) -> Result:
     tables = [Table(_summary_rows(data), title=f"Plan ({data['algorithm']})")]
     if data["fairness"]:
         tables.append(Table(data["fairness"]["workflows"], title="Sharing vs one after another (HEFT)"))
-    tables.append(Table(data["tasks"], columns=("id", "workflow", "node", "core", "start_s",
-                                                "finish_s"), title="Tasks"))
+    tables.append(task_table(data))
     notes = [f"makespan {data['makespan_s']:.1f} s on mean runtimes; P50 {data['p50_s']:.1f} s, "
              f"P95 {data['p95_s']:.1f} s (cv {data['cv']}, {data['samples']} samples)"]
     if data["fairness"]:
@@ -89,6 +126,33 @@ def run(args: argparse.Namespace) -> Result:
     if args.gantt:
         notes.append(f"gantt chart: {args.gantt}")
     return Result(data=data, tables=tuple(tables), notes=tuple(notes))
+
+
+def task_table(data: dict[str, Any]) -> Table:
+    """Tasks by planned start; on a cluster with their partition, pinning and time limit."""
+    if "cluster" not in data:
+        return Table(data["tasks"], columns=("id", "workflow", "node", "core", "start_s",
+                                             "finish_s"), title="Tasks")
+    rows = [
+        {
+            "id": row["id"], "node_class": row["node_class"], "node": row["node"],
+            "partition": row["partition"], "slurm": slurm_pinning(row),
+            "start_s": row["start_s"], "finish_s": row["finish_s"],
+            "limit": None if row["limit_s"] is None else format_duration(row["limit_s"]),
+            "runtime_from": row["runtime_source"],
+        }
+        for row in data["tasks"]
+    ]
+    return Table(rows, title="Tasks (jobs)")
+
+
+def slurm_pinning(row: dict[str, Any]) -> str:
+    """The option that keeps the job on its class, as text ('' when none is needed)."""
+    if row.get("constraint"):
+        return f"--constraint={row['constraint']}"
+    if row.get("nodelist"):
+        return f"--nodelist={row['nodelist']}"
+    return ""
 
 
 def _summary_rows(data: dict[str, Any]) -> list[dict[str, Any]]:

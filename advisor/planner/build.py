@@ -1,12 +1,13 @@
 """From a workflow (and what we know of the platform) to a planning ``Problem``.
 
-Until task models and node profiles exist (later issues), a task's runtime is its recorded
-runtime, else its ``--cpu-work`` times the flops per unit over the platform's per-core rate plus
-reading and writing its files alone on a node; else the task is named in an error.  The same
-runtime holds on every node (no node factors yet).  Nodes are the machines the workflow was
-recorded on (cores as slots), or ``--nodes N --cores P`` alike nodes.  Transfers cost
-``bytes / bandwidth`` between different nodes when a bandwidth is given, else nothing (a shared
-file system, whose staging time the recorded runtimes already contain).
+Without a cache, a task's runtime is its recorded runtime, else its ``--cpu-work`` times the
+flops per unit over the platform's per-core rate plus reading and writing its files alone on a
+node; else the task is named in an error.  The same runtime holds on every node.  Nodes are the
+machines the workflow was recorded on (cores as slots), or ``--nodes N --cores P`` alike nodes.
+On the cluster in the cache, ``matrix`` gives runtimes per node class instead (task models, node
+factors; see ``cluster_planning``).  Transfers cost ``bytes / bandwidth`` between different nodes
+when a bandwidth is given, else nothing (a shared file system, whose staging time the runtimes
+already contain); see ``network``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from advisor.errors import InputError
 from advisor.planner import dag
 from advisor.planner.estimators import TaskLoad
 from advisor.planner.model import Workflow
+from advisor.planner.network import bandwidth_matrix
 from advisor.planner.platform import Platform
-from advisor.planner.problem import Node, Problem, WorkflowInfo
+from advisor.planner.problem import FloatArray, Node, Problem, WorkflowInfo
 
 
 @dataclass(frozen=True)
@@ -46,19 +48,26 @@ def _missing(workflow: Workflow, task_id: str) -> InputError:
     )
 
 
+def task_runtime(workflow: Workflow, position: int, work: Work) -> float | None:
+    """Recorded runtime, else cpu-work compute plus I/O alone on a node; else None."""
+    task = workflow.tasks[position]
+    if task.runtime_s is not None:
+        return task.runtime_s
+    compute = work.compute_s(task.cpu_work)
+    if compute is None or work.platform is None:
+        return None
+    return (compute + workflow.read_bytes(position) / work.platform.read_bytes_per_s
+            + workflow.written_bytes(position) / work.platform.write_bytes_per_s)
+
+
 def planned_runtimes(workflow: Workflow, work: Work) -> list[float]:
-    """Recorded runtime, else cpu-work compute plus I/O alone on a node; else an error."""
+    """``task_runtime`` of every task; a task without one is named in an error."""
     result = []
     for position, task in enumerate(workflow.tasks):
-        if task.runtime_s is not None:
-            result.append(task.runtime_s)
-            continue
-        compute = work.compute_s(task.cpu_work)
-        if compute is None or work.platform is None:
+        runtime = task_runtime(workflow, position, work)
+        if runtime is None:
             raise _missing(workflow, task.id)
-        io = (workflow.read_bytes(position) / work.platform.read_bytes_per_s
-              + workflow.written_bytes(position) / work.platform.write_bytes_per_s)
-        result.append(compute + io)
+        result.append(runtime)
     return result
 
 
@@ -98,10 +107,14 @@ def alike_nodes(count: int, cores: int) -> tuple[Node, ...]:
 
 
 def to_problem(
-    workflow: Workflow, nodes: Sequence[Node], runtimes_s: Sequence[float],
-    bandwidth_bytes_s: float | None = None,
+    workflow: Workflow, nodes: Sequence[Node], runtimes_s: Sequence[float] | FloatArray,
+    bandwidth_bytes_s: float | None = None, *, shared_fs: bool = False,
 ) -> Problem:
-    """The planning problem of one workflow on the given nodes."""
+    """The planning problem of one workflow on the given nodes.
+
+    ``runtimes_s`` is one runtime per task (the same on every node) or a tasks x nodes matrix;
+    ``shared_fs`` makes transfers between nodes of one class free (``network``).
+    """
     if not nodes:
         raise InputError("no machines recorded in the workflow", source=workflow.source,
                          hint="give --nodes N --cores P")
@@ -111,18 +124,15 @@ def to_problem(
         for child, plist in enumerate(workflow.parent_indices)
     )
     n_nodes = len(nodes)
-    runtime = np.repeat(np.asarray(runtimes_s, dtype=np.float64)[:, None], n_nodes, axis=1)
-    bandwidth = None
-    if bandwidth_bytes_s is not None:
-        if bandwidth_bytes_s <= 0:
-            raise InputError("--bandwidth must be positive")
-        bandwidth = np.full((n_nodes, n_nodes), float(bandwidth_bytes_s))
+    runtime = np.asarray(runtimes_s, dtype=np.float64)
+    if runtime.ndim == 1:
+        runtime = np.repeat(runtime[:, None], n_nodes, axis=1)
     return Problem(
         task_ids=tuple(t.id for t in workflow.tasks),
         parents=parents,
         nodes=tuple(nodes),
         runtime_s=runtime.reshape(len(workflow.tasks), n_nodes),
-        bandwidth=bandwidth,
+        bandwidth=bandwidth_matrix(nodes, bandwidth_bytes_s, shared_fs=shared_fs),
         workflows=(WorkflowInfo(workflow.name, 0.0, workflow.recorded_makespan_s),),
         source=workflow.source,
     )

@@ -48,6 +48,15 @@ class Task:
     cores: int = 1
     machines: tuple[str, ...] = ()
     cpu_work: float | None = None
+    #: The task-model name: the ``advisor.task`` extra, else the 1.3/1.4 ``category``; None: ``name``.
+    model_name: str | None = None
+    #: The shell command line that runs the task (see ``advisor.planner.wfformat``); None: unknown.
+    command: str | None = None
+
+    @property
+    def model_task(self) -> str:
+        """The name the task's runtime model is stored under."""
+        return self.model_name or self.name
 
 
 def _check_number(value: float | None, what: str, source: str) -> None:

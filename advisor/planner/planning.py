@@ -1,4 +1,8 @@
-"""The ``advisor plan`` use case: inputs in, a validated plan and its JSON-able summary out."""
+"""The ``advisor plan`` use case: inputs in, a validated plan and its JSON-able summary out.
+
+Without a cache the nodes are the recorded machines (or ``--nodes x --cores``); with ``--db`` or
+``--partition`` they are the cluster's, with runtimes from the task models (``cluster_planning``).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,8 @@ from advisor.planner.plan import Plan
 from advisor.planner.platform import load_platform, parse_flops
 from advisor.planner.problem import Problem, combine
 from advisor.planner.ranks import critical_path_s, mean_runtime
-from advisor.planner.uncertainty import LognormalSampler, makespan_distribution
+from advisor.planner.uncertainty import LognormalSampler, RuntimeSampler, makespan_distribution
+from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 
 
 @dataclass(frozen=True)
@@ -35,14 +40,29 @@ class PlanRequest:
     flops_per_unit: str | None = None
     nodes: int | None = None
     cores: int | None = None
+    #: Plan on the cluster in this cache (``--db``); None: on the recorded machines.
+    db: str | None = None
+    partitions: tuple[str, ...] = ()
+    shared_fs: bool = False
+    quantile: float = DEFAULT_QUANTILE
+    margin: float = DEFAULT_MARGIN
+
+    @property
+    def on_cluster(self) -> bool:
+        """Plan over the cached cluster's node classes (asked for with --db or --partition)."""
+        return self.db is not None or bool(self.partitions)
+
+    def work(self) -> Work:
+        """How --cpu-work becomes seconds."""
+        return Work(
+            load_platform(self.platform) if self.platform else None,
+            parse_flops(self.flops_per_unit) if self.flops_per_unit else None,
+        )
 
 
 def _problems(request: PlanRequest) -> list[Problem]:
     loaded = [load_input(spec) for spec in request.inputs]
-    work = Work(
-        load_platform(request.platform) if request.platform else None,
-        parse_flops(request.flops_per_unit) if request.flops_per_unit else None,
-    )
+    work = request.work()
     workflows = [item for item in loaded if isinstance(item, Workflow)]
     if request.nodes is not None:
         nodes = alike_nodes(request.nodes, request.cores or 1)
@@ -52,7 +72,8 @@ def _problems(request: PlanRequest) -> list[Problem]:
     for item in loaded:
         if isinstance(item, Workflow):
             runtimes = planned_runtimes(item, work)
-            problems.append(to_problem(item, nodes, runtimes, request.bandwidth_bytes_s))
+            problems.append(to_problem(item, nodes, runtimes, request.bandwidth_bytes_s,
+                                       shared_fs=request.shared_fs))
         elif request.nodes is not None:
             raise InputError("a planning problem brings its own processors; drop --nodes",
                              source=item.source)
@@ -61,11 +82,20 @@ def _problems(request: PlanRequest) -> list[Problem]:
     return problems
 
 
-def build_problem(request: PlanRequest) -> Problem:
-    """All inputs as one problem, each workflow arriving at its time (0 unless given)."""
+def check_request(request: PlanRequest) -> None:
+    """Refuse settings no input can make sense of."""
     if request.cv < 0 or request.samples < 0:
         raise InputError("--cv and --samples must not be negative")
-    problems = _problems(request)
+
+
+def build_problem(request: PlanRequest) -> Problem:
+    """All inputs as one problem, each workflow arriving at its time (0 unless given)."""
+    check_request(request)
+    return combined(_problems(request), request)
+
+
+def combined(problems: Sequence[Problem], request: PlanRequest) -> Problem:
+    """The problems as one, each arriving at its --arrivals time."""
     arrivals = request.arrivals_s or (0.0,) * len(problems)
     if len(arrivals) != len(problems):
         raise InputError(f"{len(arrivals)} arrival times for {len(problems)} workflows")
@@ -88,12 +118,20 @@ def _estimates(loads: Sequence[TaskLoad], resources: Resources) -> dict[str, flo
 
 def plan_workflows(request: PlanRequest) -> tuple[Plan, dict[str, Any]]:
     """Plan every input together with the chosen algorithm; the plan and its summary."""
-    problem = build_problem(request)
-    scheduler = registry.get(request.algorithm)
-    plan = scheduler.schedule(problem)
-    spread = makespan_distribution(
-        plan, LognormalSampler(request.cv), samples=request.samples, seed=request.seed
-    )
+    if request.on_cluster:
+        from advisor.planner.cluster_planning import plan_from_cache
+
+        found = plan_from_cache(request)
+        return found.plan, found.data
+    plan = registry.get(request.algorithm).schedule(build_problem(request))
+    return plan, summarise(plan, request, LognormalSampler(request.cv))
+
+
+def summarise(plan: Plan, request: PlanRequest, sampler: RuntimeSampler) -> dict[str, Any]:
+    """The JSON-able summary of a plan: makespans, estimates, workflows, fairness, tasks."""
+    problem = plan.problem
+    scheduler = registry.get(plan.algorithm)
+    spread = makespan_distribution(plan, sampler, samples=request.samples, seed=request.seed)
     resources = Resources(len(problem.nodes), sum(n.cores for n in problem.nodes))
     loads = classic_loads(problem)
     rows = []
@@ -127,7 +165,7 @@ def plan_workflows(request: PlanRequest) -> tuple[Plan, dict[str, Any]]:
         "fairness": fairness_report(plan) if len(problem.workflows) > 1 else None,
         "tasks": task_rows(plan),
     }
-    return plan, data
+    return data
 
 
 def task_rows(plan: Plan) -> list[dict[str, Any]]:

@@ -4,7 +4,10 @@ Topcuoglu et al. 2002, Sec. 4.1: the mean computation cost of a task is its mean
 processors, here over slots (every core of a node is a processor, so a node counts once per
 core; nodes a task may not run on are left out).  The mean communication cost of an edge is
 ``L + data / B`` with ``L`` the mean startup and ``B`` the mean bandwidth over links between
-distinct nodes; with one node, or no network model, there is no communication at all.
+distinct nodes; with one node, or no network model, there is no communication at all.  When
+some links are free (infinite bandwidth: nodes of one class on a shared file system), the mean
+of ``B`` is infinite and would hide the paid links, so ``1 / B`` is then the mean of ``1 / b``
+over the links, the mean transfer time per byte (equal to the paper's when all links are alike).
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ def mean_comm(problem: Problem) -> tuple[float, float]:
     n_nodes = len(problem.nodes)
     if problem.bandwidth is None or n_nodes < 2:
         return 0.0, 0.0
-    off_diagonal = ~np.eye(n_nodes, dtype=bool)
-    mean_bandwidth = float(problem.bandwidth[off_diagonal].mean())
+    links = problem.bandwidth[~np.eye(n_nodes, dtype=bool)]
     startup = 0.0 if problem.startup_s is None else float(np.mean(problem.startup_s))
-    return startup, 1.0 / mean_bandwidth
+    if np.isinf(links).any():
+        return startup, float(np.mean(1.0 / links))
+    return startup, 1.0 / float(links.mean())
 
 
 def edge_mean_cost(data: float, comm: tuple[float, float]) -> float:

@@ -3,9 +3,9 @@
 The plan is what gets submitted, so its placement and each slot's order stay fixed; only the
 runtimes vary.  Each sample replays the plan: a task starts when its slot's previous task has
 finished, its inputs have arrived (transfers keep their planned cost) and its workflow has
-arrived.  Runtimes come from a ``RuntimeSampler``: for now a lognormal around each planned
-runtime with a given coefficient of variation; a task model's predictive distribution can
-implement the same protocol later.
+arrived.  Runtimes come from a ``RuntimeSampler``: a lognormal around each planned runtime with
+a given coefficient of variation, or on the cluster in the cache the task models' predictive
+distributions (``predictive_sampler``).
 """
 
 from __future__ import annotations

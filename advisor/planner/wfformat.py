@@ -15,6 +15,16 @@ Choices where the format is loose, each stated so a reader can check it:
 * A recorded makespan of 0 (generated benchmarks) means "not recorded".
 * A file a task names but the file list omits (1.5 makes the list optional) has size 0.
 * ``--cpu-work N`` in a task's arguments (wfbench tasks) is kept as the task's CPU work.
+* A task's command line (what ``advisor submit`` runs) is ``command.program`` and its
+  ``arguments`` joined by single spaces, run by ``/bin/sh``: WfInstances write arguments as shell
+  fragments (``"--percent-cpu 0.6"`` is one argument, JSON in them is quoted for a shell), and
+  WfCommons' own translators join them the same way.
+* The advisor's extension, tolerated by every WfFormat schema (they allow extra fields): a task
+  may carry ``"advisor": {"command": "sleep 2", "task": "sleeper"}``.  ``command`` is a shell
+  command line that wins over ``command.program``/``arguments`` (hand-written and test
+  workflows); ``task`` names the task's runtime model (default: the 1.3/1.4 ``category``, else
+  the task's ``name``).  In 1.5/1.6 it sits on the specification task (or its execution task),
+  in 1.3/1.4 on the task.
 """
 
 from __future__ import annotations
@@ -107,6 +117,35 @@ def cpu_work(arguments: Iterable[str]) -> float | None:
     return None
 
 
+def command_line(command: Any) -> str | None:
+    """``program`` and ``arguments`` joined by spaces (arguments are shell fragments), if any."""
+    if not isinstance(command, Mapping) or not command.get("program"):
+        return None
+    return " ".join([str(command["program"]), *(str(a) for a in command.get("arguments", ()))])
+
+
+def _extension(items: Iterable[Mapping[str, Any]], task_id: str, source: str) -> dict[str, str]:
+    """The ``advisor`` extra of a task (first of the given objects that has one), checked."""
+    for item in items:
+        extra = item.get("advisor")
+        if extra is None:
+            continue
+        if not isinstance(extra, Mapping):
+            raise InvalidWorkflowError(f"task {task_id!r}: 'advisor' must be an object",
+                                       source=source)
+        found = {}
+        for key in ("command", "task"):
+            value = extra.get(key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidWorkflowError(
+                    f"task {task_id!r}: advisor.{key} must be a non-empty string", source=source
+                )
+            if value is not None:
+                found[key] = value
+        return found
+    return {}
+
+
 def _makespan(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
@@ -141,6 +180,7 @@ def _parse_15(flow: Mapping[str, Any], *, source: str) -> _Parts:
     tasks = []
     for item in spec["tasks"]:
         run = runs.get(item["id"], {})
+        extra = _extension((item, run), item["id"], source)
         inputs = tuple(item.get("inputFiles", ()))
         outputs = tuple(item.get("outputFiles", ()))
         for file_id in (*inputs, *outputs):
@@ -157,6 +197,8 @@ def _parse_15(flow: Mapping[str, Any], *, source: str) -> _Parts:
                 cores=int(run.get("coreCount", 1)),
                 machines=tuple(run.get("machines", ())),
                 cpu_work=cpu_work(run.get("command", {}).get("arguments", ())),
+                model_name=extra.get("task"),
+                command=extra.get("command") or command_line(run.get("command")),
             )
         )
     machines = _machines(execution.get("machines", ()), "coreCount", "speedInMHz")
@@ -200,6 +242,7 @@ def _parse_13(flow: Mapping[str, Any], *, version: str, source: str) -> _Parts:
             (inputs if entry["link"] == "input" else outputs).append(file_id)
         runtime = item.get("runtimeInSeconds", item.get("runtime"))
         machine = item.get("machine")
+        extra = _extension((item,), task_id, source)
         tasks.append(
             Task(
                 id=task_id,
@@ -212,6 +255,8 @@ def _parse_13(flow: Mapping[str, Any], *, version: str, source: str) -> _Parts:
                 cores=int(item.get("cores", 1)),
                 machines=(machine,) if machine else (),
                 cpu_work=cpu_work(item.get("command", {}).get("arguments", ())),
+                model_name=extra.get("task") or item.get("category"),
+                command=extra.get("command") or command_line(item.get("command")),
             )
         )
     machines = _machines(flow.get("machines", ()), "count", "speed")

@@ -121,4 +121,39 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX advice_job ON advice (cluster, job_id);
     """,
+    # 2: workflows submitted with 'advisor submit' and their planned schedule (store/workflows.py).
+    """
+    CREATE TABLE workflow_runs (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        name TEXT NOT NULL,
+        source TEXT NOT NULL,                -- the workflow file
+        algorithm TEXT NOT NULL,
+        user TEXT NOT NULL,
+        cluster TEXT,
+        planned_makespan_s REAL NOT NULL CHECK (planned_makespan_s >= 0),
+        p50_s REAL NOT NULL,
+        p95_s REAL NOT NULL,
+        state TEXT NOT NULL                  -- 'submitting', 'submitted', 'failed'
+    );
+    CREATE TABLE workflow_jobs (
+        run_id INTEGER NOT NULL REFERENCES workflow_runs (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,           -- submission order
+        task_id TEXT NOT NULL,
+        task TEXT NOT NULL,                  -- the task-model name
+        parents TEXT NOT NULL,               -- JSON list of task ids
+        node TEXT NOT NULL,
+        node_class TEXT NOT NULL,
+        partition TEXT NOT NULL,
+        slurm_constraint TEXT,
+        nodelist TEXT,
+        planned_start_s REAL NOT NULL,
+        planned_finish_s REAL NOT NULL,
+        limit_s INTEGER,
+        argv TEXT NOT NULL,                  -- JSON list: the sbatch arguments run
+        job_id INTEGER,
+        PRIMARY KEY (run_id, task_id)
+    );
+    CREATE INDEX workflow_jobs_job ON workflow_jobs (job_id);
+    """,
 )

@@ -1,0 +1,69 @@
+"""The task models and node factors in the cache, as the runtime matrix asks for them.
+
+Built from the sbatch wrapper's ``Snapshot`` (one read-only pass over the cache), and predicting
+exactly as the wrapper does (``advisor.wrapper.predictor.ModelPredictor``): the same input size
+when none is known, the same node factor, the same ``predict_on``; so a planned runtime and the
+time limit ``advisor sbatch`` would set come from one model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from advisor.models.distributions import Predictive
+from advisor.models.node_factor import class_factor
+from advisor.models.predict import TaskModels, predict_on
+from advisor.models.reference import DEFAULT_CPU_WEIGHT
+from advisor.wrapper.predictor import ModelPredictor
+from advisor.wrapper.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class CacheModels:
+    """Task models by name, benchmark scores per class, and each known node's class."""
+
+    models: Mapping[str, TaskModels] = field(default_factory=dict)
+    scores: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    node_class_of: Mapping[str, str] = field(default_factory=dict)
+    nodes: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot, nodes: frozenset[str]) -> CacheModels:
+        """From the wrapper's snapshot and the names of the cluster's nodes."""
+        predictor = snapshot.predictor
+        if not isinstance(predictor, ModelPredictor):
+            return cls(node_class_of=snapshot.node_class_of, nodes=nodes)
+        return cls(predictor.models, predictor.scores, snapshot.node_class_of, nodes)
+
+    def predict(
+        self, task: str, input_bytes: int | None, node_class: str
+    ) -> tuple[Predictive, str] | None:
+        """The predictive on the class, as ModelPredictor.forecast computes it."""
+        models = self.models.get(task)
+        if models is None:
+            return None
+        wrapper = ModelPredictor(self.models, self.scores)
+        size = input_bytes if input_bytes is not None else wrapper.default_input_bytes(task)
+        reference = models.reference
+        factor = None
+        if reference is not None:
+            factor = class_factor(reference.reference, node_class, self.scores, reference.cpu_weight)
+        try:
+            found = predict_on(models, node_class, float(size or 0), factor=factor)
+        except LookupError:  # no model there, or no factor relating the class to the reference
+            return None
+        return found.predictive, found.source
+
+    def factor(self, task: str, origin: str, target: str) -> float | None:
+        """Lotaru's F from origin to target with the task's CPU weight (else the default)."""
+        models = self.models.get(task)
+        reference = models.reference if models is not None else None
+        weight = reference.cpu_weight if reference is not None else DEFAULT_CPU_WEIGHT
+        return class_factor(origin, target, self.scores, weight)
+
+    def class_of(self, machine: str) -> str | None:
+        """A node's class (a node without one is its own); None for a machine not in the cluster."""
+        if machine not in self.nodes:
+            return None
+        return self.node_class_of.get(machine, machine)
