@@ -9,6 +9,7 @@ from advisor.profiling.imports import read_node_import
 from advisor.profiling.recording import record_runs
 from advisor.profiling.view import nodes_view
 from advisor.render import Result, Table
+from advisor.reports.age import age_text
 from advisor.store import Store
 from advisor.store.benchmarks import latest_scores
 
@@ -45,15 +46,6 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     importer.set_defaults(func=run_import)
 
 
-def _age(seconds: int | None) -> str:
-    if seconds is None:
-        return ""
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
 def _ratio_cells(ratios: dict[str, float | None] | None) -> dict[str, float | None]:
     return {f"{name}_ratio": (ratios or {}).get(name) for name in _RATIOS}
 
@@ -63,7 +55,7 @@ def _result(view: dict[str, Any]) -> Result:
     node_rows = [
         {"node": row["name"], "class": row["node_class"], **_ratio_cells(row["ratios"]),
          **{metric: row["scores"].get(metric) for metric in metrics},
-         "age": _age(row["age_s"]), "source": row["source"]}
+         "age": age_text(row["age_s"]), "source": row["source"]}
         for row in view["nodes"]
     ]
     class_rows = [
