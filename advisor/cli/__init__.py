@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "insitu": ("advisor.cli.insitu_cmd", "in situ workflow step model, efficiency, makespan"),
     "sbatch": ("advisor.cli.sbatch_cmd", "submit like sbatch, with a predicted time limit"),
     "export": ("advisor.cli.export_cmd", "write the limits file slurm/job_submit.lua reads"),
+    "update": ("advisor.cli.update_cmd", "ingest finished jobs from sacct and learn from them"),
+    "replay": ("advisor.cli.replay_cmd", "score history-based limits against baselines on a log"),
     "report": ("advisor.cli.report_cmd", "administrator reports: accuracy, limits, nodes, models"),
 }
 

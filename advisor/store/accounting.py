@@ -14,6 +14,60 @@ def _iso(moment: object) -> str | None:
     return moment.isoformat() if moment is not None else None  # type: ignore[attr-defined]
 
 
+def _row(job: JobRecord, now: str) -> tuple[object, ...]:
+    return (
+        job.cluster,
+        job.job_id,
+        job.job_id_raw,
+        job.name,
+        job.user,
+        job.account,
+        job.partition,
+        json.dumps(list(job.nodes)),
+        job.cpus,
+        job.req_mem_mb,
+        job.elapsed_s,
+        job.timelimit_s,
+        job.state,
+        job.exit_code,
+        _iso(job.submit),
+        _iso(job.start),
+        _iso(job.end),
+        job.comment,
+        now,
+    )
+
+
+_INSERT = (
+    "INSERT INTO accounting_jobs (cluster, job_id, job_id_raw, name, user, account, partition, "
+    "nodes, cpus, req_mem_mb, elapsed_s, timelimit_s, state, exit_code, submit, start, end, "
+    "comment, ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (cluster, job_id) DO NOTHING"
+)
+
+
+def add_jobs(store: Store, jobs: Iterable[JobRecord]) -> None:
+    """Insert records not stored yet (joins the caller's transaction; a stored one is kept)."""
+    now = utc_now()
+    with store.write():
+        store.conn.executemany(_INSERT, (_row(job, now) for job in jobs))
+
+
+def stored_job_ids(store: Store, cluster: str, job_ids: Iterable[str]) -> set[str]:
+    """Which of these job ids of a cluster are already stored."""
+    wanted = list(dict.fromkeys(job_ids))
+    found: set[str] = set()
+    for start in range(0, len(wanted), 500):  # SQLite's bound on host parameters
+        chunk = wanted[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = store.conn.execute(
+            f"SELECT job_id FROM accounting_jobs WHERE cluster = ? AND job_id IN ({marks})",  # noqa: S608 - placeholders only
+            (cluster, *chunk),
+        )
+        found.update(row[0] for row in rows)
+    return found
+
+
 def save_jobs(
     store: Store, jobs: Iterable[JobRecord], *, watermark: tuple[str, str] | None = None
 ) -> int:

@@ -156,4 +156,30 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX workflow_jobs_job ON workflow_jobs (job_id);
     """,
+    # 3: what accounting ingestion learns for the history-based time-limit policy
+    # (store/history.py, advisor/history/policy.py): bounded state per history key, the
+    # site-wide kill budget, and an index to count a key's advised jobs still running.
+    """
+    CREATE TABLE history_keys (
+        kind TEXT NOT NULL,                  -- 'user+name', 'user+partition', 'user', 'partition'
+        user TEXT NOT NULL,                  -- '' where the kind has no such part
+        name TEXT NOT NULL,
+        partition TEXT NOT NULL,
+        runs TEXT NOT NULL,                  -- JSON list of [runtime_s, censored], oldest first, bounded
+        cap REAL NOT NULL CHECK (cap >= 1),  -- at-risk budget: advised jobs running at once
+        completed INTEGER NOT NULL CHECK (completed >= 0),
+        kills INTEGER NOT NULL CHECK (kills >= 0),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (kind, user, name, partition)
+    );
+    CREATE TABLE history_site (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        kill_rate REAL NOT NULL CHECK (kill_rate >= 0),
+        widen REAL NOT NULL CHECK (widen >= 1),
+        jobs INTEGER NOT NULL CHECK (jobs >= 0),
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX advice_user ON advice (user, created_at);
+    CREATE INDEX accounting_jobs_raw ON accounting_jobs (job_id_raw);
+    """,
 )

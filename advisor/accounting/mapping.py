@@ -1,0 +1,109 @@
+"""From a finished job to what the advisor learns: an observation, and SWF jobs as records.
+
+The task is the one in the advisor's comment tag (the wrapper knows it), else the job name;
+the node class comes from the cache's node table (a job over nodes of different classes has
+none); the input size comes from the tag when the wrapper recorded one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+
+from advisor.accounting.swf import MAX_TIME_S, SwfJob
+from advisor.slurm.records import JobRecord
+from advisor.store.observations import Observation
+from advisor.wrapper.tag import Tag, parse_tag
+
+#: SWF jobs are stored under cluster ``swf:<log name>``.
+SWF_CLUSTER_PREFIX = "swf:"
+
+
+def job_tag(job: JobRecord) -> Tag | None:
+    """The advisor tag in the job's comment, if any."""
+    return parse_tag(job.comment) if job.comment else None
+
+
+def was_advised(job: JobRecord, tag: Tag | None) -> bool:
+    """True when the job ran under a limit the advisor set (the tag's limit is the job's)."""
+    return (
+        tag is not None
+        and tag.action in ("set", "lowered")
+        and job.timelimit_s is not None
+        and job.timelimit_s == tag.limit_min * 60
+    )
+
+
+def node_class_of(nodes: tuple[str, ...], classes: Mapping[str, str]) -> str | None:
+    """The one class of all the job's nodes, or None (unclassified or mixed)."""
+    found = {classes.get(node) for node in nodes}
+    if len(found) != 1:
+        return None
+    return found.pop()
+
+
+def observation_source(cluster: str) -> str:
+    """observations.source for a cluster's accounting."""
+    return cluster if cluster.startswith(SWF_CLUSTER_PREFIX) else f"sacct:{cluster}"
+
+
+def job_observation(job: JobRecord, classes: Mapping[str, str]) -> Observation:
+    """The observation of a finished job; a TIMEOUT is censored (the runtime is a lower bound)."""
+    tag = job_tag(job)
+    input_bytes = getattr(tag, "input_bytes", None)  # recorded by newer wrappers only
+    return Observation(
+        source=observation_source(job.cluster),
+        source_key=job.job_id,
+        task=(tag.task if tag is not None and tag.task else None) or job.name,
+        runtime_s=float(job.elapsed_s),
+        node=job.nodes[0] if len(job.nodes) == 1 else None,
+        node_class=node_class_of(job.nodes, classes) if job.nodes else None,
+        input_bytes=int(input_bytes) if isinstance(input_bytes, int) and input_bytes >= 0 else None,
+        censored=job.state == "TIMEOUT",
+        cores=job.cpus or None,
+        user=job.user or None,
+        partition=job.partition or None,
+        state=job.state,
+        observed_at=job.end.isoformat() if job.end is not None else None,
+    )
+
+
+def swf_epoch(header: Mapping[str, str]) -> datetime:
+    """The log's start (``UnixStartTime``), else the epoch: SWF times are relative to it."""
+    try:
+        start = int(header.get("UnixStartTime", "0"))
+        if start > MAX_TIME_S:  # after 2286: corrupt, and the log's dates would overflow
+            raise ValueError(start)
+        return datetime.fromtimestamp(start, UTC)
+    except (ValueError, OverflowError, OSError):
+        return datetime.fromtimestamp(0, UTC)
+
+
+def swf_record(job: SwfJob, *, log: str, epoch: datetime) -> JobRecord:
+    """An SWF job as an accounting record (UTC times, user and partition by their numbers)."""
+    submit = epoch + timedelta(seconds=job.submit_s)
+    start = submit + timedelta(seconds=job.wait_s or 0)
+    end = start + timedelta(seconds=job.run_s) if job.run_s is not None else None
+    return JobRecord(
+        cluster=f"{SWF_CLUSTER_PREFIX}{log}",
+        job_id=str(job.job_id),
+        job_id_raw=job.job_id,
+        name=job.name,
+        user=str(job.user) if job.user is not None else "",
+        account=str(job.group) if job.group is not None else "",
+        partition=str(job.partition) if job.partition is not None else "",
+        nodes=(),
+        cpus=job.procs or 0,
+        req_mem_mb=None,
+        elapsed_s=job.run_s or 0,
+        timelimit_s=job.request_s,
+        timelimit_kind=None,
+        state=job.state,
+        state_by_uid=None,
+        exit_code=None,
+        exit_signal=None,
+        submit=submit.replace(tzinfo=None),
+        start=start.replace(tzinfo=None),
+        end=end.replace(tzinfo=None) if end is not None else None,
+        comment="",
+    )

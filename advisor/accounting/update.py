@@ -1,0 +1,283 @@
+"""``advisor update``: ingest finished jobs from sacct, a saved sacct dump, or an SWF log.
+
+From sacct: one query per time window (all users, allocations only, explicit fields: the
+adapter's ``accounting``), from the stored watermark on.  A window's jobs are the final
+records that *ended* inside it, so every job belongs to exactly one window whatever the window
+size, and a re-run (or a run resumed after a kill) learns the jobs in the same order.  Each
+window is one transaction with the watermark: a crash loses at most the window in progress.
+A record slurmdbd has not filled yet (no partition) holds the watermark at its time and stops
+the run there; the next run fetches it again.  Transient sacct failures are retried by the
+adapter; a window that still fails (or holds a malformed row) is reported by its bounds, and
+nothing of it is stored.
+
+From a file: two streamed passes, so memory does not grow with the file.  The first only reads
+and checks every row: a malformed one is reported with its line before anything is stored.
+The second stores batches, each in its own transaction (other writers, such as the sbatch
+wrapper recording its advice, wait for one batch at most); a re-run after a kill skips what is
+stored and learns the rest in the same order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from advisor.accounting.ingest import Ingestor
+from advisor.accounting.mapping import swf_epoch, swf_record
+from advisor.accounting.sacct_file import KNOWN_STATES, is_step, read_sacct_dump
+from advisor.accounting.swf import read_swf, swf_header
+from advisor.errors import AdvisorError, InputError, SlurmError
+from advisor.slurm.backend import SlurmBackend
+from advisor.slurm.records import FINAL_STATES, JobRecord
+from advisor.store.accounting import get_watermark, set_watermark
+from advisor.store.connection import Store
+
+#: The watermark of the local cluster's sacct.
+WATERMARK_SOURCE = "sacct"
+DEFAULT_WINDOW = timedelta(hours=24)
+#: Without --until, stop this long before now: slurmdbd may still be receiving records.
+SETTLE = timedelta(minutes=5)
+#: A record still unfilled this long after its time is taken as it is (or dropped).
+STUCK_AFTER = timedelta(hours=1)
+#: Records of a file stored per transaction.
+BATCH = 5000
+
+Progress = Callable[[int, int | None], None]
+
+
+@dataclass(frozen=True)
+class Window:
+    """[start, end): jobs that ended in it belong to it."""
+
+    start: datetime
+    end: datetime
+
+    def holds(self, moment: datetime) -> bool:
+        """True when moment lies in the window."""
+        return self.start <= moment < self.end
+
+    def label(self) -> str:
+        """How errors name the window."""
+        return f"{self.start.isoformat()} – {self.end.isoformat()}"
+
+
+def plan_windows(start: datetime, until: datetime, size: timedelta) -> list[Window]:
+    """Consecutive windows of at most size from start to until."""
+    if size <= timedelta(0):
+        raise InputError(f"--window must be positive, not {size}")
+    windows = []
+    while start < until:
+        end = min(start + size, until)
+        windows.append(Window(start, end))
+        start = end
+    return windows
+
+
+def _moment(job: JobRecord) -> datetime | None:
+    return job.end or job.start or job.submit
+
+
+@dataclass
+class WindowJobs:
+    """A window's records, sorted out."""
+
+    final: list[JobRecord]
+    hold: JobRecord | None
+    skipped: Counter[str]
+
+
+def sort_window(records: Iterable[JobRecord], window: Window, *, until: datetime) -> WindowJobs:
+    """The final records that ended in the window, and the earliest record still in flight."""
+    final: list[JobRecord] = []
+    hold: JobRecord | None = None
+    skipped: Counter[str] = Counter()
+    for job in records:
+        if is_step(job):
+            skipped["steps"] += 1
+            continue
+        if job.state not in KNOWN_STATES:
+            raise InputError(f"job {job.job_id}: unknown state {job.state!r}")
+        moment = _moment(job)
+        stuck = moment is not None and until - moment > STUCK_AFTER
+        if job.partition or stuck:
+            if job.state in FINAL_STATES and job.end is not None:
+                if window.holds(job.end):
+                    final.append(job)
+                else:
+                    skipped["ended_outside_window"] += 1
+            else:
+                skipped["not_finished"] += 1
+            continue
+        # slurmdbd has not filled the record: it may be a job that ended in the window
+        when = moment or window.start
+        if hold is None or when < (_moment(hold) or window.start):
+            hold = job
+        skipped["in_flight"] += 1
+    return WindowJobs(final, hold, skipped)
+
+
+def _parse_when(text: str | None, what: str) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{what}: not a time {text!r} (expected e.g. 2024-05-01T08:00)") from None
+
+
+def update_from_sacct(
+    store: Store,
+    backend: SlurmBackend,
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    window: timedelta = DEFAULT_WINDOW,
+    now: Callable[[], datetime] = datetime.now,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Ingest every window from the watermark (or --since) to --until (default: now − settle)."""
+    stored_mark = _parse_when(get_watermark(store, WATERMARK_SOURCE), "stored watermark")
+    start = _parse_when(since, "--since") or stored_mark
+    if start is None:
+        raise InputError(
+            "no watermark yet: the first update needs --since",
+            hint="e.g. advisor update --since 2024-01-01",
+        )
+    # a window that reaches past now would move the watermark over jobs that have not ended
+    end = min(_parse_when(until, "--until") or now() - SETTLE, now()).replace(microsecond=0)
+    windows = plan_windows(start, end, window)
+    ingestor = Ingestor(store)
+    done: list[dict[str, Any]] = []
+    skipped: Counter[str] = Counter()
+    mark, held = stored_mark, None
+    for number, current in enumerate(windows, start=1):
+        try:
+            records = backend.accounting(current.start, current.end)
+            sorted_out = sort_window(records, current, until=end)
+        except InputError as error:
+            raise InputError(
+                f"window {current.label()}: {error.message}; nothing of it was stored",
+                hint=error.hint,
+            ) from None
+        except SlurmError as error:
+            raise AdvisorError(
+                f"sacct failed for window {current.label()} (earlier windows are stored, "
+                f"the watermark is at {mark.isoformat() if mark else 'its start'}): {error.message}",
+                hint=error.hint,
+            ) from None
+        hold = sorted_out.hold
+        target = current.end
+        if hold is not None:
+            target = max(current.start, min(current.end, _moment(hold) or current.start))
+        with store.write():
+            stored = ingestor.add(sorted_out.final)
+            if mark is None or target > mark:
+                set_watermark(store, WATERMARK_SOURCE, target.isoformat())
+                mark = target
+        skipped.update(sorted_out.skipped)
+        done.append(
+            {
+                "start": current.start.isoformat(),
+                "end": current.end.isoformat(),
+                "records": len(sorted_out.final) + sum(sorted_out.skipped.values()),
+                "final": len(sorted_out.final),
+                "stored": stored,
+            }
+        )
+        if progress is not None:
+            progress(number, len(windows))
+        if hold is not None:
+            held = {"job_id": hold.job_id, "state": hold.state, "window": current.label()}
+            break
+    return {
+        "source": "sacct",
+        "path": None,
+        "records": sum(w["records"] for w in done),
+        "windows": done,
+        "watermark": mark.isoformat() if mark else None,
+        "held_back_by": held,
+        "skipped": dict(sorted(skipped.items())),
+        **ingestor.stats.as_dict(),
+    }
+
+
+def _batches(records: Iterable[JobRecord], size: int) -> Iterator[list[JobRecord]]:
+    batch: list[JobRecord] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _dump_records(
+    path: Path, skipped: Counter[str], tick: Callable[[int], None]
+) -> Iterator[JobRecord]:
+    for line, job in read_sacct_dump(path):
+        tick(line)
+        if job.state in FINAL_STATES and job.end is not None and job.partition:
+            yield job
+        else:
+            skipped["in_flight" if not job.partition else "not_finished"] += 1
+
+
+def _swf_records(
+    path: Path, skipped: Counter[str], tick: Callable[[int], None]
+) -> Iterator[JobRecord]:
+    epoch = swf_epoch(swf_header(path))
+    for job in read_swf(path):
+        tick(job.line)
+        if job.run_s is None or job.state not in FINAL_STATES:
+            skipped["unknown_runtime" if job.run_s is None else "not_finished"] += 1
+            continue
+        yield swf_record(job, log=path.stem, epoch=epoch)
+
+
+def count_lines(path: Path) -> int:
+    """Lines in a file (for a progress bar's total), read in binary blocks."""
+    with path.open("rb") as stream:
+        return sum(block.count(b"\n") for block in iter(lambda: stream.read(1 << 20), b""))
+
+
+def update_from_file(
+    store: Store, path: str | Path, *, kind: str, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Ingest a saved sacct dump (kind 'sacct') or an SWF log (kind 'swf')."""
+    file = Path(path)
+    reader = _dump_records if kind == "sacct" else _swf_records
+    total = count_lines(file) if progress is not None and file.is_file() else None
+
+    def ticker(offset: int) -> Callable[[int], None]:
+        def tick(line: int) -> None:
+            if progress is not None and line % 1000 == 0:
+                progress(offset + line, 2 * total if total else None)
+
+        return tick
+
+    for _ in reader(file, Counter(), ticker(0)):
+        pass  # the first pass: every row is read and checked before anything is stored
+    skipped: Counter[str] = Counter()
+    ingestor = Ingestor(store)
+    records = 0
+    for batch in _batches(reader(file, skipped, ticker(total or 0)), BATCH):
+        records += len(batch)
+        with store.write():
+            ingestor.add(batch)
+    if progress is not None and total is not None:
+        progress(2 * total, 2 * total)
+    return {
+        "source": "sacct-file" if kind == "sacct" else "swf",
+        "path": str(file),
+        "records": records + sum(skipped.values()),
+        "windows": [],
+        "watermark": None,
+        "held_back_by": None,
+        "skipped": dict(sorted(skipped.items())),
+        **ingestor.stats.as_dict(),
+    }

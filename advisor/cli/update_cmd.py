@@ -1,0 +1,92 @@
+"""``advisor update``: learn from finished jobs (sacct windows, a saved sacct dump, an SWF log)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+
+from advisor.accounting.update import update_from_file, update_from_sacct
+from advisor.progress import Progress
+from advisor.render import Result, Table
+from advisor.slurm.backend import CliBackend
+from advisor.store import Store
+
+
+def _hours(text: str) -> timedelta:
+    try:
+        hours = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a number of hours") from None
+    if not 0 < hours <= 24 * 366:
+        raise argparse.ArgumentTypeError("expected hours between 0 and 8784")
+    return timedelta(hours=hours)
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+    """Add the command."""
+    parser = sub.add_parser(
+        "update",
+        parents=parents,
+        help="ingest finished jobs from sacct (or a dump, or an SWF log) and learn from them",
+        description="Ingests the jobs that finished since the last update: one sacct query per "
+        "time window, all users, allocations only; each window is stored with the watermark in "
+        "one transaction, so a killed update resumes where it stopped and running it twice "
+        "changes nothing.  COMPLETED jobs update the task models, TIMEOUTs count as runtimes "
+        "of at least the limit, other states are kept for reports only; every job feeds the "
+        "history-based limits.  With --sacct-file or --swf, a saved log is ingested instead.",
+    )
+    parser.add_argument(
+        "--since",
+        metavar="T",
+        help="start here instead of the stored watermark (required the first "
+        "time), e.g. 2024-05-01 or 2024-05-01T08:00",
+    )
+    parser.add_argument(
+        "--until",
+        metavar="T",
+        help="stop here (default: 5 minutes ago, so slurmdbd has every record)",
+    )
+    parser.add_argument(
+        "--window",
+        type=_hours,
+        default=timedelta(hours=24),
+        metavar="H",
+        help="hours per sacct query (default 24); --since, --until and --window apply to sacct only",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--sacct-file",
+        metavar="FILE",
+        help="a saved 'sacct --parsable2' dump whose first line names the fields",
+    )
+    source.add_argument("--swf", metavar="FILE", help="a Standard Workload Format log")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> Result:
+    """Ingest and summarise."""
+    with Store.open(getattr(args, "db", None)) as store, Progress("update") as bar:
+        if args.sacct_file or args.swf:
+            kind = "sacct" if args.sacct_file else "swf"
+            data = update_from_file(store, args.sacct_file or args.swf, kind=kind, progress=bar)
+        else:
+            data = update_from_sacct(
+                store, CliBackend(), since=args.since, until=args.until, window=args.window,
+                progress=bar,
+            )  # fmt: skip
+    states = [{"state": state, "jobs": count} for state, count in data["states"].items()]
+    tables = [Table(states, columns=("state", "jobs"), title="new jobs by state")]
+    if data["windows"]:
+        tables.insert(
+            0, Table(data["windows"], columns=("start", "end", "records", "final", "stored"))
+        )
+    notes = [
+        f"stored {data['stored']} new jobs ({data['already_stored']} already stored), "
+        f"{data['model_updates']} model updates, {data['censored_updates']} from TIMEOUTs"
+    ]
+    if data["watermark"]:
+        notes.append(f"watermark: {data['watermark']}")
+    if data["held_back_by"]:
+        held = data["held_back_by"]
+        notes.append(f"held back by job {held['job_id']} (record not final yet); run again later")
+    return Result(data=data, tables=tuple(tables), notes=tuple(notes))

@@ -1,0 +1,98 @@
+"""The policy's state while jobs are learned: key states, the site budget, advised jobs.
+
+Accounting ingestion loads the states it touches into a book and writes them back in the
+same transaction as the jobs; the replay keeps one book per run.  The book itself is plain
+memory: it knows nothing about the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from advisor.history.keys import HistoryKey, keys_for
+from advisor.history.policy import (
+    DEFAULT_CONFIG,
+    LEARNED_STATES,
+    KeyState,
+    PolicyConfig,
+    Proposal,
+    Refusal,
+    SiteBudget,
+    propose,
+)
+
+
+class HistoryBook:
+    """Key states and the site budget, updated one finished job at a time."""
+
+    def __init__(
+        self,
+        states: Mapping[HistoryKey, KeyState] | None = None,
+        site: SiteBudget | None = None,
+        *,
+        config: PolicyConfig = DEFAULT_CONFIG,
+    ) -> None:
+        self.states: dict[HistoryKey, KeyState] = dict(states or {})
+        self.site = site or SiteBudget()
+        self.config = config
+        #: Keys whose state changed since the book was loaded (what a store must write back).
+        self.changed: set[HistoryKey] = set()
+
+    def propose(
+        self,
+        user: str | None,
+        name: str | None,
+        partition: str | None,
+        *,
+        in_flight: Callable[[HistoryKey], int],
+    ) -> Proposal | Refusal:
+        """The policy's proposal for a job with these parts."""
+        keys = keys_for(user, name, partition)
+        return propose(
+            ((key, self.states.get(key)) for key in keys),
+            in_flight=in_flight,
+            site=self.site,
+            config=self.config,
+        )
+
+    def propose_key(self, keys: Iterable[HistoryKey]) -> HistoryKey | None:
+        """The first key with enough completed runs, ignoring the at-risk budget."""
+        result = propose(
+            ((key, self.states.get(key)) for key in keys),
+            in_flight=lambda _key: 0,
+            site=self.site,
+            config=self.config,
+        )
+        return result.key if isinstance(result, Proposal) else None
+
+    def learn(
+        self,
+        user: str | None,
+        name: str | None,
+        partition: str | None,
+        *,
+        runtime_s: float,
+        state: str,
+        advised: bool = False,
+        advised_key: HistoryKey | None = None,
+    ) -> None:
+        """One finished job: its runtime (TIMEOUT: a lower bound) and, if advised, its outcome.
+
+        advised: the job ran under a limit the advisor set; advised_key: the key whose advice
+        that was (its at-risk budget learns the outcome).  FAILED, CANCELLED and the like
+        teach no runtime; every job counts for the site budget.
+        """
+        advised = advised or advised_key is not None
+        killed = advised and state == "TIMEOUT"
+        if state in LEARNED_STATES and runtime_s >= 0:
+            for key in keys_for(user, name, partition):
+                current = self.states.get(key) or KeyState()
+                self.states[key] = current.learned(
+                    runtime_s, censored=state == "TIMEOUT", config=self.config
+                )
+                self.changed.add(key)
+        if advised_key is not None:
+            current = self.states.get(advised_key) or KeyState()
+            self.states[advised_key] = current.after_advised(killed=killed, config=self.config)
+            self.changed.add(advised_key)
+        self.site = self.site.after(killed=killed, config=self.config)

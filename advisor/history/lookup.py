@@ -1,0 +1,82 @@
+"""``history_limit``: what the sbatch wrapper (and the Lua export) asks when a task has no model.
+
+Standard library only, read-only: a few primary-key reads of the cache per submission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from advisor.history.keys import HistoryKey, keys_for
+from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig, Proposal, clamp, propose
+from advisor.store.cluster import load_partitions
+from advisor.store.connection import Store
+from advisor.store.history import advised_in_flight, all_key_states, load_key_states, load_site
+
+#: An advised job not seen finished after this long no longer holds its key's budget.
+IN_FLIGHT_HORIZON = timedelta(days=7)
+
+
+def history_limit(
+    store: Store,
+    user: str,
+    job_name: str | None,
+    partition: str | None,
+    *,
+    request_s: int | None = None,
+    config: PolicyConfig = DEFAULT_CONFIG,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> tuple[int, str] | None:
+    """(limit in seconds, one-line explanation), or None when history has no answer.
+
+    partition None means the cluster's default partition.  The limit is never above the
+    user's request (request_s) nor the partition's MaxTime.  A job that the wrapper submits
+    with this limit should be recorded in ``advice`` with policy 'history' and the job name as
+    task, so that the key's at-risk budget sees it until accounting ingests it.
+    """
+    partitions = {p.name: p for p in load_partitions(store)}
+    if partition is None:
+        partition = next((p.name for p in partitions.values() if p.is_default), None)
+    keys = keys_for(user, job_name, partition)
+    states = load_key_states(store, keys)
+    since = (now() - IN_FLIGHT_HORIZON).replace(microsecond=0).isoformat()
+
+    def in_flight(key: HistoryKey) -> int:
+        return advised_in_flight(store, key, since=since)
+
+    found = propose(
+        ((key, states.get(key)) for key in keys),
+        in_flight=in_flight,
+        site=load_site(store),
+        config=config,
+    )
+    if not isinstance(found, Proposal):
+        return None
+    known = partitions.get(partition or "")
+    max_time = known.max_time_s if known is not None else None
+    limit = clamp(found.proposal_s, request_s=request_s, max_time_s=max_time)
+    why = found.explanation()
+    if max_time is not None and limit == max_time and limit < found.proposal_s:
+        why += f", clamped to MaxTime of {partition}"
+    elif request_s is not None and limit == request_s and limit < found.proposal_s:
+        why += ", kept at the requested time"
+    return limit, why
+
+
+def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> list[dict[str, Any]]:
+    """Every key's limit as history_limit would give it, for a file slurmctld's Lua plugin reads.
+
+    The plugin cannot count a key's advised jobs still running, so the at-risk budget is left
+    out; a key's partition's MaxTime still bounds its limit.
+    """
+    max_times = {p.name: p.max_time_s for p in load_partitions(store)}
+    site = load_site(store)
+    rows = []
+    for key, state in all_key_states(store).items():
+        found = propose([(key, state)], in_flight=lambda _key: 0, site=site, config=config)
+        if isinstance(found, Proposal):
+            limit = clamp(found.proposal_s, request_s=None, max_time_s=max_times.get(key.partition))
+            rows.append({**key._asdict(), "limit_s": limit, "why": found.explanation()})
+    return rows

@@ -1,0 +1,188 @@
+"""The history policy: a time limit from the recent runs of the most specific matching key.
+
+Why these rules (one configuration, fixed here, not fitted to any log):
+
+* **Basis: the longest of the key's last ``window`` runs.**  For exchangeable runtimes the next
+  run exceeds the maximum of n earlier ones with probability 1/(n+1) (a distribution-free upper
+  prediction bound), so the maximum of 50 runs is the ≈98 % bound; a longer window would be
+  tighter on paper but forgets slower when a user's jobs drift (measured in the replay notes).
+  A censored run (TIMEOUT) enters at its limit: it is a lower bound, so it can only raise the
+  basis.
+* **Margin: 50 % and at least one hour.**  The relative margin covers the run-to-run noise of
+  long jobs; the absolute one covers short jobs, whose relative noise is large, and reflects
+  that a kill costs the job's whole runtime while the last hour of a limit frees at most an
+  hour.
+* **Evidence: 5 completed runs for a key of one user, a full window for a whole partition.**  A
+  partition pools every user's jobs, so its maximum says little until the window is full.
+* **Per-key at-risk budget (AIMD, as TCP's congestion window).**  Feedback is late: a kill is
+  seen only when the job ends, and users submit bursts.  At most ``cap`` jobs of a key may run
+  under an advised limit whose outcome is unknown; each completed advised job raises the cap by
+  1/cap, each kill halves it (and the kill's censored runtime raises the basis).
+* **Site-wide kill budget (a circuit breaker).**  An exponential average of "killed at an
+  advised limit" over the last ~1000 finished jobs; above 3 % every further kill doubles a
+  site-wide widening of all limits, which relaxes back once the rate is under half the budget.
+  It catches correlated slow-downs (a degraded file system makes every job slower), which
+  per-key learning notices too late.
+* **Never above the user's request or the partition's MaxTime** (``clamp``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from advisor.history.keys import HistoryKey
+
+#: Outcomes that teach the policy a runtime: COMPLETED exactly, TIMEOUT as a lower bound.
+LEARNED_STATES = frozenset({"COMPLETED", "TIMEOUT"})
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """The policy's constants (module docstring says why each has its value)."""
+
+    window: int = 50
+    min_runs: int = 5
+    partition_min_runs: int = 50
+    margin: float = 0.5
+    floor_s: float = 3600.0
+    cap_max: float = 16.0
+    site_budget: float = 0.03
+    site_horizon: int = 1000
+    site_max_widen: float = 16.0
+    #: Per finished job while the site's kill rate is under half its budget.
+    site_relax: float = 0.99
+
+
+DEFAULT_CONFIG = PolicyConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyState:
+    """What the policy keeps per key: bounded, whatever the number of jobs."""
+
+    #: (runtime_s, censored) of the last ``window`` learned runs, oldest first.
+    runs: tuple[tuple[float, bool], ...] = ()
+    #: How many jobs of the key may run under an advised limit at once.
+    cap: float = 1.0
+    completed: int = 0
+    kills: int = 0
+
+    @property
+    def completed_in_window(self) -> int:
+        """Runs in the window that completed (not censored)."""
+        return sum(1 for _, censored in self.runs if not censored)
+
+    @property
+    def basis_s(self) -> float:
+        """The longest run in the window (a censored one counts at its limit)."""
+        return max((runtime for runtime, _ in self.runs), default=0.0)
+
+    def learned(
+        self, runtime_s: float, *, censored: bool, config: PolicyConfig = DEFAULT_CONFIG
+    ) -> KeyState:
+        """The state after one more run (the oldest leaves a full window)."""
+        runs = (*self.runs, (float(runtime_s), censored))[-config.window :]
+        return KeyState(runs, self.cap, self.completed + (not censored), self.kills)
+
+    def after_advised(self, *, killed: bool, config: PolicyConfig = DEFAULT_CONFIG) -> KeyState:
+        """AIMD on the at-risk cap after an advised job ended: halve on a kill, else + 1/cap."""
+        if killed:
+            return KeyState(self.runs, max(1.0, self.cap / 2.0), self.completed, self.kills + 1)
+        cap = min(config.cap_max, self.cap + 1.0 / self.cap)
+        return KeyState(self.runs, cap, self.completed, self.kills)
+
+
+@dataclass(frozen=True, slots=True)
+class SiteBudget:
+    """The site-wide kill budget: recent kill rate and the widening it imposes."""
+
+    kill_rate: float = 0.0
+    widen: float = 1.0
+    jobs: int = 0
+
+    def after(self, *, killed: bool, config: PolicyConfig = DEFAULT_CONFIG) -> SiteBudget:
+        """The budget after one more finished job (killed: at a limit the advisor set)."""
+        rate = self.kill_rate + (float(killed) - self.kill_rate) / config.site_horizon
+        widen = self.widen
+        if killed and rate > config.site_budget:
+            widen = min(config.site_max_widen, widen * 2.0)
+        elif rate < config.site_budget / 2.0:
+            widen = max(1.0, widen * config.site_relax)
+        return SiteBudget(rate, widen, self.jobs + 1)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A proposed limit (before clamping to the request and MaxTime) and why."""
+
+    key: HistoryKey
+    runs: int
+    basis_s: float
+    proposal_s: float
+    widen: float
+    margin: float
+    floor_s: float
+
+    def explanation(self) -> str:
+        """One line for --explain and the advice record."""
+        widen = f" × {self.widen:.2f} (site kill budget)" if self.widen > 1.0 else ""
+        return (
+            f"history of {self.key.label()}: longest of the last {self.runs} runs "
+            f"{self.basis_s:.0f} s + {self.margin * 100:g}% (at least + {self.floor_s:.0f} s)"
+            f"{widen}"
+        )
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why no limit is proposed."""
+
+    reason: str
+
+
+def propose(
+    states: Iterable[tuple[HistoryKey, KeyState | None]],
+    *,
+    in_flight: Callable[[HistoryKey], int],
+    site: SiteBudget = SiteBudget(),
+    config: PolicyConfig = DEFAULT_CONFIG,
+) -> Proposal | Refusal:
+    """The proposal of the most specific key with enough completed runs, or why there is none.
+
+    states: the job's keys (most specific first) with their stored state; in_flight: how many
+    jobs of a key run under an advised limit right now.
+    """
+    for key, state in states:
+        if state is None:
+            continue
+        need = config.partition_min_runs if key.kind == "partition" else config.min_runs
+        if state.completed_in_window < need:
+            continue
+        running = in_flight(key)
+        if running >= state.cap:
+            return Refusal(
+                f"{key.label()}: {running} job(s) already run under an advised limit "
+                f"(at-risk budget {math.floor(state.cap)})"
+            )
+        basis = state.basis_s
+        proposal = max(basis * (1.0 + config.margin), basis + config.floor_s) * site.widen
+        return Proposal(
+            key, len(state.runs), basis, proposal, site.widen, config.margin, config.floor_s
+        )
+    return Refusal("no key with enough completed runs")
+
+
+def whole_minutes_s(seconds: float) -> int:
+    """Seconds rounded up to whole minutes, at least one minute (Slurm's unit), in seconds."""
+    return max(1, math.ceil(seconds / 60.0 - 1e-9)) * 60
+
+
+def clamp(proposal_s: float, *, request_s: int | None, max_time_s: int | None) -> int:
+    """The limit: min(request, MaxTime, max(1 min, proposal rounded up to whole minutes))."""
+    limit = whole_minutes_s(proposal_s)
+    for bound in (request_s, max_time_s):
+        if bound is not None and bound > 0:
+            limit = min(limit, bound)
+    return limit

@@ -1,0 +1,121 @@
+"""The history policy's state in the cache: one row per key, one row for the site budget.
+
+Reads are what the sbatch wrapper does at submit time (a few primary-key lookups, standard
+library only); writes happen inside accounting ingestion's transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+from advisor.history.keys import HistoryKey
+from advisor.history.policy import KeyState, SiteBudget
+from advisor.store.clock import utc_now
+from advisor.store.connection import Store
+
+_KEY_COLUMNS = "kind = ? AND user = ? AND name = ? AND partition = ?"
+
+
+def load_key_states(store: Store, keys: Iterable[HistoryKey]) -> dict[HistoryKey, KeyState]:
+    """The stored states of these keys (keys never seen are absent)."""
+    found: dict[HistoryKey, KeyState] = {}
+    for key in keys:
+        row = store.conn.execute(
+            f"SELECT runs, cap, completed, kills FROM history_keys WHERE {_KEY_COLUMNS}",  # noqa: S608 - constant
+            tuple(key),
+        ).fetchone()
+        if row is not None:
+            found[key] = _state(row)
+    return found
+
+
+def all_key_states(store: Store) -> dict[HistoryKey, KeyState]:
+    """Every stored key state (for exports and reports), ordered by key."""
+    rows = store.conn.execute(
+        "SELECT kind, user, name, partition, runs, cap, completed, kills FROM history_keys "
+        "ORDER BY kind, user, name, partition"
+    )
+    return {HistoryKey(*row[:4]): _state(row[4:]) for row in rows}
+
+
+def _state(row: tuple[str, float, int, int]) -> KeyState:
+    runs = tuple((float(runtime), bool(censored)) for runtime, censored in json.loads(row[0]))
+    return KeyState(runs, float(row[1]), int(row[2]), int(row[3]))
+
+
+def save_key_states(store: Store, states: Mapping[HistoryKey, KeyState]) -> None:
+    """Upsert states (joins the caller's transaction)."""
+    now = utc_now()
+    rows = [
+        (
+            *key,
+            json.dumps([[runtime, int(censored)] for runtime, censored in state.runs]),
+            state.cap,
+            state.completed,
+            state.kills,
+            now,
+        )
+        for key, state in states.items()
+    ]
+    with store.write():
+        store.conn.executemany(
+            "INSERT INTO history_keys (kind, user, name, partition, runs, cap, completed, kills, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (kind, user, name, partition) DO UPDATE SET runs = excluded.runs, "
+            "cap = excluded.cap, completed = excluded.completed, kills = excluded.kills, "
+            "updated_at = excluded.updated_at",
+            rows,
+        )
+
+
+def load_site(store: Store) -> SiteBudget:
+    """The site-wide kill budget (the initial one before any job was learned)."""
+    row = store.conn.execute(
+        "SELECT kill_rate, widen, jobs FROM history_site WHERE id = 1"
+    ).fetchone()
+    return SiteBudget() if row is None else SiteBudget(float(row[0]), float(row[1]), int(row[2]))
+
+
+def save_site(store: Store, site: SiteBudget) -> None:
+    """Store the site budget (joins the caller's transaction)."""
+    with store.write():
+        store.conn.execute(
+            "INSERT INTO history_site (id, kill_rate, widen, jobs, updated_at) VALUES (1, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET kill_rate = excluded.kill_rate, "
+            "widen = excluded.widen, jobs = excluded.jobs, updated_at = excluded.updated_at",
+            (site.kill_rate, site.widen, site.jobs, utc_now()),
+        )
+
+
+#: Advice rows that match a key, by kind: the wrapper records the job name in ``task``.
+_MATCH = {
+    "user+name": "a.user = ? AND a.task = ?",
+    "user+partition": "a.user = ? AND a.partition = ?",
+    "user": "a.user = ?",
+    "partition": "a.partition = ?",
+}
+
+
+def advised_in_flight(store: Store, key: HistoryKey, *, since: str) -> int:
+    """Jobs of the key submitted with a history limit since ``since`` that have not finished.
+
+    A job counts until accounting ingests it; ``since`` (an ISO time, e.g. MaxTime ago) keeps
+    a lost job from holding a key's budget forever.
+    """
+    params: tuple[str, ...] = {
+        "user+name": (key.user, key.name),
+        "user+partition": (key.user, key.partition),
+        "user": (key.user,),
+        "partition": (key.partition,),
+    }[key.kind]
+    row = store.conn.execute(
+        f"""SELECT COUNT(*) FROM advice AS a
+             WHERE {_MATCH[key.kind]} AND a.created_at >= ? AND a.policy = 'history'
+               AND a.outcome = 'submitted' AND a.job_id IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM accounting_jobs AS j
+                                WHERE j.job_id_raw = a.job_id
+                                  AND (a.cluster IS NULL OR j.cluster = a.cluster))""",  # noqa: S608 - constant fragments
+        (*params, since),
+    ).fetchone()
+    return int(row[0])

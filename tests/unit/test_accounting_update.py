@@ -1,0 +1,247 @@
+"""``advisor update`` from sacct windows: watermark, idempotence, failures, retries, in-flight rows.
+
+The jobs are the KTH SP2 excerpt (tests/data/traces) turned into accounting records; sacct is
+faked at the process boundary (the adapter's runner) with rows formatted as sacct prints them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.accounting.mapping import swf_epoch, swf_record
+from advisor.accounting.sacct_file import format_sacct_row
+from advisor.accounting.swf import read_swf, swf_header
+from advisor.accounting.update import update_from_sacct
+from advisor.errors import AdvisorError, InputError
+from advisor.slurm.backend import SACCT_DELIMITER, CliBackend
+from advisor.slurm.parsers import SACCT_FIELDS
+from advisor.slurm.records import JobRecord
+from advisor.slurm.runner import CommandResult, RetryPolicy, SlurmCommands
+from advisor.store import Store
+from advisor.store.accounting import get_watermark
+from tests.conftest import TEST_DATA
+
+KTH = TEST_DATA / "traces" / "kth-sp2-excerpt.swf"
+HOUR = timedelta(hours=1)
+DBD_DOWN = "sacct: error: Problem talking to the database: Connection refused\n"
+
+
+def kth_records(cluster: str = "kth") -> list[JobRecord]:
+    """The excerpt's finished jobs as sacct records of one partition ('batch')."""
+    epoch = swf_epoch(swf_header(KTH))
+    return [
+        replace(swf_record(job, log="kth", epoch=epoch), cluster=cluster, partition="batch",
+                nodes=("n1",), name=f"app{job.user}")
+        for job in read_swf(KTH)
+        if job.run_s is not None
+    ]  # fmt: skip
+
+
+RECORDS = kth_records()
+FIRST_END = min(job.end for job in RECORDS if job.end)
+LAST_END = max(job.end for job in RECORDS if job.end)
+SINCE = FIRST_END.replace(minute=0, second=0) - HOUR
+UNTIL = LAST_END + HOUR
+
+
+def active(records: Sequence[JobRecord], start: datetime, end: datetime) -> list[JobRecord]:
+    """What sacct -S start -E end returns: jobs active at some moment of the window."""
+    return [
+        job for job in records
+        if (job.start or job.submit or start) < end and (job.end is None or job.end >= start)
+    ]  # fmt: skip
+
+
+class FakeSacct:
+    """A Runner answering sacct windows from records; scripted failures per call number."""
+
+    def __init__(
+        self, records: Sequence[JobRecord], failures: dict[int, str] | None = None
+    ) -> None:
+        self.records = list(records)
+        self.failures = failures or {}
+        self.calls: list[tuple[datetime, datetime]] = []
+
+    def __call__(self, argv: Sequence[str], timeout_s: float, stdin: str | None) -> CommandResult:
+        options = dict(arg.split("=", 1) for arg in argv if arg.startswith("--") and "=" in arg)
+        start = datetime.fromisoformat(options["--starttime"])
+        end = datetime.fromisoformat(options["--endtime"])
+        self.calls.append((start, end))
+        failure = self.failures.get(len(self.calls))
+        if failure is not None:
+            return CommandResult(tuple(argv), 1, "", failure)
+        fields = options["--format"].split(",")
+        rows = [
+            format_sacct_row(job, fields, delimiter=SACCT_DELIMITER)
+            for job in active(self.records, start, end)
+        ]
+        return CommandResult(tuple(argv), 0, "".join(f"{row}\n" for row in rows), "")
+
+
+def backend(fake: FakeSacct, sleeps: list[float] | None = None) -> CliBackend:
+    sink = sleeps if sleeps is not None else []
+    return CliBackend(SlurmCommands(fake, sleep=sink.append, policy=RetryPolicy(attempts=3)))
+
+
+def cache_content(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's rows without the *_at timestamps: what two equal caches share."""
+    conn = sqlite3.connect(path)
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    content = {}
+    for table in sorted(tables):
+        columns = [
+            r[1] for r in conn.execute(f"PRAGMA table_info({table})") if not r[1].endswith("_at")
+        ]
+        query = f"SELECT {', '.join(columns)} FROM {table}"  # noqa: S608 - names from the schema
+        content[table] = sorted(conn.execute(query).fetchall(), key=repr)
+    conn.close()
+    return content
+
+
+def run_update(path: Path, fake: FakeSacct, **options: Any) -> dict[str, Any]:
+    with Store.open(path) as store:
+        return update_from_sacct(store, backend(fake), **options)
+
+
+def test_first_run_needs_since(cache_path: Path) -> None:
+    with pytest.raises(InputError, match="needs --since"):
+        run_update(cache_path, FakeSacct(RECORDS), until=UNTIL.isoformat())
+
+
+def test_every_job_is_stored_once_and_a_second_run_changes_nothing(cache_path: Path) -> None:
+    fake = FakeSacct(RECORDS)
+    first = run_update(
+        cache_path, fake, since=SINCE.isoformat(), until=UNTIL.isoformat(), window=6 * HOUR
+    )
+    assert first["stored"] == len(RECORDS) == sum(w["stored"] for w in first["windows"])
+    assert first["watermark"] == UNTIL.isoformat()
+    assert len(fake.calls) == len(first["windows"])  # one sacct query per window
+    before = cache_content(cache_path)
+    again = run_update(
+        cache_path, fake, since=SINCE.isoformat(), until=UNTIL.isoformat(), window=6 * HOUR
+    )
+    assert again["stored"] == 0 and again["already_stored"] == len(RECORDS)
+    assert cache_content(cache_path) == before
+
+
+def test_the_cache_does_not_depend_on_the_window_size(tmp_path: Path) -> None:
+    small, large = tmp_path / "small.db", tmp_path / "large.db"
+    run_update(
+        small, FakeSacct(RECORDS), since=SINCE.isoformat(), until=UNTIL.isoformat(), window=HOUR
+    )
+    run_update(
+        large,
+        FakeSacct(RECORDS),
+        since=SINCE.isoformat(),
+        until=UNTIL.isoformat(),
+        window=48 * HOUR,
+    )
+    assert cache_content(small) == cache_content(large)
+
+
+def test_resuming_from_the_watermark_gives_the_same_cache_as_one_run(tmp_path: Path) -> None:
+    middle = FIRST_END + (LAST_END - FIRST_END) / 2
+    parts, whole = tmp_path / "parts.db", tmp_path / "whole.db"
+    run_update(parts, FakeSacct(RECORDS), since=SINCE.isoformat(), until=middle.isoformat())
+    second = run_update(parts, FakeSacct(RECORDS), until=UNTIL.isoformat())
+    assert second["windows"][0]["start"] == middle.replace(microsecond=0).isoformat()
+    run_update(whole, FakeSacct(RECORDS), since=SINCE.isoformat(), until=UNTIL.isoformat())
+    assert cache_content(parts) == cache_content(whole)
+
+
+def test_sacct_failing_half_way_keeps_the_earlier_windows_and_the_watermark(
+    cache_path: Path,
+) -> None:
+    # calls 1-2: windows 1-2; calls 3-5: every attempt at window 3 fails
+    fake = FakeSacct(RECORDS, failures={3: DBD_DOWN, 4: DBD_DOWN, 5: DBD_DOWN})
+    sleeps: list[float] = []
+    with Store.open(cache_path) as store:
+        with pytest.raises(AdvisorError) as info:
+            update_from_sacct(store, backend(fake, sleeps), since=SINCE.isoformat(),
+                              until=UNTIL.isoformat(), window=24 * HOUR)  # fmt: skip
+        third = fake.calls[2]
+        message = info.value.one_line()
+        assert f"window {third[0].isoformat()} – {third[1].isoformat()}" in message
+        assert "Problem talking to the database" in message
+        assert get_watermark(store, "sacct") == third[0].isoformat()
+        stored = store.query("SELECT end FROM accounting_jobs")
+        assert stored and all(datetime.fromisoformat(row["end"]) < third[0] for row in stored)
+        assert len(sleeps) == 2  # retried by the adapter's policy before giving up
+
+
+def test_a_transient_failure_is_retried_and_nothing_is_lost(cache_path: Path) -> None:
+    fake = FakeSacct(RECORDS, failures={1: DBD_DOWN})
+    sleeps: list[float] = []
+    with Store.open(cache_path) as store:
+        result = update_from_sacct(store, backend(fake, sleeps), since=SINCE.isoformat(),
+                                   until=UNTIL.isoformat())  # fmt: skip
+    assert result["stored"] == len(RECORDS)
+    assert sleeps == [0.5]
+
+
+def test_a_malformed_row_names_its_window_and_nothing_of_the_window_is_stored(
+    cache_path: Path,
+) -> None:
+    bad = replace(RECORDS[5], state="EXPLODED")
+    records = [*RECORDS[:5], bad, *RECORDS[6:]]
+    with Store.open(cache_path) as store:
+        with pytest.raises(InputError) as info:
+            update_from_sacct(store, backend(FakeSacct(records)), since=SINCE.isoformat(),
+                              until=UNTIL.isoformat(), window=365 * 24 * HOUR)  # fmt: skip
+        assert "unknown state 'EXPLODED'" in info.value.one_line()
+        assert f"window {SINCE.isoformat()}" in info.value.one_line()
+        assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == 0
+        assert get_watermark(store, "sacct") is None
+
+
+def test_a_record_in_flight_holds_the_watermark_until_it_is_final(cache_path: Path) -> None:
+    target = RECORDS[100]
+    assert target.end is not None
+    flying = replace(target, partition="", name="allocation", state="COMPLETED")
+    records = [job if job is not target else flying for job in RECORDS]
+    soon = target.end + timedelta(minutes=10)  # slurmdbd fills records within seconds
+    first = run_update(
+        cache_path, FakeSacct(records), since=SINCE.isoformat(), until=soon.isoformat()
+    )
+    assert first["held_back_by"] is not None and first["held_back_by"]["job_id"] == target.job_id
+    assert first["watermark"] == target.end.isoformat()
+    later = run_update(cache_path, FakeSacct(RECORDS), until=UNTIL.isoformat())
+    assert later["held_back_by"] is None and later["watermark"] == UNTIL.isoformat()
+    with Store.open(cache_path) as store:
+        assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == len(RECORDS)
+        row = store.query(
+            "SELECT partition FROM accounting_jobs WHERE job_id = ?", (target.job_id,)
+        )
+        assert row == [{"partition": "batch"}]
+
+
+def test_until_in_the_future_stops_at_now(cache_path: Path) -> None:
+    now = FIRST_END + HOUR
+    with Store.open(cache_path) as store:
+        result = update_from_sacct(store, backend(FakeSacct(RECORDS)), since=SINCE.isoformat(),
+                                   until=(now + 10 * HOUR).isoformat(), now=lambda: now)  # fmt: skip
+    assert result["watermark"] == now.isoformat()
+
+
+def test_fields_requested_are_exactly_the_adapters(cache_path: Path) -> None:
+    seen: list[Sequence[str]] = []
+    fake = FakeSacct(RECORDS)
+
+    def spy(argv: Sequence[str], timeout_s: float, stdin: str | None) -> CommandResult:
+        seen.append(argv)
+        return fake(argv, timeout_s, stdin)
+
+    with Store.open(cache_path) as store:
+        update_from_sacct(store, CliBackend(SlurmCommands(spy)), since=SINCE.isoformat(),
+                          until=UNTIL.isoformat())  # fmt: skip
+    assert all(
+        {"--allusers", "--allocations", f"--format={','.join(SACCT_FIELDS)}"} <= set(argv)
+        for argv in seen
+    )

@@ -1,0 +1,132 @@
+"""``history_limit``: what the sbatch wrapper gets for a job without a task model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from advisor.accounting.ingest import Ingestor
+from advisor.history.lookup import export_limits, history_limit
+from advisor.slurm.records import JobRecord, Node, Partition
+from advisor.store import Store
+from advisor.store.advice import Advice, record_advice
+from advisor.store.cluster import save_cluster
+from tests.conftest import REPO
+
+START = datetime(2026, 11, 29, 8, 0)
+
+
+def finished(number: int, runtime_s: int, *, name: str = "sim", partition: str = "cpu",
+             state: str = "COMPLETED", user: str = "alice") -> JobRecord:  # fmt: skip
+    end = START + timedelta(hours=number)
+    return JobRecord(
+        cluster="advisor", job_id=str(number), job_id_raw=number, name=name, user=user,
+        account="", partition=partition, nodes=("c1",), cpus=1, req_mem_mb=None,
+        elapsed_s=runtime_s, timelimit_s=86400, timelimit_kind=None, state=state,
+        state_by_uid=None, exit_code=0, exit_signal=0, submit=end - timedelta(seconds=runtime_s),
+        start=end - timedelta(seconds=runtime_s), end=end, comment="",
+    )  # fmt: skip
+
+
+def learn(store: Store, *jobs: JobRecord) -> None:
+    with store.write():
+        Ingestor(store).add(jobs)
+
+
+@pytest.fixture
+def store(cache_path: Path) -> Iterator[Store]:
+    with Store.open(cache_path) as opened:
+        save_cluster(
+            opened,
+            [
+                Partition("cpu", ("c1",), 86400, 1800, True, "UP"),
+                Partition("short", ("c1",), 7200, 600, False, "UP"),
+            ],
+            [Node("c1", 2, 4000, (), ("cpu", "short"), "IDLE")],
+        )
+        yield opened
+
+
+def test_no_history_no_limit(store: Store) -> None:
+    assert history_limit(store, "alice", "sim", "cpu") is None
+
+
+def test_five_completed_runs_give_the_longest_plus_margin_in_whole_minutes(store: Store) -> None:
+    learn(store, *(finished(n, 7000 + 100 * n) for n in range(1, 6)))
+    found = history_limit(store, "alice", "sim", "cpu")
+    assert found is not None
+    limit, why = found
+    assert limit == 11280  # 7500 s × 1.5 = 11250 s, rounded up to 188 min
+    assert "user alice, name sim" in why
+
+
+def test_never_above_the_request_or_the_partitions_maxtime(store: Store) -> None:
+    learn(store, *(finished(n, 9000, partition="short") for n in range(1, 6)))
+    limit, why = history_limit(store, "alice", "sim", "short") or (0, "")
+    assert limit == 7200 and "clamped to MaxTime of short" in why
+    limit, why = history_limit(store, "alice", "sim", "short", request_s=3000) or (0, "")
+    assert limit == 3000 and "kept at the requested time" in why
+
+
+def test_without_a_partition_the_default_one_answers(store: Store) -> None:
+    learn(store, *(finished(n, 600, name=f"job{n}") for n in range(1, 6)))
+    found = history_limit(store, "alice", "new-name", None)
+    assert found is not None and "user alice, partition cpu" in found[1]
+
+
+def test_an_advised_job_still_running_uses_up_the_keys_budget(store: Store) -> None:
+    learn(store, *(finished(n, 600) for n in range(1, 6)))
+    now = datetime.now(UTC)
+    record_advice(store, Advice(user="alice", policy="history", argv=["sbatch"], outcome="submitted",
+                                task="sim", partition="cpu", cluster="advisor", job_id=77))  # fmt: skip
+    assert history_limit(store, "alice", "sim", "cpu", now=lambda: now) is None
+    assert history_limit(store, "bob", "sim", "cpu", now=lambda: now) is None  # no history
+    learn(store, finished(77, 650))  # accounting saw it finish
+    assert history_limit(store, "alice", "sim", "cpu", now=lambda: now) is not None
+    # a lost job stops counting after a week
+    record_advice(store, Advice(user="alice", policy="history", argv=["sbatch"], outcome="submitted",
+                                task="sim", partition="cpu", cluster="advisor", job_id=78))  # fmt: skip
+    later = now + timedelta(days=8)
+    assert history_limit(store, "alice", "sim", "cpu", now=lambda: later) is not None
+
+
+def test_a_kill_at_an_advised_limit_raises_the_next_limit(store: Store) -> None:
+    learn(store, *(finished(n, 600) for n in range(1, 6)))
+    first, _ = history_limit(store, "alice", "sim", "cpu") or (0, "")
+    learn(store, finished(6, first + 30, state="TIMEOUT"))
+    second, _ = history_limit(store, "alice", "sim", "cpu") or (0, "")
+    assert second > first
+
+
+def test_works_on_a_read_only_cache(store: Store, cache_path: Path) -> None:
+    learn(store, *(finished(n, 600) for n in range(1, 6)))
+    with Store.open(cache_path, readonly=True) as readonly:
+        assert history_limit(readonly, "alice", "sim", "cpu") == history_limit(
+            store, "alice", "sim", "cpu"
+        )
+
+
+def test_the_lookup_needs_only_the_standard_library() -> None:
+    code = (
+        "import sys, advisor.history.lookup; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'numpy', 'sklearn', 'sqlite_utils', 'tenacity', 'jsonschema', 'tabulate', 'scipy'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_export_lists_every_key_with_enough_runs_and_its_limit(store: Store) -> None:
+    learn(store, *(finished(n, 9000, partition="short") for n in range(1, 6)))
+    learn(store, finished(9, 60, name="rare", user="bob"))
+    rows = {(row["kind"], row["user"], row["name"]): row for row in export_limits(store)}
+    assert rows[("user+name", "alice", "sim")]["limit_s"] == 13500
+    assert rows[("user+partition", "alice", "")]["limit_s"] == 7200  # MaxTime of short
+    assert not any(row["user"] == "bob" for row in rows.values())  # one run is not enough
