@@ -160,7 +160,7 @@ local function advice(job_desc, part_list, submit_uid)
 	if not per_partition then
 		return nil
 	end
-	local high, low
+	local high, low, cap
 	local names = partitions(job_desc, part_list)
 	if #names == 0 then
 		return nil
@@ -173,11 +173,19 @@ local function advice(job_desc, part_list, submit_uid)
 		limit = math.ceil(limit)
 		local part = part_list and part_list[part_name]
 		local max_time = part and tonumber(part.max_time)
-		if max_time and max_time ~= NO_VAL and max_time ~= INFINITE and limit > max_time then
-			limit = max_time
+		if max_time and max_time ~= NO_VAL and max_time ~= INFINITE then
+			if limit > max_time then
+				limit = max_time
+			end
+			cap = (cap == nil or max_time < cap) and max_time or cap
 		end
 		high = (high == nil or limit > high) and limit or high
 		low = (low == nil or limit < low) and limit or low
+	end
+	-- One limit holds in every partition of -p a,b: above the smallest MaxTime slurmctld rejects
+	-- the job (EnforcePartLimits=ALL), which this plugin must never cause.
+	if cap and high > cap then
+		high = cap
 	end
 	local tag = string.format("advisor:lua,action=set,limit=%d,task=%s", high, encode(name))
 	local comment = job_desc.comment

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "update": ("advisor.cli.update_cmd", "ingest finished jobs from sacct and learn from them"),
     "replay": ("advisor.cli.replay_cmd", "score history-based limits against baselines on a log"),
     "report": ("advisor.cli.report_cmd", "administrator reports: accuracy, limits, nodes, models"),
+    "publish": ("advisor.cli.publish_cmd", "write a read-only copy of the cache for users' wrappers"),
 }
 
 

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import logging
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 
@@ -71,6 +72,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def run(args_list: list[str]) -> int:
     """Parse, run one command, render its result; every error becomes an exit code here."""
+    args = None
     try:
         parser = build_parser(args_list)
         args = parser.parse_args(args_list)
@@ -90,6 +92,14 @@ def run(args_list: list[str]) -> int:
     except AdvisorError as error:
         print(f"advisor: error: {error.one_line()}", file=sys.stderr)
         return error.exit_code
+    except sqlite3.IntegrityError:
+        raise  # a constraint the code should have checked first: a bug, with its traceback
+    except sqlite3.DatabaseError as error:  # the cache broke after it opened (garbage in a page)
+        from advisor.store.connection import cache_error, default_db_path
+
+        where = default_db_path(getattr(args, "db", None))
+        print(f"advisor: error: {cache_error(where, error).one_line()}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("advisor: interrupted", file=sys.stderr)
         return 130

@@ -4,7 +4,7 @@ Writers take ``BEGIN IMMEDIATE`` so two writers queue on the busy timeout instea
 half-way; the database runs in WAL mode so readers (the sbatch wrapper) never wait for a writer
 and never see a half-written transaction.  slurmctld's Lua plugin does not read this file: it
 reads a JSON export (see README), because a WAL database is unreadable to a user who cannot
-write its directory.
+write its directory; for the same reason users' wrappers read a copy (store/publish.py).
 """
 
 from __future__ import annotations
@@ -35,6 +35,18 @@ def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
         return Path(os.environ["ADVISOR_DB"]).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "slurm-advisor" / "cache.db"
+
+
+def cache_error(where: object, error: sqlite3.Error) -> CacheError:
+    """A SQLite failure on the cache as a one-line error that says what to do next."""
+    text = str(error)
+    if "locked" in text or "busy" in text:
+        hint = "another advisor is writing; retry shortly"
+    elif "readonly" in text or "unable to open" in text:  # not this user's to write (or read)
+        hint = "users read the copy 'advisor publish' writes (contrib/site/README.md)"
+    else:
+        hint = "move the file away and re-create the cache"
+    return CacheError(f"cache {where}: {text}", hint=hint)
 
 
 class Store:
@@ -85,12 +97,11 @@ class Store:
                 store.migrate()
             store.check_version()
         except sqlite3.DatabaseError as error:
-            locked = "locked" in str(error) or "busy" in str(error)
+            raise cache_error(where or ":memory:", error) from None
+        except OSError as error:  # its directory cannot be made (a user without a home)
             raise CacheError(
-                f"cache {where or ':memory:'}: {error}",
-                hint="another advisor is writing; retry shortly"
-                if locked
-                else "move the file away and re-create the cache",
+                f"cache {where}: {error.strerror}: {error.filename}",
+                hint="give a cache you may write with --db or $ADVISOR_DB",
             ) from None
         return store
 
@@ -182,6 +193,23 @@ class Store:
                 self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[Store]:
+        """A read transaction: every query inside sees the same committed state.
+
+        Without it each statement is its own transaction, and two queries can straddle a
+        writer's commit (tests/integration/test_privilege.py saw 7 % of such pairs torn).
+        """
+        if self.conn.in_transaction:  # inside a write (or another read): already consistent
+            yield self
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")
 
     def query(
         self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()

@@ -5,6 +5,7 @@ classes (the job may land on any node of the partition), times (1 + margin), rou
 minutes (Slurm's unit) and clamped to the partition's MaxTime.  Slurm applies one limit to all
 the partitions of ``-p a,b``: the largest per-partition limit kills the job on none of them, and
 the smallest becomes ``--time-min``, which lets backfill start the job earlier with less time.
+The one limit is capped at the smallest MaxTime of the partitions, so it is valid in each.
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ def decide(
         why = f"{unknown.partition}: {unknown.reason}" if unknown else "no candidate partition"
         return Decision("none", None, None, f"left as written ({why})")
     high = max(p.limit_s or 0 for p in limits)
+    caps = [p.max_time_s for p in limits if p.max_time_s is not None]
+    if caps and high > min(caps):  # one limit for every partition: above the smallest MaxTime,
+        high = min(caps)  # sbatch rejects the job (EnforcePartLimits=ALL)
     low = min(p.limit_s or 0 for p in limits)
     time_min = low if low < high and user_time_min is None else None
     if policy == "advise":

@@ -37,14 +37,18 @@ class Snapshot(NamedTuple):
 
 
 def load_snapshot(store: Store, tasks: tuple[str, ...] | None) -> Snapshot:
-    """Partitions, node classes, scores and the models of the given tasks (None: of every task)."""
-    partitions = {p.name: p for p in load_partitions(store)}
-    context = load_node_context(store)
+    """Partitions, node classes, scores and the models of the given tasks (None: of every task).
+
+    All read in one transaction, so a writer's commit cannot fall between two of the queries.
+    """
+    with store.read():
+        partitions = {p.name: p for p in load_partitions(store)}
+        context = load_node_context(store)
+        if tasks is None:
+            rows = load_task_models(store)
+        else:
+            rows = [row for task in tasks for row in load_task_models(store, task)]
     rows_by_task: dict[str, list[tuple[str, str, dict[str, object]]]] = {}
-    if tasks is None:
-        rows = load_task_models(store)
-    else:
-        rows = [row for task in tasks for row in load_task_models(store, task)]
     for row in rows:
         rows_by_task.setdefault(row.task, []).append((row.node_class, row.method, row.params))
     models = {task: task_models_from_rows(task, rows) for task, rows in rows_by_task.items()}

@@ -1,0 +1,449 @@
+"""Privilege: the site layout of contrib/site/README.md, tried as real unprivileged users.
+
+The administrator (root here) keeps the working cache (WAL mode) in a private directory and
+publishes a read-only copy with ``advisor publish`` (rollback journal, mode 0644, in a root-owned
+0755 directory); users' ``advisor sbatch`` reads the copy, slurmctld's job_submit.lua reads the
+JSON export.  The users are ``nobody``, ``daemon`` and ``slurm``; their jobs are submitted held
+and cancelled.  Task names carry a random suffix, so the limits file this module writes to
+/etc/slurm touches no one else's jobs; it is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from advisor.accounting.sacct_file import format_sacct_row
+from advisor.cluster_info import fetch_cluster
+from advisor.slurm.backend import CliBackend
+from advisor.slurm.parsers import SACCT_FIELDS, parse_key_values
+from advisor.slurm.records import JobRecord
+from advisor.slurm.timefmt import format_duration, parse_duration
+from advisor.store.accounting import set_watermark
+from advisor.store.advice import Advice, record_advice
+from advisor.store.cluster import save_cluster
+from advisor.store.connection import Store
+from advisor.store.publish import publish_copy
+from advisor.validate import validate
+from advisor.wrapper.export import export_document, write_export
+from advisor.wrapper.snapshot import load_snapshot
+from benchmarks.bench_load import train_cache
+from tests.conftest import REPO
+
+TASK = f"pv-{secrets.token_hex(3)}"
+BIG = f"{TASK}-big"  # in the export with limits far above every MaxTime
+EXPORT = Path("/etc/slurm/advisor-limits.json")
+PLUGIN = Path("/etc/slurm/job_submit.lua")
+WRITER = "generation-writer"  # advice rows of the half-transaction test
+
+# Run by other users: counts torn reads of a cache another process keeps rewriting.
+READER = """
+import json, sys, time
+from advisor.store import Store
+path, seconds, writer = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+reads = errors = torn = 0
+seen, last = set(), ""
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    try:
+        with Store.open(path, readonly=True) as store, store.read():  # as load_snapshot does
+            rows = store.query("SELECT job_id, COUNT(*) AS n FROM advice WHERE user = ? "
+                               "GROUP BY job_id", (writer,))
+            mark = store.query("SELECT value FROM watermarks WHERE source = 'generation'")
+    except Exception as error:
+        errors, last = errors + 1, repr(error)
+        continue
+    reads += 1
+    generation = int(mark[0]["value"]) if mark else 0
+    counts = {row["job_id"]: row["n"] for row in rows}
+    torn += set(counts) != set(range(1, generation + 1)) or any(n != 10 for n in counts.values())
+    seen.add(generation)
+print(json.dumps({"reads": reads, "errors": errors, "torn": torn, "generations": len(seen),
+                  "last_error": last}))
+"""
+
+
+@dataclass(frozen=True)
+class Site:
+    """The site layout: root-owned 0755 directory, private working cache, published copy."""
+
+    root: Path
+    working: Path
+    copy: Path
+    python: tuple[str, ...]  # how other users run the advisor
+    env: dict[str, str]
+
+
+def run(
+    argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=120, check=False,
+                          env=env, cwd=cwd, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def as_user(site: Site, user: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return run(["runuser", "-u", user, "--", *argv], env=site.env, cwd=site.root)
+
+
+def advisor_as(site: Site, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return as_user(site, user, *site.python, "-m", "advisor", *args)
+
+
+def advisor(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return run([sys.executable, "-m", "advisor", *map(str, args)])
+
+
+def job_id(stdout: str) -> int:
+    match = re.search(r"Submitted batch job (\d+)", stdout)
+    assert match, stdout
+    return int(match.group(1))
+
+
+def show(job: int) -> dict[str, str]:
+    return parse_key_values(run(["scontrol", "show", "job", "-o", str(job)]).stdout.strip())
+
+
+def fingerprint(folder: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file under folder: mode, owner and content hash."""
+    return {
+        str(path.relative_to(folder)): (
+            path.stat().st_mode, path.stat().st_uid, hashlib.sha256(path.read_bytes()).hexdigest()
+        )
+        for path in sorted(folder.rglob("*")) if path.is_file()
+    }  # fmt: skip
+
+
+def _users_python() -> tuple[tuple[str, ...], dict[str, str]]:
+    """This interpreter when other users may run it, else python3 with the repository on the path."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+    probe = ("-c", "import advisor, tenacity")
+    own = run(["runuser", "-u", "nobody", "--", sys.executable, *probe], env=env, cwd=Path("/"))
+    if own.returncode == 0:
+        return (sys.executable,), env
+    # A venv under a home directory other users cannot enter (pyenv in /root, here)
+    system = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"
+    env["PYTHONPATH"] = os.pathsep.join((str(REPO), sysconfig.get_paths()["purelib"]))
+    other = run(["runuser", "-u", "nobody", "--", system, *probe], env=env, cwd=Path("/"))
+    if other.returncode != 0:
+        pytest.skip(f"user nobody cannot run the advisor from {REPO}: {other.stderr.strip()}")
+    return (system,), env
+
+
+@pytest.fixture(scope="module")
+def site(slurm_cluster: None) -> Iterator[Site]:
+    python, env = _users_python()
+    root = Path(tempfile.mkdtemp(prefix="advisor-site-"))
+    try:
+        root.chmod(0o755)
+        private = root / "private"
+        private.mkdir(mode=0o700)
+        working = train_cache(private / "cache.db", TASK)
+        done = advisor("--db", working, "publish", "--out", root / "cache.db")
+        assert done.returncode == 0, done.stderr
+        yield Site(root, working, root / "cache.db", python, env)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def dry_run(site: Site, user: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    return advisor_as(site, user, "--db", str(cache), "sbatch", "--dry-run", "-J", TASK,
+                      "--wrap", "true")  # fmt: skip
+
+
+def test_the_published_copy_is_root_owned_0644_in_a_0755_directory(site: Site) -> None:
+    for path, mode in ((site.root, 0o755), (site.copy, 0o644), (site.working.parent, 0o700)):
+        info = path.stat()
+        assert (info.st_uid, info.st_mode & 0o777) == (0, mode), path
+    assert site.copy.read_bytes()[18:20] == b"\x01\x01"  # rollback journal; WAL would be 2, 2
+
+
+def test_a_wal_cache_in_a_directory_users_cannot_write_fails_open_so_they_read_the_copy(
+    site: Site,
+) -> None:
+    folder = site.root / "wal"
+    folder.mkdir(mode=0o755)
+    wal = folder / "cache.db"
+    shutil.copyfile(site.working, wal)
+    wal.chmod(0o644)
+    assert wal.read_bytes()[18:20] == b"\x02\x02"  # WAL mode, and no -shm or -wal beside it
+    trapped = dry_run(site, "nobody", wal)
+    assert trapped.returncode == 0
+    assert trapped.stdout.strip() == f"sbatch -J {TASK} --wrap true"  # unchanged: failed open
+    lines = trapped.stderr.strip().splitlines()
+    assert len(lines) == 1, trapped.stderr
+    assert "attempt to write a readonly database" in lines[0]
+    assert "advisor publish" in lines[0]
+    shutil.rmtree(folder)
+
+    before = fingerprint(site.root)
+    advised = dry_run(site, "nobody", site.copy)
+    assert advised.returncode == 0 and advised.stderr == ""
+    assert "--time=" in advised.stdout
+    assert "--comment=advisor:wrapper,action=set,limit=" in advised.stdout
+    assert fingerprint(site.root) == before  # read-only: nothing created, nothing changed
+
+
+def test_users_and_user_slurm_read_the_copy_and_the_export(site: Site) -> None:
+    export = site.root / "limits.json"
+    done = advisor("--db", site.working, "export", "--out", export)
+    assert done.returncode == 0, done.stderr
+    assert (export.stat().st_uid, export.stat().st_mode & 0o777) == (0, 0o644)
+    snippet = (
+        "import json, sys\nfrom advisor.store import Store\n"
+        "with Store.open(sys.argv[1], readonly=True) as store:\n"
+        "    rows = store.query('SELECT DISTINCT task FROM task_models')\n"
+        "doc = json.load(open(sys.argv[2]))\n"
+        "print(json.dumps({'models': [r['task'] for r in rows], 'export': sorted(doc['tasks'])}))"
+    )
+    for user in ("nobody", "slurm"):
+        read = as_user(site, user, *site.python, "-c", snippet, str(site.copy), str(export))
+        assert read.returncode == 0, f"{user}: {read.stderr}"
+        assert json.loads(read.stdout) == {"models": [TASK], "export": [TASK]}, user
+
+
+def test_a_user_submits_through_the_copy_and_gets_the_advised_limit_without_a_warning(
+    site: Site,
+) -> None:
+    name = f"{TASK}-nobody"
+    done = advisor_as(site, "nobody", "--db", str(site.copy), "sbatch", "--task", TASK, "-H",
+                      "-J", name, "--output=/dev/null", "--wrap", "true")  # fmt: skip
+    try:
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""  # the copy is not writable: no advice row, and no warning
+        info = show(job_id(done.stdout))
+        assert info["UserId"].startswith("nobody(")
+        tag = re.search(r"advisor:wrapper,action=set,limit=(\d+)", info["Comment"])
+        assert tag, info["Comment"]
+        assert parse_duration(info["TimeLimit"]) == int(tag.group(1)) * 60
+    finally:
+        run(["scancel", f"--name={name}"])
+
+
+def test_a_user_can_change_neither_cache_nor_the_export(site: Site) -> None:
+    before = fingerprint(site.root)
+    plugin_file = EXPORT.read_bytes() if EXPORT.exists() else None
+    attempts = {
+        "learn on the copy": ("--db", str(site.copy), "learn"),
+        "learn on the working cache": ("--db", str(site.working), "learn"),
+        "publish next to the copy": ("--db", str(site.copy), "publish", "--out",
+                                     str(site.root / "other.db")),
+        "export over the plugin's file": ("--db", str(site.copy), "export", "--out", str(EXPORT)),
+    }  # fmt: skip
+    attempts["learn without a home for the default cache"] = ("learn",)
+    for what, args in attempts.items():
+        done = advisor_as(site, "nobody", *args)
+        assert done.returncode == 1, f"{what}: {done.stdout}{done.stderr}"
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("advisor: error:"), f"{what}: {done.stderr}"
+    assert fingerprint(site.root) == before
+    assert (EXPORT.read_bytes() if EXPORT.exists() else None) == plugin_file
+
+
+def test_readers_never_see_half_a_transaction(site: Site) -> None:
+    """Root rewrites the working cache (10 rows and a counter per transaction) and publishes
+    after each; nobody reads the copy and root the WAL cache itself, all at the same time."""
+    reader = site.root / "reader.py"
+    reader.write_text(READER)
+    reader.chmod(0o644)
+    seconds = "4"
+    readers = [
+        subprocess.Popen(
+            [
+                "runuser",
+                "-u",
+                "nobody",
+                "--",
+                *site.python,
+                str(reader),
+                str(site.copy),
+                seconds,
+                WRITER,
+            ],
+            env=site.env,
+            cwd=site.root,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    readers.append(subprocess.Popen([sys.executable, str(reader), str(site.working), seconds,
+                                     WRITER], stdout=subprocess.PIPE, text=True))  # fmt: skip
+    generation = 0
+    with Store.open(site.working) as store:
+        while any(process.poll() is None for process in readers):
+            generation += 1
+            with store.write():
+                for _ in range(10):
+                    record_advice(store, Advice(user=WRITER, policy="fill", argv=(),
+                                                outcome="submitted", job_id=generation))  # fmt: skip
+                set_watermark(store, "generation", str(generation))
+            publish_copy(store, site.copy)
+    results = [json.loads(process.communicate(timeout=60)[0]) for process in readers]
+    assert generation >= 10
+    for result in results:
+        assert result["errors"] == 0, result["last_error"]
+        assert result["torn"] == 0, results
+        assert result["reads"] >= 20 and result["generations"] >= 3, result
+
+
+@pytest.fixture(scope="module")
+def exported(site: Site) -> Iterator[dict[str, int]]:
+    """The repository's plugin installed, and an export with per-user entries and BIG.
+
+    Yields the task's own cpu limit (what a user without an entry gets).
+    """
+    if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
+        shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
+        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    with Store.open(site.working, readonly=True) as store:
+        snapshot = load_snapshot(store, None)
+    users = {"root": {TASK: {"cpu": 3}}, "nobody": {TASK: {"cpu": 4}}}
+    doc = export_document(snapshot, quantile=0.95, margin=0.1, generated_at="now", users=users)
+    doc["tasks"][BIG] = {
+        "input_bytes": 0,
+        "partitions": {p: {"limit_min": 10**6, "predicted_s": 6e7} for p in doc["partitions"]},
+    }
+    validate(doc, "export", source="test export")
+    write_export(EXPORT, doc)
+    try:
+        yield {"cpu": doc["tasks"][TASK]["partitions"]["cpu"]["limit_min"]}
+    finally:
+        EXPORT.unlink(missing_ok=True)
+
+
+def plain_sbatch(site: Site, user: str, *options: str) -> tuple[int, dict[str, str], str]:
+    """A held job submitted with plain sbatch as user: its id, scontrol view and stderr."""
+    done = as_user(site, user, "sbatch", "-H", "--output=/dev/null", *options, "--wrap", "true")
+    assert done.returncode == 0, f"{user} {options}: {done.stderr}"
+    job = job_id(done.stdout)
+    try:
+        return job, show(job), done.stderr
+    finally:
+        run(["scancel", str(job)])
+
+
+def test_the_plugin_gives_each_user_their_own_entry_or_the_tasks_limit(
+    site: Site, exported: dict[str, int]
+) -> None:
+    expected = {"root": 3, "nobody": 4, "daemon": exported["cpu"]}
+    for user, minutes in expected.items():
+        _, info, err = plain_sbatch(site, user, "-J", TASK)
+        assert parse_duration(info["TimeLimit"]) == minutes * 60, user
+        assert info["Comment"] == f"advisor:lua,action=set,limit={minutes},task={TASK}", user
+        assert "advisor: no --time given" in err
+    # nobody forges a tag: it gets its own limit, the forged comment stays its own
+    forged = f"advisor:lua,action=set,limit=1,task={TASK}"
+    _, info, _ = plain_sbatch(site, "nobody", "-J", TASK, "--comment", forged)
+    assert parse_duration(info["TimeLimit"]) == 4 * 60
+    _, info, _ = plain_sbatch(site, "root", "-J", TASK)  # and root's limit has not moved
+    assert parse_duration(info["TimeLimit"]) == 3 * 60
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["root", "users", "tasks", "nobody", "partitions", f"root.tasks.{TASK}",
+     f"users/root/tasks/{TASK}", 'users["root"]', f"{TASK} ", TASK.upper(), f"{TASK}\\"],
+)  # fmt: skip
+def test_job_names_that_look_like_keys_get_no_limit(
+    site: Site, exported: dict[str, int], name: str
+) -> None:
+    _, info, err = plain_sbatch(site, "nobody", "-J", name)
+    assert info["TimeLimit"] == "00:30:00"  # cpu's DefaultTime: the plugin left it alone
+    assert "advisor" not in info.get("Comment", "") + err
+
+
+def test_the_plugin_clamps_every_limit_to_the_partitions_maxtime(
+    site: Site, exported: dict[str, int]
+) -> None:
+    partitions, _ = fetch_cluster(CliBackend())
+    max_time = {p.name: p.max_time_s for p in partitions}
+    for name, limit in max_time.items():
+        assert limit is not None
+        _, info, _ = plain_sbatch(site, "nobody", "-J", BIG, "-p", name)
+        assert parse_duration(info["TimeLimit"]) == limit, name
+    # one limit for both: long's MaxTime would make slurmctld reject the job (EnforcePartLimits)
+    _, info, _ = plain_sbatch(site, "nobody", "-J", BIG, "-p", "cpu,long")
+    assert parse_duration(info["TimeLimit"]) == max_time["cpu"]
+
+
+def test_the_wrapper_clamps_to_maxtime_and_falls_back_on_a_stale_maxtime(
+    slurm_cluster: None, tmp_path: Path
+) -> None:
+    task = f"{TASK}-huge"
+    cache = train_cache(tmp_path / "huge.db", task, base_s=86400.0)  # runs of days
+    partitions, nodes = fetch_cluster(CliBackend())
+    name = f"{task}-job"
+    try:
+        for part in partitions:
+            assert part.max_time_s is not None
+            done = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p",
+                           part.name, "--output=/dev/null", "--wrap", "true")  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            info = show(job_id(done.stdout))
+            assert info["TimeLimit"] == format_duration(part.max_time_s), part.name
+            assert f"limit={part.max_time_s // 60}," in info["Comment"]
+        both = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p",
+                       "cpu,long", "--output=/dev/null", "--wrap", "true")  # fmt: skip
+        assert both.returncode == 0 and both.stderr == "", both.stderr
+        cpu = next(p.max_time_s for p in partitions if p.name == "cpu")
+        assert show(job_id(both.stdout))["TimeLimit"] == format_duration(cpu or 0)
+        with Store.open(cache) as store:  # MaxTime lowered since 'advisor cluster --save'
+            save_cluster(store, [replace(p, max_time_s=30 * 86400) for p in partitions], nodes)
+        stale = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p", "cpu",
+                        "--output=/dev/null", "--wrap", "true")  # fmt: skip
+        assert stale.returncode == 0, stale.stderr
+        lines = stale.stderr.strip().splitlines()
+        assert len(lines) == 1 and "sbatch rejected the advised options" in lines[0]
+        info = show(job_id(stale.stdout))
+        assert info["TimeLimit"] == "00:30:00"  # the user's own arguments: cpu's DefaultTime
+    finally:
+        run(["scancel", f"--name={name}"])
+
+
+def _cpu_limit(cache: Path) -> int:
+    with Store.open(cache, readonly=True) as store:
+        doc = export_document(load_snapshot(store, None), quantile=0.95, margin=0.1,
+                              generated_at="now")  # fmt: skip
+    return int(doc["tasks"][TASK]["partitions"]["cpu"]["limit_min"])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: 'advisor update' updates a task's model online from every user's jobs of that "
+    "name, so one user's short jobs lower everyone's limit (reported with issue #8)",
+)
+def test_another_users_jobs_of_the_same_name_do_not_move_my_limit(
+    slurm_cluster: None, tmp_path: Path
+) -> None:
+    cache = train_cache(tmp_path / "cache.db", TASK)
+    before = _cpu_limit(cache)
+    start = datetime(2026, 1, 1)
+    jobs = [
+        JobRecord("advisor", str(900 + i), 900 + i, TASK, "mallory", "x", "cpu", ("c1",), 1,
+                  100.0, 1, 600, None, "COMPLETED", None, 0, 0, start, start,
+                  start + timedelta(seconds=i + 1), "")
+        for i in range(200)
+    ]  # fmt: skip
+    dump = tmp_path / "mallory.txt"
+    dump.write_text(
+        "|".join(SACCT_FIELDS) + "\n" + "".join(f"{format_sacct_row(j)}\n" for j in jobs)
+    )
+    done = advisor("--db", cache, "update", "--sacct-file", dump)
+    assert done.returncode == 0, done.stderr
+    assert _cpu_limit(cache) == before
