@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -63,7 +65,13 @@ def load_json(path: str | Path, schema_name: str | None = None) -> Any:
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot read: {error}", source=str(path)) from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite, parse_int=_int64
+        )
+        if _SURROGATE_ESCAPE.search(text):
+            json.dumps(data, ensure_ascii=False).encode("utf-8")  # fails on a lone surrogate
+    except UnicodeEncodeError:
+        raise InputError("a string holds a lone \\ud800-\\udfff escape", source=str(path)) from None
     except json.JSONDecodeError as error:
         raise InputError(
             f"line {error.lineno} column {error.colno}: {error.msg}", source=str(path)
@@ -79,3 +87,22 @@ def load_json(path: str | Path, schema_name: str | None = None) -> Any:
 
 def _reject_constant(name: str) -> Any:
     raise InputError(f"{name} is not valid JSON")
+
+
+#: A \uD800-\uDFFF escape: half of a pair, or alone (then no UTF-8 text can hold the string).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+# Numbers no input of ours holds are refused: they would overflow a float (1e400 is inf),
+# SQLite's INTEGER (2**63), or Python's 4300-digit limit on int().
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InputError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _int64(text: str) -> int:
+    if len(text) > 20 or not -(2**63) <= int(text) < 2**63:
+        raise InputError(f"number {text[:40]} is out of range (more than 64 bits)")
+    return int(text)

@@ -45,6 +45,8 @@ def _size(text: str | None, field: str, where: str) -> int:
     value = _number(text, field, where)
     if value < 0:
         raise InputError(f"{field} {text} is negative", source=where)
+    if value >= 2**63:  # more than SQLite's INTEGER holds: a corrupt value
+        raise InputError(f"{field} {text} is too large", source=where)
     return int(value)
 
 
@@ -52,9 +54,10 @@ def _optional_int(text: str | None) -> int | None:
     if text is None or text.strip() in ("", "-"):
         return None
     try:
-        return int(float(text))
-    except ValueError:
+        value = int(float(text))
+    except (ValueError, OverflowError):  # 'x', 'nan'; 'inf'
         return None
+    return value if abs(value) < 2**63 else None
 
 
 def row_key(row: dict[str, Any], occurrence: int) -> str:

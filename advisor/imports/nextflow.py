@@ -29,6 +29,7 @@ _DURATION_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGTPE]?B)", re.IGNORECASE)
 _SIZE_BYTES = {p + "B": 1024.0**i for i, p in enumerate(("", "K", "M", "G", "T", "P", "E"))}
 _TAG = re.compile(r"\s+\(.*\)$")
+_MAX_BYTES = 2**63
 
 
 def parse_duration(text: str) -> float:
@@ -45,12 +46,17 @@ def parse_duration(text: str) -> float:
 def parse_size(text: str) -> int:
     """Bytes from a Nextflow size ('1.2 GB', '350 KB', '0') or raw bytes; units are binary."""
     value = text.strip()
-    if re.fullmatch(r"\d+", value):
-        return int(value)
-    match = _SIZE.fullmatch(value)
-    if not match:
+    if re.fullmatch(r"\d{1,19}", value):
+        size = int(value)
+    else:
+        match = _SIZE.fullmatch(value)
+        if not match:
+            raise ValueError(f"not a size: {text!r}")
+        scaled = float(match.group(1)) * _SIZE_BYTES[match.group(2).upper()]
+        size = int(scaled) if scaled < _MAX_BYTES else _MAX_BYTES  # inf too
+    if size >= _MAX_BYTES:  # a corrupt value, and more than SQLite's INTEGER holds
         raise ValueError(f"not a size: {text!r}")
-    return int(float(match.group(1)) * _SIZE_BYTES[match.group(2).upper()])
+    return size
 
 
 def process_name(name: str) -> str:
@@ -100,7 +106,7 @@ def read_trace(
                 node_class=node_class or (host if host not in _MISSING else None),
                 workflow=workflow,
                 input_bytes=size,
-                cores=int(cpus) if cpus.isdigit() else None,
+                cores=int(cpus) if cpus.isdecimal() and len(cpus) < 10 else None,
                 state=status,
                 observed_at=(row.get("submit") or "").strip() or None,
             )

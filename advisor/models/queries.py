@@ -27,7 +27,7 @@ def _count(text: str | None, field: str, where: str) -> int:
         value = float((text or "").strip())
     except ValueError:
         raise InputError(f"{field} {text!r} is not a number", source=where) from None
-    if value != value or value < 0 or value == float("inf") or value != int(value):
+    if not 0 <= value < 2**63 or value != int(value):  # NaN and inf fail the range
         raise InputError(f"{field} {text!r} is not a non-negative whole number", source=where)
     return int(value)
 

@@ -91,7 +91,7 @@ def recorded_nodes(workflows: Sequence[Workflow]) -> tuple[Node, ...]:
     found: dict[str, int] = {}
     for workflow in workflows:
         for machine in workflow.machines:
-            found[machine.name] = max(found.get(machine.name, 1), machine.cores or 1)
+            found[machine.name] = max(found.get(machine.name, 1), int(machine.cores or 1))
         for task in workflow.tasks:
             for name in task.machines:
                 found.setdefault(name, 1)

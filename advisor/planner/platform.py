@@ -7,6 +7,7 @@ preset: Top500 Rpeak 148.6 Pflop/s over 2,414,592 cores, IO500 1788.32 GB/s read
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +45,8 @@ def parse_flops(text: str) -> float:
     if not match:
         raise InputError(f"not a flop count: {text!r}", hint="e.g. 100Gf, 14.7Mf or 2.5e9")
     value = float(match.group(1)) * _PREFIX[match.group(2)]
-    if value <= 0:
-        raise InputError(f"flop count must be positive: {text!r}")
+    if not 0 < value < math.inf:  # '1e400' overflows to inf
+        raise InputError(f"flop count must be positive and finite: {text!r}")
     return value
 
 

@@ -20,6 +20,10 @@ from advisor.errors import InputError, InvalidWorkflowError
 from advisor.planner import dag
 
 FloatArray = NDArray[np.float64]
+#: Slots of one node: beyond the largest shared-memory machines (and every slot costs memory).
+MAX_NODE_CORES = 65_536
+#: All work in a row (3e7 years): larger inputs are corrupt, and would overflow float sums.
+MAX_TOTAL_S = 1e15
 
 
 def first_duplicate(items: Sequence[str]) -> str | None:
@@ -96,6 +100,28 @@ class Problem:
             raise InvalidWorkflowError(f"cycle: {cycle}", source=self.source)
         object.__setattr__(self, "order", tuple(order))
         object.__setattr__(self, "children", tuple(tuple(c) for c in dag.children_of(plain)))
+        self._check_total()
+
+    def _check_total(self) -> None:
+        """Refuse numbers whose sums overflow: no schedule is longer than all work in a row.
+
+        Each value may be finite (1e308 s) while a path through them is not; schedulers and
+        samplers add them, so the serial bound must stay far below float's limit.
+        """
+        runtime = np.where(np.isfinite(self.runtime_s), self.runtime_s, 0.0)
+        with np.errstate(over="ignore", divide="ignore"):
+            total = float(runtime.max(axis=1, initial=0.0).sum())
+            data = sum(d for plist in self.parents for _, d in plist)
+            if self.bandwidth is not None and data:
+                total += float(np.float64(data) / self.bandwidth.min())  # 0: inf
+            if self.startup_s is not None and len(self.startup_s):
+                total += float(self.startup_s.max()) * sum(len(p) for p in self.parents)
+            total += max((w.arrival_s for w in self.workflows), default=0.0)
+        if not total < MAX_TOTAL_S:
+            raise InputError(
+                f"runtimes and transfers add up to {total:g} s, beyond {MAX_TOTAL_S:g} s",
+                source=self.source,
+            )
 
     def _check(self, runtime: FloatArray) -> None:
         n_tasks, n_nodes = runtime.shape
@@ -104,8 +130,10 @@ class Problem:
             raise InvalidWorkflowError(f"duplicate task id {dup!r}", source=self.source)
         if len({n.name for n in self.nodes}) != n_nodes:
             raise InputError("duplicate node names", source=self.source)
-        if any(n.cores < 1 for n in self.nodes):
-            raise InputError("every node needs at least one core", source=self.source)
+        if any(not 1 <= n.cores <= MAX_NODE_CORES for n in self.nodes):
+            raise InputError(
+                f"every node needs from 1 to {MAX_NODE_CORES} cores (slots)", source=self.source
+            )
         if len(self.parents) != n_tasks or len(self.workflow_of) != n_tasks:
             raise InputError("parents/workflow_of do not match the tasks", source=self.source)
         if np.isnan(runtime).any() or (runtime < 0).any():

@@ -65,7 +65,8 @@ def parse_problem(doc: Any, case: str | None = None, *, source: str = "") -> Pro
         raise InputError("task_names/proc_names/proc_cores do not match the matrix", source=where)
     parents: list[list[tuple[int, float]]] = [[] for _ in range(n_tasks)]
     seen: set[tuple[int, int]] = set()
-    for parent, child, cost in data["edges"]:
+    for edge in data["edges"]:
+        parent, child, cost = int(edge[0]), int(edge[1]), edge[2]  # 1.0 is an "integer" too
         if parent >= n_tasks or child >= n_tasks:
             raise InvalidWorkflowError(f"edge [{parent}, {child}]: unknown task", source=where)
         if (parent, child) in seen:

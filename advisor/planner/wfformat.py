@@ -225,6 +225,16 @@ def _identities(items: list[Mapping[str, Any]], source: str) -> tuple[list[str],
     return chosen, alias
 
 
+def _children(item: Mapping[str, Any], task_id: str, source: str) -> list[str]:
+    """A 1.3/1.4 task's ``children``, which those schemas leave unchecked: a list of names."""
+    value = item.get("children", [])
+    if not isinstance(value, list) or not all(isinstance(child, str) for child in value):
+        raise InvalidWorkflowError(
+            f"task {task_id!r}: children must be a list of task names", source=source
+        )
+    return [str(child) for child in value]
+
+
 def _parse_13(flow: Mapping[str, Any], *, version: str, source: str) -> _Parts:
     items = list(flow["tasks"])
     chosen, alias = _identities(items, source)
@@ -248,7 +258,7 @@ def _parse_13(flow: Mapping[str, Any], *, version: str, source: str) -> _Parts:
                 id=task_id,
                 name=str(item["name"]),
                 parents=tuple(alias.get(p, p) for p in item.get("parents", ()) if p),
-                children=tuple(alias.get(c, c) for c in item.get("children", ()) if c),
+                children=tuple(alias.get(c, c) for c in _children(item, task_id, source) if c),
                 input_files=tuple(inputs),
                 output_files=tuple(outputs),
                 runtime_s=_float_or_none(runtime),

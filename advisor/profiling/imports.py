@@ -11,6 +11,7 @@ before anything is stored.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def read_node_import(
     doc = load_json(path)
     if isinstance(doc, dict) and "results" in doc:
         validate(doc, "bench-output", source=str(path))
-        return [run_from_bench_output(doc, source)]
+        return _dated([run_from_bench_output(doc, source)], path)
     validate(doc, "node-import", source=str(path))
     entries: list[dict[str, Any]] = doc["nodes"]
     labels: dict[str, str] = doc.get("trace_machine_names", {})
@@ -101,4 +102,22 @@ def read_node_import(
                              results=twin_scores(twin, base),
                              hardware={**_hardware(entry, labels), **twin.hardware()},
                              measured_at=entry.get("measured_at")))
+    return _dated(runs, path)
+
+
+def _dated(runs: list[BenchRun], path: str | Path) -> list[BenchRun]:
+    """The runs, once every ``measured_at`` reads as an ISO 8601 time.
+
+    Stored, a bad one would break every later ``advisor nodes`` (the view computes each
+    score's age from it).
+    """
+    for run in runs:
+        try:
+            if run.measured_at is not None:
+                datetime.fromisoformat(run.measured_at)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"node {run.node!r}: measured_at {run.measured_at!r} is not an ISO 8601 time",
+                source=str(path),
+            ) from None
     return runs

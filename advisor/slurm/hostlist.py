@@ -46,6 +46,8 @@ def _expand_ranges(body: str, whole: str) -> list[str]:
             raise InputError(f"host list {whole!r}: descending range {item!r}")
         if int(high) - int(low) > _MAX_NODES:
             raise InputError(f"host list {whole!r}: range {item!r} is too large")
+        if len(values) + int(high) - int(low) >= _MAX_NODES:  # bound the sum, not each range
+            raise InputError(f"host list {whole!r}: too many nodes")
         width = len(low) if low.startswith("0") else 0
         values.extend(str(n).zfill(width) for n in range(int(low), int(high) + 1))
     return values

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -10,6 +11,7 @@ from advisor.errors import InputError
 from advisor.slurm.hostlist import expand_hostlist
 from advisor.slurm.records import JobRecord, Node, Partition, StartEstimate
 from advisor.slurm.timefmt import NoLimit, parse_duration, parse_timelimit
+from advisor.text import storable
 
 #: The sacct fields the advisor asks for, in order (``sacct --format``).
 SACCT_FIELDS: tuple[str, ...] = (
@@ -38,11 +40,11 @@ _REQUIRED = {"JobIDRaw", "JobID", "Elapsed", "State"}
 _TIME_UNKNOWN = {"", "Unknown", "None", "N/A"}
 _MEM = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)", re.IGNORECASE)
 _MEM_MB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
-_STATE = re.compile(r"([A-Z_]+)(?: by (\d+))?\+?")
+_STATE = re.compile(r"([A-Z_]+)(?: by (\d{1,18}))?\+?")
 _EXIT = re.compile(r"(\d{1,3}):(\d{1,3})")
 _KV = re.compile(r"(?:^|\s)([A-Za-z][\w:/.]*)=(.*?)(?=\s[A-Za-z][\w:/.]*=|$)")
 _TEST_ONLY = re.compile(
-    r"Job (\d+) to start at (\S+) using (\d+) processors on nodes (\S+) in partition (\S+)"
+    r"Job (\d{1,18}) to start at (\S+) using (\d{1,18}) processors on nodes (\S+) in partition (\S+)"
 )
 
 
@@ -69,7 +71,10 @@ def parse_req_mem_mb(value: str) -> float | None:
     match = _MEM.fullmatch(value)
     if not match:
         raise InputError(f"ReqMem: not a memory size {value!r}")
-    return float(match.group(1)) * _MEM_MB[match.group(2).upper()]
+    megabytes = float(match.group(1)) * _MEM_MB[match.group(2).upper()]
+    if not math.isfinite(megabytes):  # 400 digits overflow float() to inf
+        raise InputError(f"ReqMem: not a memory size {value!r}")
+    return megabytes
 
 
 def parse_state(value: str) -> tuple[str, int | None]:
@@ -84,7 +89,7 @@ def parse_sacct_line(
     line: str, fields: Sequence[str] = SACCT_FIELDS, *, delimiter: str = "|", where: str = "sacct"
 ) -> JobRecord:
     """One ``sacct --parsable2`` row, zipped strictly to the requested fields."""
-    values = line.rstrip("\r\n").split(delimiter)
+    values = storable(line).rstrip("\r\n").split(delimiter)  # a job name may hold any bytes
     if len(values) != len(fields):
         raise InputError(
             f"{where}: expected {len(fields)} fields, found {len(values)}",
@@ -101,7 +106,12 @@ def parse_sacct_line(
         limit = _int(row["TimelimitRaw"], "TimelimitRaw", where) * 60
     elif row.get("Timelimit", "").strip():
         limit = parse_timelimit(row["Timelimit"], field=f"{where}: Timelimit")
-    state, by_uid = parse_state(row["State"])
+    try:  # these parsers do not know the record: name it, as every other field error does
+        state, by_uid = parse_state(row["State"])
+        nodes = expand_hostlist(row.get("NodeList", ""))
+        req_mem_mb = parse_req_mem_mb(row.get("ReqMem", ""))
+    except InputError as error:
+        raise InputError(f"{where}: {error.message}") from None
     exit_code = exit_signal = None
     if row.get("ExitCode", "").strip():
         match = _EXIT.fullmatch(row["ExitCode"].strip())
@@ -121,9 +131,9 @@ def parse_sacct_line(
         user=row.get("User", ""),
         account=row.get("Account", ""),
         partition=row.get("Partition", ""),
-        nodes=expand_hostlist(row.get("NodeList", "")),
+        nodes=nodes,
         cpus=_int(cpus, "AllocCPUS", where) if cpus else 0,
-        req_mem_mb=parse_req_mem_mb(row.get("ReqMem", "")),
+        req_mem_mb=req_mem_mb,
         elapsed_s=elapsed,
         timelimit_s=limit if isinstance(limit, int) else None,
         timelimit_kind=limit if isinstance(limit, NoLimit) else None,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
+from advisor.text import storable
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ def record_advice(store: Store, advice: Advice) -> int:
             (
                 utc_now(),
                 advice.user,
-                advice.task,
-                advice.partition,
+                _text(advice.task),
+                _text(advice.partition),
                 advice.node_class,
                 advice.predicted_s,
                 advice.quantile,
@@ -52,3 +53,7 @@ def record_advice(store: Store, advice: Advice) -> int:
             ),
         )
         return int(cursor.lastrowid or 0)
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else storable(value)

@@ -44,7 +44,7 @@ def export_document(
     options = AdvisorOptions(quantile=quantile, margin=margin)
     names = sorted(snapshot.partitions)
     tasks: dict[str, Any] = {}
-    for task in snapshot.tasks:
+    for task in filter(_utf8, snapshot.tasks):
         size = snapshot.predictor.default_input_bytes(task)
         limits = partition_limits(names, snapshot, task, size, options)
         parts = {
@@ -75,11 +75,26 @@ def export_document(
                 "tasks": {
                     task: {"partitions": {p: {"limit_min": int(m)} for p, m in parts.items()}}
                     for task, parts in by_task.items()
+                    if _utf8(task)
                 }
             }
             for user, by_task in (users or {}).items()
+            if _utf8(user)
         },
     }
+
+
+def _utf8(name: str) -> bool:
+    """False for a name holding bytes that are not UTF-8 (surrogates).
+
+    lua-cjson refuses the whole file over one such escape, and no job name the plugin sees
+    could match it anyway.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def write_atomically(path: str | os.PathLike[str], text: str, *, mode: int = FILE_MODE) -> Path:

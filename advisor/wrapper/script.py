@@ -16,6 +16,10 @@ from advisor.errors import InputError
 
 _MAGIC = ("#SBATCH", "#SLURM")
 _HETJOB_WORDS = ("hetjob", "packjob")
+#: What sbatch splits on: isspace() of bytes in the C locale, and lines at "\n" only.  Python's
+#: str.isspace() and str.splitlines() also split at "\x1c", "\x85", "\xa0", "\u2028"..., which
+#: would make the wrapper read another job name than the one sbatch gives the job.
+_C_SPACE = " \t\n\v\f\r"
 
 
 class Directives(NamedTuple):
@@ -30,14 +34,14 @@ def _words(text: str, *, source: str, lineno: int) -> Iterator[str]:
     """The words of one directive line, split like sbatch's ``_get_argument``."""
     i, n = 0, len(text)
     while True:
-        while i < n and text[i].isspace():
+        while i < n and text[i] in _C_SPACE:
             i += 1
         if i >= n:
             return
         word: list[str] = []
         quote = ""
         escaped = False
-        while i < n and (quote or not text[i].isspace()):
+        while i < n and (quote or text[i] not in _C_SPACE):
             char = text[i]
             i += 1
             if escaped:
@@ -67,10 +71,10 @@ def read_directives(text: str, *, source: str = "script") -> Directives:
     words: list[str] = []
     lines: list[int] = []
     hetjob = False
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=1):  # not splitlines: see _C_SPACE
         magic = next((m for m in _MAGIC if line.startswith(m)), None)
         if magic is None:
-            stripped = line.lstrip()
+            stripped = line.lstrip(_C_SPACE)
             if stripped and not stripped.startswith("#"):
                 break  # the first command: sbatch reads no further
             continue

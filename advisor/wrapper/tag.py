@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from advisor.text import storable
+
 PREFIX = "advisor:"
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-")
 _TAG = re.compile(r"(?:^|\s)advisor:(\w+)((?:,\w+=[^,\s]*)*)\s*$")
@@ -78,5 +80,6 @@ def parse_tag(comment: str) -> Tag | None:
         quantile = float(fields["q"]) if "q" in fields else None
     except (KeyError, ValueError):
         return None
-    task = percent_decode(fields["task"]) if "task" in fields else None
+    # Anyone can write a tag into a comment: '%FF' must not become a name SQLite refuses.
+    task = storable(percent_decode(fields["task"])) if "task" in fields else None
     return Tag(match.group(1), fields.get("action", ""), limit, quantile, task)

@@ -1,0 +1,136 @@
+"""In situ step files (CSV and JSON) and node benchmark imports (``advisor nodes import``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from advisor.errors import InputError
+from advisor.insitu.steps import read_steps
+from advisor.profiling.imports import read_node_import
+from advisor.profiling.recording import record_runs
+from advisor.profiling.view import nodes_view
+from advisor.store import Store
+from advisor.store.benchmarks import BenchRun
+from advisor.validate import schema
+from tests.conftest import TEST_DATA
+from tests.fuzz.hostile import (
+    HOSTILE_NUMBERS,
+    budget,
+    cell,
+    field,
+    mutated_json,
+    outcome,
+    rejected,
+    write,
+)
+
+pytestmark = pytest.mark.fuzz
+
+STEPS_CSV = (TEST_DATA / "insitu" / "pipeline-idle-analyzer.csv").read_text().splitlines()
+STEPS_JSON = [json.loads((TEST_DATA / "insitu" / "three-components.json").read_text()),
+              *schema("insitu-steps")["examples"]]  # fmt: skip
+NODE_IMPORTS = [*schema("node-import")["examples"], *schema("bench-output")["examples"]]
+NODE_KEYS = ("same_hardware_as", "cpu_clock_ghz", "reference_cpu_clock_ghz", "scores", "hardware",
+             "tool", "measured_at", "trace_machine_names", "results", "spread", "value")  # fmt: skip
+STEP_KEYS = ("buffer_frames", "components", "idle", "stages", "steps", "step", "IS", "IA")
+
+
+@st.composite
+def steps_csv(draw: st.DrawFn) -> str:
+    """The recorded CSV (comments, header, first steps) with cells or lines made hostile."""
+    comments = [line for line in STEPS_CSV if line.startswith("#")]
+    table = [line for line in STEPS_CSV if not line.startswith("#")][:6]
+    rows = [line.split(",") for line in table]
+    for _ in range(draw(st.integers(1, 4))):
+        row = draw(st.sampled_from(rows))
+        row[draw(st.integers(0, len(row) - 1))] = draw(cell)
+    lines = [*comments[: draw(st.integers(0, len(comments)))], *(",".join(r) for r in rows)]
+    if draw(st.booleans()):
+        lines.insert(draw(st.integers(0, len(lines))), draw(field))
+    return "\n".join(lines)
+
+
+def _check_steps(path: Path) -> None:
+    table = outcome(read_steps, path)
+    if not isinstance(table, InputError):
+        times = table.stage_times()
+        assert np.isfinite(times).all() and (times >= 0).all()
+
+
+@budget(300)
+@given(text=st.one_of(steps_csv(), st.binary(max_size=120)))
+@example(text="step,S,W,R,A\n" + "9" * 5000 + ",1,1,1,1")
+@example(text="step,S,W,R,A\n0,1e400,1,1,1")
+@example(text="step,S,W,R,A\n0,1,1,1,1\n1,1,1,1")
+@example(text='step,S,W,R,A\n0,"1,1",1,1,1')
+def test_step_csv_files(scratch: Path, text: str | bytes) -> None:
+    _check_steps(write(scratch / "steps.csv", text))
+
+
+@budget(300)
+@given(text=mutated_json(STEPS_JSON, STEP_KEYS))
+@example(text='{"steps": [{"step": ' + "9" * 5000 + ', "S": 1, "W": 1, "R": 1, "A": 1}]}')
+@example(text='{"steps": [{"step": 0, "S": 1e400, "W": 1, "R": 1, "A": 1}]}')
+@example(text='{"steps": []}')
+def test_step_json_files(scratch: Path, text: str) -> None:
+    _check_steps(write(scratch / "steps.json", text))
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[Store]:
+    with Store.open(":memory:") as opened:
+        yield opened
+
+
+@budget(300)
+@given(text=st.one_of(mutated_json(NODE_IMPORTS, NODE_KEYS), st.binary(max_size=80)))
+@example(text='{"nodes": [{"name": "a", "scores": {"cpu_single_events_s": 1e400}}]}')
+@example(text='{"nodes": [{"name": "b", "same_hardware_as": "b", "cpu_clock_ghz": 1, '
+              '"reference_cpu_clock_ghz": 0}]}')  # fmt: skip
+def test_node_imports(store: Store, scratch: Path, text: str | bytes) -> None:
+    """Read and store like ``advisor nodes import``; a failure leaves the cache as it was."""
+    path = write(scratch / "nodes.json", text)
+    before = store.query("SELECT count(*) AS n FROM bench_runs")[0]["n"]
+    runs = outcome(read_node_import, path)
+    if isinstance(runs, InputError):
+        assert str(path) in runs.message
+        return
+    view = outcome(_record, store, runs)
+    if isinstance(view, InputError):
+        assert store.query("SELECT count(*) AS n FROM bench_runs")[0]["n"] == before
+    else:
+        json.dumps(view, allow_nan=False, default=str)
+
+
+def _record(store: Store, runs: list[BenchRun]) -> dict[str, Any]:
+    with store.write():  # as run_import: the view's errors roll the import back
+        record_runs(store, runs)
+        return nodes_view(store)
+
+
+@pytest.mark.parametrize("when", ["\\\\", "yesterday", "2026-13-01", ""])
+def test_a_bad_measured_at_is_refused_before_it_breaks_the_view(
+    store: Store, scratch: Path, when: str
+) -> None:
+    # Regression: stored, measured_at "\\" made every later nodes view raise ValueError.
+    for doc in NODE_IMPORTS:
+        bad = json.loads(json.dumps(doc))
+        (bad["nodes"][0] if "nodes" in bad else bad)["measured_at"] = when
+        path = write(scratch / "nodes.json", json.dumps(bad))
+        assert "measured_at" in rejected(read_node_import, path).message
+
+
+@pytest.mark.parametrize("number", HOSTILE_NUMBERS)
+def test_every_hostile_number_in_every_step_column(scratch: Path, number: str) -> None:
+    for column in range(5):
+        row = ["0", "1", "1", "1", "1"]
+        row[column] = number
+        _check_steps(write(scratch / "steps.csv", "step,S,W,R,A\n" + ",".join(row)))
