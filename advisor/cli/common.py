@@ -22,3 +22,14 @@ def shared_options() -> argparse.ArgumentParser:
         help="output: table (default), json, csv, or any tabulate format (github, grid, ...)",
     )
     return parent
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+    return value

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from advisor.cli.common import positive_int
 from advisor.insitu.model import MAX_BUFFER_FRAMES
 from advisor.insitu.report import SIGMA_PRIME_NOTE, analyse_steps, report_data
 from advisor.insitu.steps import read_steps
 from advisor.render import Result, Table
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def _frames(text: str) -> int:
-    value = _positive(text)
+    value = positive_int(text)
     if value > MAX_BUFFER_FRAMES:
         raise argparse.ArgumentTypeError(f"must be <= {MAX_BUFFER_FRAMES}, got {value}")
     return value
@@ -52,7 +46,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     parser.add_argument(
         "--first",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="use only the first N steps of the file (predict a run from its beginning)",
     )

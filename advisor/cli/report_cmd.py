@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from advisor.cli.common import positive_int
 from advisor.errors import UsageError
 from advisor.progress import Progress
 from advisor.render import Result, Table
@@ -23,16 +24,6 @@ from advisor.store.reports import JobFilter
 _ALL = "(all)"
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
-    return value
-
-
 def _shape_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("rows")
@@ -40,7 +31,7 @@ def _shape_options() -> argparse.ArgumentParser:
                        help="sort by a column (a JSON key or table header): numbers largest "
                        "first, text A-Z")
     group.add_argument("--reverse", action="store_true", help="reverse the order")
-    group.add_argument("--top", type=_positive, metavar="N", help="show only the first N rows")
+    group.add_argument("--top", type=positive_int, metavar="N", help="show only the first N rows")
     return parent
 
 
