@@ -105,13 +105,26 @@ def read_node_import(
     return _dated(runs, path)
 
 
+#: Scores (and spreads) outside this range are corrupt: the node view divides scores by each
+#: other, and a ratio that overflows to inf would break every later ``advisor nodes``.
+SCORE_RANGE = (1e-9, 1e15)
+
+
 def _dated(runs: list[BenchRun], path: str | Path) -> list[BenchRun]:
-    """The runs, once every ``measured_at`` reads as an ISO 8601 time.
+    """The runs, once every ``measured_at`` reads as an ISO 8601 time and every score is in range.
 
     Stored, a bad one would break every later ``advisor nodes`` (the view computes each
     score's age from it).
     """
+    low, high = SCORE_RANGE
     for run in runs:
+        for metric, score in run.results.items():
+            if not low <= score.value <= high or not 0 <= (score.spread or 0) <= high:
+                raise InputError(
+                    f"node {run.node!r}: {metric} {score.value:g} (or its spread) is outside "
+                    f"{low:g}..{high:g}",
+                    source=str(path),
+                )
         try:
             if run.measured_at is not None:
                 datetime.fromisoformat(run.measured_at)

@@ -128,6 +128,27 @@ def test_a_bad_measured_at_is_refused_before_it_breaks_the_view(
         assert "measured_at" in rejected(read_node_import, path).message
 
 
+@pytest.mark.parametrize(
+    "nodes",
+    [
+        [{"name": "a", "scores": {"cpu_single_events_s": 458}},
+         {"name": "b", "scores": {"cpu_single_events_s": 5e-324}}],
+        [{"name": "a", "scores": {"cpu_single_events_s": 1e308}}],
+        [{"name": "a", "scores": {"cpu_single_events_s": 100}},
+         {"name": "c", "same_hardware_as": "a", "cpu_clock_ghz": 1e308, "reference_cpu_clock_ghz": 1e-300}],
+        [{"name": "a", "scores": {"memory_mib_s": {"value": 1, "spread": 1e300}}}],
+    ],
+)  # fmt: skip
+def test_scores_whose_ratios_overflow_are_refused(
+    store: Store, scratch: Path, nodes: list[dict[str, Any]]
+) -> None:
+    # Regression: a score of 5e-324 (or a clock ratio of 1e608) was stored, then its ratio to
+    # the reference node was inf: 'nodes import' and every later 'advisor nodes --format json'
+    # failed with ValueError.
+    path = write(scratch / "nodes.json", json.dumps({"nodes": nodes}))
+    assert "outside" in rejected(read_node_import, path).message
+
+
 @pytest.mark.parametrize("number", HOSTILE_NUMBERS)
 def test_every_hostile_number_in_every_step_column(scratch: Path, number: str) -> None:
     for column in range(5):

@@ -106,6 +106,9 @@ def finished(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> d
     while time.monotonic() < deadline and not final_in_sacct(everyone):
         time.sleep(2)
     assert final_in_sacct(everyone), "jobs did not finish in time"
+    # sacct has whole seconds and update's windows are half-open: a job that ended in this very
+    # second would fall after an --until of this second (and wait for the next update).
+    time.sleep(1.1)
     until = datetime.now().replace(microsecond=0)
     return {"cache": cache, "jobs": jobs, "since": started, "until": until, "folder": folder}
 
