@@ -1,6 +1,11 @@
 """slurm-advisor: runtime predictions per node class, time limits and workflow plans for Slurm."""
 
-from typing import Any
+from __future__ import annotations
+
+from advisor.lite import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from advisor.slurm.backend import SlurmBackend
@@ -32,7 +31,7 @@ def cluster_view(partitions: list[Partition], nodes: list[Node]) -> dict[str, An
     return {
         "partitions": rows,
         "nodes": [
-            {**asdict(node), "features": list(node.features), "partitions": list(node.partitions)}
+            {**node._asdict(), "features": list(node.features), "partitions": list(node.partitions)}
             for node in nodes
         ],
     }

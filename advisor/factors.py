@@ -9,17 +9,16 @@ predicted on the target is the reference prediction times F.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from advisor.errors import InputError
+from advisor.lite import NamedTuple
 
 CPU_METRICS = ("cpu_single_events_s", "linpack_kflops")
 IO_METRICS = ("io_score", "seq_read_mib_s", "seq_write_mib_s", "rand_read_iops")
 MEMORY_METRICS = ("memory_mib_s", "memory_score")
 
 
-@dataclass(frozen=True)
-class NodeRatios:
+class NodeRatios(NamedTuple):
     """Reference score / target score per resource; None where no common benchmark exists."""
 
     cpu: float | None

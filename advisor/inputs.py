@@ -7,20 +7,24 @@ streamed the same way; any other file counts its size on disk.
 
 Streaming a large FASTQ takes seconds, so results are cached by (path, size, mtime) in a small
 JSON file written atomically (a concurrent writer may lose an entry, never corrupt the file).
+Paths are handled with os.path, not pathlib: the sbatch wrapper measures ``--input`` files on
+every submission.
 """
 
 from __future__ import annotations
 
-import bz2
 import json
-import lzma
 import os
-import zlib
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any, BinaryIO
 
 from advisor.errors import InputError
+from advisor.lite import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
+    Pathish = str | os.PathLike[str]
+
 
 CHUNK_BYTES = 1 << 20
 #: Entries kept in the cache file; the oldest go first.
@@ -31,11 +35,11 @@ _BZIP2_MAGIC = b"BZh"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 
 
-def default_cache_path(env: dict[str, str] | None = None) -> Path:
+def default_cache_path(env: dict[str, str] | None = None) -> str:
     """$XDG_CACHE_HOME/slurm-advisor/input-sizes.json (else ~/.cache/...)."""
     environ = os.environ if env is None else env
-    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "slurm-advisor" / "input-sizes.json"
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "slurm-advisor", "input-sizes.json")
 
 
 def _drain(decoder: Any, data: bytes) -> int:
@@ -76,53 +80,71 @@ def _stream(handle: BinaryIO, new: Callable[[], Any], first: bytes) -> int:
     return total
 
 
-def _gzip() -> Any:
-    return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+def _codec(head: bytes) -> tuple[Callable[[], Any], type[Exception]] | None:
+    """A decoder factory for a compressed file and its codec's error (None: not compressed).
+
+    The codecs load only for compressed inputs: the sbatch wrapper measures plain files too.
+    """
+    if head.startswith(_GZIP_MAGIC):
+        import zlib
+
+        return (lambda: zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)), zlib.error
+    if head.startswith(_BZIP2_MAGIC):
+        import bz2
+
+        return bz2.BZ2Decompressor, OSError  # bz2 reports bad data as OSError
+    if head.startswith(_XZ_MAGIC):
+        import lzma
+
+        return lzma.LZMADecompressor, lzma.LZMAError
+    return None
 
 
-def measure(path: str | Path) -> int:
+def measure(path: Pathish) -> int:
     """Uncompressed size in bytes (streams compressed files; no cache)."""
+    codec_error: type[Exception] = OSError
     try:
         with open(path, "rb") as handle:
             head = handle.read(6)
-            if head.startswith(_GZIP_MAGIC):
-                return _stream(handle, _gzip, head)
-            if head.startswith(_BZIP2_MAGIC):
-                return _stream(handle, bz2.BZ2Decompressor, head)
-            if head.startswith(_XZ_MAGIC):
-                return _stream(handle, lzma.LZMADecompressor, head)
-            return os.fstat(handle.fileno()).st_size
-    except (OSError, zlib.error, lzma.LZMAError, ValueError, EOFError) as error:
+            codec = _codec(head)
+            if codec is None:
+                return os.fstat(handle.fileno()).st_size
+            new, codec_error = codec
+            return _stream(handle, new, head)
+    except (OSError, ValueError, EOFError, codec_error) as error:
         raise InputError(
             f"cannot measure the uncompressed size: {error}", source=str(path)
         ) from None
 
 
-def _load_cache(cache: Path) -> dict[str, Any]:
+def _load_cache(cache: Pathish) -> dict[str, Any]:
     try:
-        doc = json.loads(cache.read_text(encoding="utf-8"))
+        with open(cache, encoding="utf-8") as handle:
+            doc = json.loads(handle.read())
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
 
 
-def _save_cache(cache: Path, entries: dict[str, Any]) -> None:
+def _save_cache(cache: Pathish, entries: dict[str, Any]) -> None:
     if len(entries) > CACHE_ENTRIES:
         entries = dict(list(entries.items())[-CACHE_ENTRIES:])
+    folder, name = os.path.split(os.fspath(cache))
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(entries), encoding="utf-8")
+        os.makedirs(folder or ".", exist_ok=True)
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(entries))
         os.replace(tmp, cache)
     except OSError:
         pass  # a cache that cannot be written only costs time
 
 
 def uncompressed_sizes(
-    paths: Iterable[str | Path],
+    paths: Iterable[Pathish],
     *,
-    cache_path: Path | None = None,
-    measure_file: Callable[[str | Path], int] = measure,
+    cache_path: Pathish | None = None,
+    measure_file: Callable[[Pathish], int] = measure,
 ) -> dict[str, int]:
     """Uncompressed size per file (by absolute path), from the cache when size and mtime match."""
     cache = cache_path or default_cache_path()
@@ -130,12 +152,12 @@ def uncompressed_sizes(
     out: dict[str, int] = {}
     changed = False
     for raw in paths:
-        path = Path(raw).resolve()
+        path = os.path.realpath(raw)
         try:
-            stat = path.stat()
+            stat = os.stat(path)
         except OSError as error:
             raise InputError(f"cannot read: {error.strerror}", source=str(raw)) from None
-        key = str(path)
+        key = path
         hit = entries.get(key)
         if (
             isinstance(hit, dict)
@@ -154,6 +176,6 @@ def uncompressed_sizes(
     return out
 
 
-def total_uncompressed(paths: Iterable[str | Path], *, cache_path: Path | None = None) -> int:
+def total_uncompressed(paths: Iterable[Pathish], *, cache_path: Pathish | None = None) -> int:
     """Sum of the uncompressed sizes: a task's input size when it reads several files."""
     return sum(uncompressed_sizes(paths, cache_path=cache_path).values())

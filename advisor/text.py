@@ -8,6 +8,9 @@ advice row, so these bytes become U+FFFD (what any UTF-8 reader shows for them).
 
 from __future__ import annotations
 
+#: RFC 3986's unreserved characters: never percent-encoded.
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-")
+
 
 def storable(text: str) -> str:
     """The text with every lone surrogate replaced by U+FFFD (unchanged when there is none)."""
@@ -17,3 +20,31 @@ def storable(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:  # a surrogate that stands for no byte
         return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def percent_encode(text: str, *, safe: str = "") -> str:
+    """UTF-8 bytes outside ``A-Za-z0-9._~-`` (and ``safe``) as ``%XX``.
+
+    urllib.parse.quote's result, without importing urllib (the sbatch wrapper uses this).
+    """
+    keep = _UNRESERVED | frozenset(safe.encode("ascii"))
+    data = text.encode("utf-8", "surrogateescape")
+    return "".join(chr(b) if b in keep else f"%{b:02X}" for b in data)
+
+
+def percent_decode(text: str) -> str:
+    """Inverse of percent_encode."""
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        if text[i] == "%" and _is_hex(text[i + 1 : i + 3]):
+            out.append(int(text[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            out.extend(text[i].encode("utf-8", "surrogateescape"))
+            i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _is_hex(pair: str) -> bool:
+    return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+
+from advisor.lite import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Command name -> (module with ``register(subparsers, parents)``, one-line help).  Only the
 #: module of the command being run is imported, so ``advisor sbatch`` does not pay for numpy.
@@ -35,13 +39,44 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: The options every command takes before its name (advisor.cli.common.shared_options).
+_GLOBAL_OPTIONS = ("--db", "--format")
+
+
+def _sbatch_call(args: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
+    """(global options, sbatch arguments) when the command is ``sbatch``, else None.
+
+    ``advisor --db X --format json sbatch ...`` takes the fast path as well; anything else
+    before ``sbatch`` (e.g. ``-v``) goes through the full parser.
+    """
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "sbatch":
+            return options, list(args[i + 1 :])
+        name, equals, value = word.partition("=")
+        if name not in _GLOBAL_OPTIONS:
+            return None
+        if not equals:
+            if i + 1 >= len(args):
+                return None
+            i += 1
+            value = args[i]
+        options[name[2:]] = value
+        i += 1
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``advisor`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["sbatch"]:
+    call = _sbatch_call(args)
+    if call is not None:
         from advisor.cli.sbatch_cmd import main as sbatch_main
 
-        return sbatch_main(args[1:])
+        options, rest = call
+        return sbatch_main(rest, db=options.get("db"), fmt=options.get("format"))
     from advisor.cli.app import run
 
     return run(args)

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
 
 from advisor.errors import UsageError
+from advisor.lite import TYPE_CHECKING
 from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE, parse_command_line
 from advisor.wrapper.explain import command_line, decision_line, explanation, explanation_rows
 from advisor.wrapper.submit import SideEffects, prepare, record, submit
 
 if TYPE_CHECKING:  # argparse and json load only when a path needs them (see the module doc)
     import argparse
+    from typing import Any, TextIO
 
 USAGE = "advisor sbatch [ADVISOR OPTIONS] [SBATCH OPTIONS] SCRIPT [ARGS...]"
 HELP = f"""usage: {USAGE}

@@ -15,14 +15,14 @@ All plain Python.
 from __future__ import annotations
 
 import math
-import random
-import statistics
-import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.distributions import Predictive, predictive
+
+if TYPE_CHECKING:  # fitting loads these; predicting (the sbatch wrapper) does not
+    import random
+    from typing import Any
 
 #: Pearson r above which Online-M/P use ratios (the baselines' own threshold).
 CORRELATED_R = 0.8
@@ -37,8 +37,7 @@ _KS_CRITICAL = (
 METHODS = ("naive", "online-m", "online-p")
 
 
-@dataclass(frozen=True)
-class Baseline:
+class Baseline(NamedTuple):
     """A fitted baseline: nearest-run ratios, a mean ratio, or a constant."""
 
     method: str
@@ -92,6 +91,8 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Pearson's r, or None when it is undefined (fewer than 2 runs, or a constant)."""
     if len(xs) < 2 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
+    import statistics
+
     return statistics.correlation(xs, ys)
 
 
@@ -119,7 +120,7 @@ def fit_naive(xs: Sequence[float], ys: Sequence[float]) -> Baseline:
     if not ratios:
         raise ValueError("Naive needs runs with a positive input size")
     return Baseline(
-        "naive", (), statistics.fmean(ratios), None, _relative_sd(ratios), _dof(len(ratios))
+        "naive", (), math.fsum(ratios) / len(ratios), None, _relative_sd(ratios), _dof(len(ratios))
     )
 
 
@@ -169,11 +170,15 @@ def gamma_cdf(x: float, shape: float, scale: float) -> float:
 
 
 def _task_seed(seed: int, task: str) -> int:
+    import zlib
+
     return zlib.crc32(f"{seed}:{task}".encode())
 
 
 def _sampled_runtime(ys: Sequence[float], rng: random.Random) -> float:
     """Online-P for uncorrelated runs: a draw from an accepted Normal or Gamma, else the median."""
+    import statistics
+
     sd = _sd(ys)
     if sd == 0:
         return statistics.median(ys)
@@ -194,6 +199,9 @@ def fit_online(
     """Online-M ('online-m') or Online-P ('online-p') on (input_bytes, runtime_s) runs."""
     if method not in ("online-m", "online-p"):
         raise ValueError(f"unknown baseline {method!r}")
+    import random
+    import statistics
+
     r = pearson(xs, ys)
     points = tuple((x, y) for x, y in zip(xs, ys, strict=True) if x > 0)
     if r is not None and r > CORRELATED_R and points:

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.distributions import Predictive, predictive
 from advisor.models.linalg import (
     Matrix,
@@ -38,9 +37,11 @@ from advisor.models.linalg import (
     zeros,
 )
 
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(frozen=True)
-class LinearModel:
+
+class LinearModel(NamedTuple):
     """A Gaussian posterior over coefficients and a noise variance estimated from dof runs."""
 
     mean: Vector
@@ -54,8 +55,7 @@ class LinearModel:
         return predictive(dot(h, self.mean), math.sqrt(var), self.dof)
 
 
-@dataclass(frozen=True)
-class NigPrior:
+class NigPrior(NamedTuple):
     """θ | σ² ~ N(mean, σ² precision⁻¹), σ² ~ InvGamma(a, b)."""
 
     mean: Vector
@@ -78,8 +78,7 @@ class NigPrior:
         return cls(vector(doc["mean"]), matrix(doc["precision"]), float(doc["a"]), float(doc["b"]))
 
 
-@dataclass(frozen=True)
-class SufficientStats:
+class SufficientStats(NamedTuple):
     """HᵀH, Hᵀy, n and Σy² of the runs seen so far: all that online learning keeps."""
 
     hth: Matrix
@@ -133,8 +132,7 @@ class SufficientStats:
         return cls(matrix(doc["hth"]), vector(doc["hty"]), int(doc["n"]), float(doc["syy"]))
 
 
-@dataclass(frozen=True)
-class NigPosterior:
+class NigPosterior(NamedTuple):
     """The posterior after the runs in the statistics; predicts like any model."""
 
     mean: Vector

@@ -7,16 +7,17 @@ adding a run touches only this record (O(k²), no history).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.bayes import NigPosterior, NigPrior, SufficientStats, nig_posterior
 from advisor.models.distributions import Predictive
 from advisor.models.features import features
 
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(frozen=True)
-class ClassModel:
+
+class ClassModel(NamedTuple):
     """Prior (from the reference model and the node factor) plus sufficient statistics."""
 
     node_class: str

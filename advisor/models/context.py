@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 
+from advisor.lite import NamedTuple
 from advisor.models.node_factor import Twin, class_scores, with_twins
 from advisor.profiling.twins import clock_twins
 from advisor.store.benchmarks import latest_scores
@@ -13,13 +14,12 @@ from advisor.store.node_classes import RunInfo, latest_runs
 from advisor.store.task_models import node_classes
 
 
-@dataclass(frozen=True)
-class NodeContext:
+class NodeContext(NamedTuple):
     """Benchmark scores per node class (twins derived), the twins, and each node's class."""
 
-    scores: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    twins: Mapping[str, Twin] = field(default_factory=dict)
-    node_class_of: Mapping[str, str] = field(default_factory=dict)
+    scores: Mapping[str, Mapping[str, float]] = MappingProxyType({})
+    twins: Mapping[str, Twin] = MappingProxyType({})
+    node_class_of: Mapping[str, str] = MappingProxyType({})
 
     def class_of(self, node: str) -> str:
         """The node's class; a node without one is its own class."""

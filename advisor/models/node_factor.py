@@ -7,17 +7,16 @@ ratio, and its I/O unchanged.  Scores of a node class are the mean over its node
 
 from __future__ import annotations
 
-import statistics
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from advisor.factors import CPU_METRICS, node_ratios, task_factor
+from advisor.lite import NamedTuple
 
 Scores = Mapping[str, Mapping[str, float]]
 
 
-@dataclass(frozen=True)
-class Twin:
+class Twin(NamedTuple):
     """A reduced-clock copy of ``reference``: its CPU runs clock_ratio times slower."""
 
     node: str
@@ -35,7 +34,7 @@ def class_scores(
         for metric, value in metrics.items():
             group.setdefault(metric, []).append(value)
     return {
-        cls: {metric: statistics.fmean(values) for metric, values in metrics.items()}
+        cls: {metric: math.fsum(values) / len(values) for metric, values in metrics.items()}
         for cls, metrics in members.items()
     }
 

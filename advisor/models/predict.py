@@ -10,9 +10,9 @@ answer without any node adjustment, as in the paper.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.baselines import Baseline
 from advisor.models.bayes import SufficientStats
@@ -22,21 +22,23 @@ from advisor.models.features import size_features
 from advisor.models.reference import ReferenceModel
 from advisor.models.transfer import TAU, transferred_prior
 
+if TYPE_CHECKING:
+    from typing import Any
+
+
 METHODS = ("lotaru", *BASELINES)
 
 
-@dataclass(frozen=True)
-class TaskModels:
+class TaskModels(NamedTuple):
     """Everything stored for one task."""
 
     task: str
     reference: ReferenceModel | None = None
-    classes: Mapping[str, ClassModel] = field(default_factory=dict)
-    baselines: Mapping[str, Baseline] = field(default_factory=dict)
+    classes: Mapping[str, ClassModel] = MappingProxyType({})
+    baselines: Mapping[str, Baseline] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class ClassPrediction:
+class ClassPrediction(NamedTuple):
     """A prediction for one node class and where it came from."""
 
     node_class: str

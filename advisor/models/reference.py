@@ -6,20 +6,20 @@ the params.  Loading and predicting need only the standard library.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.bayes import LinearModel
 from advisor.models.distributions import Predictive
 from advisor.models.features import size_features
 from advisor.models.linalg import Matrix, Vector, matrix, vector
 
+if TYPE_CHECKING:
+    from typing import Any
+
 #: Lotaru's CPU weight when no reduced-clock twin ran the task: the midpoint (Lotaru-G's choice).
 DEFAULT_CPU_WEIGHT = 0.5
 
 
-@dataclass(frozen=True)
-class ReferenceModel:
+class ReferenceModel(NamedTuple):
     """Runtime on the reference node class as a function of input size (features.size)."""
 
     kind: str  # 'regression' (Bayesian linear) or 'median'

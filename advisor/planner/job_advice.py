@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from statistics import NormalDist
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from advisor.planner.cluster import Cluster, ClusterNode
 from advisor.planner.matrix import Estimate
@@ -29,7 +28,10 @@ from advisor.slurm.records import Partition
 from advisor.wrapper.advise import Plan as WrapperPlan
 from advisor.wrapper.advise import partition_limits, plan
 from advisor.wrapper.argv import AdvisorOptions, CommandLine, parse_command_line
-from advisor.wrapper.predictor import Forecast, Predictor
+from advisor.wrapper.predictor import Forecast
+
+if TYPE_CHECKING:
+    from advisor.wrapper.predictor import Predictor
 from advisor.wrapper.request import job_request
 from advisor.wrapper.snapshot import Snapshot
 
@@ -92,7 +94,7 @@ def _own_class(snapshot: Snapshot, partition: Partition, members: Sequence[Clust
                node: ClusterNode) -> Snapshot:
     """The snapshot with the partition narrowed to the nodes of the node's class."""
     mine = tuple(m.name for m in members if m.node_class == node.node_class) or (node.name,)
-    narrowed = {**snapshot.partitions, partition.name: replace(partition, nodes=mine)}
+    narrowed = {**snapshot.partitions, partition.name: partition._replace(nodes=mine)}
     return snapshot._replace(partitions=narrowed)
 
 

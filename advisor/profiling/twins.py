@@ -11,8 +11,8 @@ scores are kept, as the disks and memory did not change).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from advisor.lite import NamedTuple
 from advisor.store.benchmarks import Measurement
 from advisor.store.node_classes import RunInfo
 
@@ -20,8 +20,7 @@ from advisor.store.node_classes import RunInfo
 CLOCK_SCALED_METRICS = frozenset({"cpu_single_events_s", "cpu_all_events_s", "linpack_kflops"})
 
 
-@dataclass(frozen=True)
-class ClockTwin:
+class ClockTwin(NamedTuple):
     """A node that is another node's hardware at a different CPU clock."""
 
     node: str

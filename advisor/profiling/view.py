@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,7 +24,7 @@ from advisor.store.node_classes import latest_runs
 def _ratios(reference: Mapping[str, float] | None, scores: Mapping[str, float]) -> dict[str, Any] | None:
     if reference is None or not scores:
         return None
-    return asdict(node_ratios(reference, scores))
+    return node_ratios(reference, scores)._asdict()
 
 
 def _age_s(measured_at: str, now: datetime) -> int:

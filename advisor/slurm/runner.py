@@ -2,22 +2,20 @@
 
 Only transient failures are retried (slurmctld or slurmdbd restarting or overloaded), bounded
 in attempts and in time; a permanent error (bad option, rejected job) fails at once.
+
+The sbatch wrapper runs every submission through here, so the first attempt is a plain call:
+tenacity and logging (~20 ms to import) load only once an attempt has failed transiently.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-
-import tenacity
 
 from advisor.errors import SlurmCommandError, SlurmError, SlurmUnavailableError
-
-log = logging.getLogger(__name__)
+from advisor.lite import NamedTuple
 
 #: Messages that mean "try again soon" (slurm_strerror texts and client messages).
 TRANSIENT_MARKERS: tuple[str, ...] = (
@@ -36,8 +34,7 @@ TRANSIENT_MARKERS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class CommandResult:
+class CommandResult(NamedTuple):
     """What a finished command printed."""
 
     argv: tuple[str, ...]
@@ -95,8 +92,7 @@ def is_transient(result: CommandResult) -> bool:
     return any(marker.lower() in text.lower() for marker in TRANSIENT_MARKERS)
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(NamedTuple):
     """Bounds of the one retry policy (attempts, total seconds, back-off)."""
 
     attempts: int = 4
@@ -134,17 +130,12 @@ class SlurmCommands:
     ) -> CommandResult:
         """Run argv, retrying transient failures; with check, a non-zero exit raises."""
         policy = self.policy
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(TransientSlurmError),
-            stop=tenacity.stop_after_attempt(policy.attempts)
-            | tenacity.stop_after_delay(policy.max_delay_s),
-            wait=tenacity.wait_exponential(multiplier=policy.first_wait_s, max=policy.max_wait_s),
-            sleep=self.sleep,
-            before_sleep=tenacity.before_sleep_log(log, logging.INFO),
-            reraise=True,
-        )
+        started = time.monotonic()
         try:
-            result = retrying(self._once, argv, stdin)
+            try:
+                result = self._once(argv, stdin)
+            except TransientSlurmError as failed:
+                result = self._retried(argv, stdin, failed, time.monotonic() - started)
         except TransientSlurmError as error:
             raise SlurmUnavailableError(
                 f"{argv[0]}: Slurm did not answer after {policy.attempts} attempts",
@@ -161,6 +152,41 @@ class SlurmCommands:
                 returncode=result.returncode,
             )
         return result
+
+    def _retried(
+        self,
+        argv: Sequence[str],
+        stdin: str | None,
+        failed: TransientSlurmError,
+        elapsed_s: float,
+    ) -> CommandResult:
+        """The policy's remaining attempts, after a first one that failed ``elapsed_s`` ago.
+
+        tenacity counts the failed attempt as its first (it re-raises it at once), so waits,
+        logging and both bounds are exactly the policy's, as if tenacity had run it.
+        """
+        import logging
+
+        import tenacity
+
+        policy = self.policy
+        pending = [failed]
+
+        def attempt() -> CommandResult:
+            if pending:
+                raise pending.pop()
+            return self._once(argv, stdin)
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(TransientSlurmError),
+            stop=tenacity.stop_after_attempt(policy.attempts)
+            | tenacity.stop_after_delay(max(0.0, policy.max_delay_s - elapsed_s)),
+            wait=tenacity.wait_exponential(multiplier=policy.first_wait_s, max=policy.max_wait_s),
+            sleep=self.sleep,
+            before_sleep=tenacity.before_sleep_log(logging.getLogger(__name__), logging.INFO),
+            reraise=True,
+        )
+        return retrying(attempt)
 
 
 #: sbatch failures after which the job may exist all the same (the reply was lost on the way).

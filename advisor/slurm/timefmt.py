@@ -9,20 +9,27 @@ for CPU times (``01:02.345``); they are accepted and rounded.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 
 from advisor.errors import InputError
 
 _NUM = r"(\d{1,9})"
 _SEC = r"(\d{1,9}(?:\.\d{1,9})?)"
-_PATTERNS = (
-    (re.compile(rf"{_NUM}-{_NUM}:{_NUM}:{_SEC}"), ("d", "h", "m", "s")),
-    (re.compile(rf"{_NUM}-{_NUM}:{_NUM}"), ("d", "h", "m")),
-    (re.compile(rf"{_NUM}-{_NUM}"), ("d", "h")),
-    (re.compile(rf"{_NUM}:{_NUM}:{_SEC}"), ("h", "m", "s")),
-    (re.compile(rf"{_NUM}:{_SEC}"), ("m", "s")),
-    (re.compile(rf"{_NUM}"), ("m",)),
-)
+
+
+@functools.cache
+def _patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """Compiled on first use: the sbatch wrapper often parses no time at all."""
+    return (
+        (re.compile(rf"{_NUM}-{_NUM}:{_NUM}:{_SEC}"), ("d", "h", "m", "s")),
+        (re.compile(rf"{_NUM}-{_NUM}:{_NUM}"), ("d", "h", "m")),
+        (re.compile(rf"{_NUM}-{_NUM}"), ("d", "h")),
+        (re.compile(rf"{_NUM}:{_NUM}:{_SEC}"), ("h", "m", "s")),
+        (re.compile(rf"{_NUM}:{_SEC}"), ("m", "s")),
+        (re.compile(rf"{_NUM}"), ("m",)),
+    )
+
 _SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
@@ -43,7 +50,7 @@ _NO_LIMIT_WORDS = {
 def parse_duration(text: str, *, field: str = "duration") -> int:
     """Seconds in a Slurm duration string (``D-HH:MM:SS`` and its short forms)."""
     value = text.strip()
-    for pattern, units in _PATTERNS:
+    for pattern, units in _patterns():
         match = pattern.fullmatch(value)
         if match:
             total = sum(float(part) * _SECONDS[unit] for part, unit in zip(match.groups(), units, strict=True))

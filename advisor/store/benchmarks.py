@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Metric names used across the advisor (higher is faster for every one of them).
 METRICS: dict[str, str] = {
@@ -25,8 +28,7 @@ METRICS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Measurement:
+class Measurement(NamedTuple):
     """A metric's value (median of repetitions) and its spread (e.g. IQR), in METRICS units."""
 
     value: float
@@ -34,15 +36,14 @@ class Measurement:
     unit: str = ""
 
 
-@dataclass(frozen=True)
-class BenchRun:
+class BenchRun(NamedTuple):
     """One benchmark run on one node."""
 
     node: str
     tool: str
     source: str
     results: Mapping[str, Measurement]
-    hardware: Mapping[str, Any] = field(default_factory=dict)
+    hardware: Mapping[str, Any] = MappingProxyType({})
     measured_at: str | None = None
 
 

@@ -5,6 +5,8 @@ half-way; the database runs in WAL mode so readers (the sbatch wrapper) never wa
 and never see a half-written transaction.  slurmctld's Lua plugin does not read this file: it
 reads a JSON export (see README), because a WAL database is unreadable to a user who cannot
 write its directory; for the same reason users' wrappers read a copy (store/publish.py).
+Paths are plain strings here (os.path): the wrapper opens the cache on every submission, and
+pathlib costs it ~4 ms to import.
 """
 
 from __future__ import annotations
@@ -14,27 +16,39 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from advisor.errors import CacheError
+from advisor.lite import TYPE_CHECKING
 from advisor.store.migrations import MIGRATIONS
+from advisor.text import percent_encode
 
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     import sqlite_utils
 
 SCHEMA_VERSION = len(MIGRATIONS)
 APP_ID = 0x5A11AD01  # PRAGMA application_id: refuses to treat a foreign SQLite file as a cache
 
 
-def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+def db_location(explicit: str | os.PathLike[str] | None = None) -> str:
     """``--db`` first, then ``$ADVISOR_DB``, then the per-user data directory."""
     if explicit:
-        return Path(explicit).expanduser()
+        return os.path.normpath(os.path.expanduser(os.fspath(explicit)))
     if os.environ.get("ADVISOR_DB"):
-        return Path(os.environ["ADVISOR_DB"]).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "slurm-advisor" / "cache.db"
+        return os.path.normpath(os.path.expanduser(os.environ["ADVISOR_DB"]))
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
+    return os.path.join(base, "slurm-advisor", "cache.db")
+
+
+def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """db_location as a Path."""
+    from pathlib import Path
+
+    return Path(db_location(explicit))
 
 
 def cache_error(where: object, error: sqlite3.Error) -> CacheError:
@@ -52,7 +66,7 @@ def cache_error(where: object, error: sqlite3.Error) -> CacheError:
 class Store:
     """An open cache: ``db`` for queries, ``write()`` for transactions."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path | None, *, readonly: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str | None, *, readonly: bool) -> None:
         self.conn = conn
         self.path = path
         self.readonly = readonly
@@ -67,24 +81,24 @@ class Store:
     ) -> Store:
         """Open (and on first use create and migrate) the cache at path, or in memory for ':memory:'."""
         memory = str(path) == ":memory:"
-        where = None if memory else default_db_path(path)
+        where = None if memory else db_location(path)
         try:
             if memory:
                 conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             elif readonly:
-                if where is None or not where.exists():
+                if where is None or not os.path.exists(where):
                     raise CacheError(
                         f"cache {where} does not exist",
                         hint="create it with 'advisor demo' or an import",
                     )
                 conn = sqlite3.connect(
-                    f"{where.resolve().as_uri()}?mode=ro",
+                    f"file://{percent_encode(os.path.realpath(where), safe='/')}?mode=ro",
                     uri=True,
                     isolation_level=None,
                     timeout=busy_timeout_s,
                 )
             elif where is not None:
-                where.parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(os.path.dirname(where) or ".", exist_ok=True)
                 conn = sqlite3.connect(where, isolation_level=None, timeout=busy_timeout_s)
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")

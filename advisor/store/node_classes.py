@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.store.connection import Store
 
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(frozen=True)
-class RunInfo:
+
+class RunInfo(NamedTuple):
     """The newest benchmark run of a node: when, how, and on what hardware."""
 
     node: str
@@ -23,7 +25,7 @@ class RunInfo:
     measured_at: str
     tool: str
     source: str
-    hardware: Mapping[str, Any] = field(default_factory=dict)
+    hardware: Mapping[str, Any] = MappingProxyType({})
 
 
 def save_node_classes(store: Store, classes: Mapping[str, str]) -> None:

@@ -40,7 +40,7 @@ class PublishedCopy:
 def publish_copy(store: Store, target: str | os.PathLike[str]) -> PublishedCopy:
     """Copy the open cache to target atomically, as a rollback-journal file of mode 0644."""
     path = Path(target)
-    if store.path is not None and path.exists() and path.resolve() == store.path.resolve():
+    if store.path is not None and path.exists() and path.resolve() == Path(store.path).resolve():
         raise InputError(f"--out {path} is the cache itself", hint="name a path beside it")
     directory = path.parent if str(path.parent) else Path(".")
     try:

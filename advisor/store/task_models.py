@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
 
-@dataclass(frozen=True)
-class TaskModelRow:
+class TaskModelRow(NamedTuple):
     """One stored model: node_class '*' for machine-independent ones (reference, baselines)."""
 
     task: str
@@ -24,7 +22,7 @@ class TaskModelRow:
     method: str
     params: dict[str, Any]
     n_obs: int
-    updated_at: str | None = field(default=None, compare=False)
+    updated_at: str | None = None
 
 
 _INSERT = (
@@ -32,6 +30,9 @@ _INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task, node_class, method) DO UPDATE SET "
     "params = excluded.params, n_obs = excluded.n_obs, updated_at = excluded.updated_at"
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _values(row: TaskModelRow, now: str) -> tuple[Any, ...]:

@@ -8,16 +8,19 @@ candidates to the partition expected to finish first, given start estimates from
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
-from typing import NamedTuple
 
-from advisor.slurm.records import StartEstimate
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.slurm.timefmt import format_duration
 from advisor.wrapper.argv import AdvisorOptions, SbatchArgv
 from advisor.wrapper.limits import Decision, PartitionLimit, decide, partition_limit
 from advisor.wrapper.request import JobRequest
 from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.tag import Tag, with_tag
+
+if TYPE_CHECKING:  # datetime loads only for --pick earliest
+    from datetime import datetime
+
+    from advisor.slurm.records import StartEstimate
 
 #: Actions after which the job carries the advisor's tag (``advise`` and ``none`` change nothing).
 TAGGED_ACTIONS = ("set", "lowered", "kept")
@@ -152,6 +155,7 @@ def pick_earliest(
     usable = [p for p in current.limits if p.limit_s is not None]
     if len(usable) < 2 or current.decision.action not in ("set", "lowered"):
         return current
+    from datetime import timedelta
     estimates = []
     for limit in usable:
         single = current.decision._replace(

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from advisor.errors import UsageError
+from advisor.lite import NamedTuple
 from advisor.wrapper.sbatch_options import (
     LONG_OPTIONS,
     SHORT_OPTIONS,

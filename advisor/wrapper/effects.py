@@ -8,9 +8,8 @@ import pwd
 import re
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+from advisor.lite import TYPE_CHECKING
 from advisor.wrapper.submit import SideEffects
 
 if TYPE_CHECKING:
@@ -29,12 +28,13 @@ WRITE_BUSY_S = 5.0
 SBATCH_TIMEOUT_S = 60.0
 #: With --wait sbatch returns when the job ends, however long that takes.
 WAIT_TIMEOUT_S = math.inf
-_CLUSTER_NAME = re.compile(r"^\s*ClusterName\s*=\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+_CLUSTER_NAME = r"^\s*ClusterName\s*=\s*(\S+)"  # compiled (and cached) by re when used
 
 
 def read_script(path: str) -> str:
     """The script as text; bytes that are not UTF-8 survive as surrogates."""
-    return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+        return handle.read()
 
 
 def read_stdin() -> str:
@@ -110,10 +110,10 @@ def record(db: str | None, advice: Advice) -> None:
     same, in the job's comment tag.
     """
     from advisor.store.advice import record_advice
-    from advisor.store.connection import Store, default_db_path
+    from advisor.store.connection import Store, db_location
 
-    path = default_db_path(db)
-    if not path.exists() or not os.access(path, os.W_OK):
+    path = db_location(db)
+    if not os.path.exists(path) or not os.access(path, os.W_OK):
         return
     with Store.open(path, busy_timeout_s=WRITE_BUSY_S) as store:
         record_advice(store, advice)
@@ -126,9 +126,10 @@ def user() -> str:
 
 def cluster_name(conf: str | None = None) -> str | None:
     """ClusterName from slurm.conf ($SLURM_CONF, else /etc/slurm/slurm.conf), as sacct reports it."""
-    path = Path(conf or os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf")
+    path = conf or os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
     try:
-        match = _CLUSTER_NAME.search(path.read_text(encoding="utf-8", errors="replace"))
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            match = re.search(_CLUSTER_NAME, handle.read(), re.IGNORECASE | re.MULTILINE)
     except OSError:
         return None
     return match.group(1).lower() if match else None

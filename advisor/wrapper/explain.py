@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import Any
 
+from advisor.lite import TYPE_CHECKING
 from advisor.wrapper.advise import Plan
 from advisor.wrapper.limits import PartitionLimit
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
 

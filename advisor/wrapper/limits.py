@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from advisor.errors import InputError
+from advisor.lite import NamedTuple
 from advisor.slurm.timefmt import NoLimit, parse_timelimit
 from advisor.wrapper.predictor import Forecast
 

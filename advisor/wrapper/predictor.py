@@ -8,8 +8,8 @@ and tests plug in their own.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple, Protocol
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.node_factor import class_factor
 from advisor.models.predict import TaskModels, predict_on
 
@@ -29,18 +29,21 @@ class Forecast(NamedTuple):
     source: str
 
 
-class Predictor(Protocol):
-    """Anything that forecasts a task's runtime on a node class."""
+if TYPE_CHECKING:  # a Protocol is for mypy; at run time any object with these methods will do
+    from typing import Protocol
 
-    def default_input_bytes(self, task: str) -> int | None:
-        """The input size to assume when the job names no input (None: the model needs none)."""
-        ...
+    class Predictor(Protocol):
+        """Anything that forecasts a task's runtime on a node class."""
 
-    def forecast(
-        self, task: str, input_bytes: int | None, node_class: str, quantile: float
-    ) -> Forecast | None:
-        """The forecast, or None when nothing is known about the task on that class."""
-        ...
+        def default_input_bytes(self, task: str) -> int | None:
+            """The input size to assume when the job names no input (None: the model needs none)."""
+            ...
+
+        def forecast(
+            self, task: str, input_bytes: int | None, node_class: str, quantile: float
+        ) -> Forecast | None:
+            """The forecast, or None when nothing is known about the task on that class."""
+            ...
 
 
 class ModelPredictor(NamedTuple):

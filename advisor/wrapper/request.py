@@ -6,10 +6,10 @@ override ``#SBATCH`` lines in the script; among options of one origin the last o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from pathlib import PurePath
-from typing import NamedTuple
 
+from advisor.lite import NamedTuple
 from advisor.wrapper.argv import Option
 
 #: The input environment variables of sbatch 22.05 that concern the advisor (sbatch(1)).
@@ -96,5 +96,5 @@ def task_name(explicit: str | None, request: JobRequest, script: str | None) -> 
     if request.wrap:
         return "wrap"
     if script:
-        return PurePath(script).name
+        return os.path.basename(script.rstrip("/"))
     return None

@@ -10,9 +10,9 @@ backslash escaping the next character, and an unquoted ``#`` starting a comment.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from advisor.errors import InputError
+from advisor.lite import NamedTuple
 
 _MAGIC = ("#SBATCH", "#SLURM")
 _HETJOB_WORDS = ("hetjob", "packjob")

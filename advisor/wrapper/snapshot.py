@@ -7,15 +7,18 @@ submission must not wait on a second round trip to the controller.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.context import load_node_context
 from advisor.models.predict import task_models_from_rows
 from advisor.slurm.records import Partition
 from advisor.store.cluster import load_partitions
 from advisor.store.connection import Store
 from advisor.store.task_models import load_task_models
-from advisor.wrapper.predictor import ModelPredictor, Predictor
+from advisor.wrapper.predictor import ModelPredictor
+
+if TYPE_CHECKING:
+    from advisor.wrapper.predictor import Predictor
 
 
 class Snapshot(NamedTuple):

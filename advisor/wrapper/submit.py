@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
 
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.wrapper.advise import Plan, pick_earliest, plan
 from advisor.wrapper.argv import CommandLine, Option, parse_options
 from advisor.wrapper.limits import Decision
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 #: sbatch options after which sbatch only prints something: nothing to advise.
 _INFO_OPTIONS = frozenset({"help", "usage", "version"})
-_JOB_ID = re.compile(r"^(?:Submitted batch job )?(\d+)(?:;\S+)?\s*$", re.MULTILINE)
+#: Compiled by re on first use (re caches it), not at import: --dry-run never needs it.
+_JOB_ID = r"^(?:Submitted batch job )?(\d+)(?:;\S+)?\s*$"
 
 
 class SideEffects(NamedTuple):
@@ -158,7 +159,7 @@ def prepare(cmd: CommandLine, side: SideEffects) -> Prepared:
 
 def job_id_of(stdout: str) -> int | None:
     """The job id sbatch printed (plain or --parsable), if any."""
-    match = _JOB_ID.search(stdout)
+    match = re.search(_JOB_ID, stdout, re.MULTILINE)
     return int(match.group(1)) if match else None
 
 

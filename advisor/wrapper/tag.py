@@ -9,12 +9,11 @@ slurm/job_submit.lua writes the same format with source ``lua``.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
-from advisor.text import storable
+from advisor.lite import NamedTuple
+from advisor.text import percent_decode, percent_encode, storable
 
 PREFIX = "advisor:"
-_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-")
 _TAG = re.compile(r"(?:^|\s)advisor:(\w+)((?:,\w+=[^,\s]*)*)\s*$")
 
 
@@ -26,30 +25,6 @@ class Tag(NamedTuple):
     limit_min: int
     quantile: float | None = None
     task: str | None = None
-
-
-def percent_encode(text: str) -> str:
-    """UTF-8 bytes outside ``A-Za-z0-9._~-`` as ``%XX`` (urllib's quote, without its imports)."""
-    data = text.encode("utf-8", "surrogateescape")
-    return "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in data)
-
-
-def percent_decode(text: str) -> str:
-    """Inverse of percent_encode."""
-    out = bytearray()
-    i = 0
-    while i < len(text):
-        if text[i] == "%" and _is_hex(text[i + 1 : i + 3]):
-            out.append(int(text[i + 1 : i + 3], 16))
-            i += 3
-        else:
-            out.extend(text[i].encode("utf-8", "surrogateescape"))
-            i += 1
-    return out.decode("utf-8", "surrogateescape")
-
-
-def _is_hex(pair: str) -> bool:
-    return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
 
 
 def format_tag(tag: Tag) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -132,7 +131,7 @@ def test_job_names_and_comments_that_are_not_utf8_do_not_stop_accounting(store: 
     job = parse_sacct_line(row)
     assert job.name == "p\ufffdn"
     with store.write():
-        Ingestor(store).add([replace(job, job_id="90001", job_id_raw=90001)])
+        Ingestor(store).add([job._replace(job_id="90001", job_id_raw=90001)])
     tasks = {r["task"] for r in store.query("SELECT task FROM observations WHERE source_key = '90001'")}
     assert tasks == {"\ufffd"}
 

@@ -28,7 +28,7 @@ from advisor.slurm.records import Partition
 from advisor.slurm.runner import CommandResult
 from advisor.store import Store
 from advisor.store.advice import Advice, record_advice
-from advisor.text import storable
+from advisor.text import percent_encode, storable
 from advisor.validate import validate
 from advisor.wrapper.argv import parse_command_line
 from advisor.wrapper.export import export_document, write_export
@@ -36,7 +36,7 @@ from advisor.wrapper.predictor import Forecast
 from advisor.wrapper.script import read_directives
 from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.submit import SideEffects
-from advisor.wrapper.tag import parse_tag, percent_encode
+from advisor.wrapper.tag import parse_tag
 from tests.conftest import REPO
 from tests.fuzz.hostile import HOSTILE_STRINGS, argv_text, budget, field, outcome
 

@@ -23,7 +23,7 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -404,7 +404,7 @@ def test_the_wrapper_clamps_to_maxtime_and_falls_back_on_a_stale_maxtime(
         cpu = next(p.max_time_s for p in partitions if p.name == "cpu")
         assert show(job_id(both.stdout))["TimeLimit"] == format_duration(cpu or 0)
         with Store.open(cache) as store:  # MaxTime lowered since 'advisor cluster --save'
-            save_cluster(store, [replace(p, max_time_s=30 * 86400) for p in partitions], nodes)
+            save_cluster(store, [p._replace(max_time_s=30 * 86400) for p in partitions], nodes)
         stale = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p", "cpu",
                         "--output=/dev/null", "--wrap", "true")  # fmt: skip
         assert stale.returncode == 0, stale.stderr

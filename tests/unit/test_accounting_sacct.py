@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -196,8 +195,7 @@ def test_format_and_parse_round_trip(
     name: str, elapsed: int, limit_min: int | None, state: str, comment: str
 ) -> None:
     job = parse_sacct_line(capture("sacct_inflight_final.txt").body.strip())
-    changed = replace(
-        job,
+    changed = job._replace(
         name=name,
         elapsed_s=elapsed,
         timelimit_s=None if limit_min is None else limit_min * 60,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ def kth_records(cluster: str = "kth") -> list[JobRecord]:
     """The excerpt's finished jobs as sacct records of one partition ('batch')."""
     epoch = swf_epoch(swf_header(KTH))
     return [
-        replace(swf_record(job, log="kth", epoch=epoch), cluster=cluster, partition="batch",
+        swf_record(job, log="kth", epoch=epoch)._replace(cluster=cluster, partition="batch",
                 nodes=("n1",), name=f"app{job.user}")
         for job in read_swf(KTH)
         if job.run_s is not None
@@ -189,7 +188,7 @@ def test_a_transient_failure_is_retried_and_nothing_is_lost(cache_path: Path) ->
 def test_a_malformed_row_names_its_window_and_nothing_of_the_window_is_stored(
     cache_path: Path,
 ) -> None:
-    bad = replace(RECORDS[5], state="EXPLODED")
+    bad = RECORDS[5]._replace(state="EXPLODED")
     records = [*RECORDS[:5], bad, *RECORDS[6:]]
     with Store.open(cache_path) as store:
         with pytest.raises(InputError) as info:
@@ -204,7 +203,7 @@ def test_a_malformed_row_names_its_window_and_nothing_of_the_window_is_stored(
 def test_a_record_in_flight_holds_the_watermark_until_it_is_final(cache_path: Path) -> None:
     target = RECORDS[100]
     assert target.end is not None
-    flying = replace(target, partition="", name="allocation", state="COMPLETED")
+    flying = target._replace(partition="", name="allocation", state="COMPLETED")
     records = [job if job is not target else flying for job in RECORDS]
     soon = target.end + timedelta(minutes=10)  # slurmdbd fills records within seconds
     first = run_update(

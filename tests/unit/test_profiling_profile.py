@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 import pytest
 
@@ -170,7 +169,7 @@ def test_node_states(state: str, unavailable: bool) -> None:
 
 
 def test_a_down_node_is_reported_without_a_job() -> None:
-    nodes = [replace(n, state="DOWN*") if n.name == "f1" else n for n in NODES]
+    nodes = [n._replace(state="DOWN*") if n.name == "f1" else n for n in NODES]
     targets = {t.node: t for t in select_targets(PARTITIONS, nodes, REQUEST)}
     assert targets["f1"].problem == "node is DOWN*, cannot run a job"
     assert targets["c1"].problem is None

@@ -40,8 +40,8 @@ CALIBRATED = [100, 102, 104, 105, 106, 107, 108, 109, 110, 110,
 
 def _job(job_id: int, elapsed_s: int, task: str, state: str = "COMPLETED") -> object:
     template = next(job for job in real_jobs() if job.job_id == "38")
-    return dataclasses.replace(
-        template, job_id=str(job_id), job_id_raw=job_id, name=task, elapsed_s=elapsed_s,
+    return template._replace(
+        job_id=str(job_id), job_id_raw=job_id, name=task, elapsed_s=elapsed_s,
         state=state, timelimit_s=600, nodes=("c1",),
     )  # fmt: skip
 

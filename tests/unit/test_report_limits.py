@@ -128,9 +128,8 @@ def test_filters_select_by_end_user_partition_and_task(cache: Path, capsys: pyte
 def test_since_accepts_a_span_back_from_now(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     now = datetime.now().replace(microsecond=0)
     template = real_jobs()[0]
-    from dataclasses import replace
 
-    jobs = [replace(template, job_id=str(i), job_id_raw=i, end=now - timedelta(days=days))
+    jobs = [template._replace(job_id=str(i), job_id_raw=i, end=now - timedelta(days=days))
             for i, days in ((1, 1), (2, 3), (3, 10))]
     with Store.open(tmp_path / "s.db") as store:
         save_jobs(store, jobs)
@@ -163,7 +162,6 @@ def test_a_real_swf_log_reproduces_the_published_overestimate(
     epoch = datetime(1996, 9, 23)
     template = real_jobs()[0]
     records = []
-    from dataclasses import replace
 
     for line in (shared_data / "traces" / "KTH-SP2-1996-2.1-cln.swf").read_text().splitlines():
         if line.startswith(";") or not line.strip():
@@ -173,8 +171,8 @@ def test_a_real_swf_log_reproduces_the_published_overestimate(
             continue
         end = epoch + timedelta(seconds=f[1] + max(0, f[2]) + f[3])
         state = {1: "COMPLETED", 0: "FAILED", 5: "CANCELLED"}.get(f[10], "FAILED")
-        records.append(replace(
-            template, cluster="kth", job_id=str(f[0]), job_id_raw=f[0], user=f"u{f[11]}",
+        records.append(template._replace(
+            cluster="kth", job_id=str(f[0]), job_id_raw=f[0], user=f"u{f[11]}",
             partition=f"p{f[15]}", nodes=(), cpus=max(1, f[4]), elapsed_s=f[3],
             timelimit_s=f[8] if f[8] > 0 else None, state=state, end=end, comment="",
         ))  # fmt: skip

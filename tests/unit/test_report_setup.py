@@ -12,7 +12,6 @@ fast; the models are learned (advisor learn) from observations of 'align' on bot
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import NamedTuple
@@ -101,8 +100,8 @@ def advised_records() -> list[JobRecord]:
     """ADVISED and FOREIGN as records: job 38 of the capture with their fields."""
     template = next(job for job in real_jobs() if job.job_id == "38")
     return [
-        dataclasses.replace(
-            template, cluster=spec.cluster, job_id=str(spec.job_id), job_id_raw=spec.job_id,
+        template._replace(
+            cluster=spec.cluster, job_id=str(spec.job_id), job_id_raw=spec.job_id,
             name="align.sh", user=spec.user, partition=spec.partition,
             nodes=(spec.node,) if spec.node else (), cpus=spec.cpus, elapsed_s=spec.elapsed_s,
             timelimit_s=spec.timelimit_s, state=spec.state, comment=spec.comment,

@@ -166,7 +166,7 @@ def test_command_line_pastes_back_into_bash_as_the_same_argv() -> None:
 def test_percent_encoding_is_urllibs_and_round_trips(text: str) -> None:
     from urllib.parse import quote
 
-    from advisor.wrapper.tag import percent_decode, percent_encode
+    from advisor.text import percent_decode, percent_encode
 
     encoded = percent_encode(text)
     if not any(0xDC80 <= ord(c) <= 0xDCFF for c in text):
