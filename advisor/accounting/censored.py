@@ -19,12 +19,12 @@ from dataclasses import replace
 
 from advisor.models.context import load_node_context
 from advisor.models.distributions import Predictive, student_t_cdf
+from advisor.models.loading import load_models
 from advisor.models.node_factor import class_factor
 from advisor.models.online import update_online
-from advisor.models.predict import NoFactorError, predict_on, task_models_from_rows
+from advisor.models.predict import NoFactorError, predict_on
 from advisor.store.connection import Store
 from advisor.store.observations import Observation
-from advisor.store.task_models import load_task_models
 
 #: The upper quantile a TIMEOUT must not lower.
 UPPER_QUANTILE = 0.95
@@ -50,12 +50,10 @@ def expected_above(predictive: Predictive, limit_s: float) -> float:
 
 
 def _prediction(store: Store, observation: Observation, node_class: str) -> Predictive | None:
-    rows = load_task_models(store, observation.task)
-    models = task_models_from_rows(
-        observation.task, ((r.node_class, r.method, r.params) for r in rows)
-    )
-    reference = models.reference
-    if reference is None or observation.input_bytes is None:
+    """The predictive the job's own user sees (the one whose limit killed it)."""
+    models = load_models(store, (observation.task,), user=observation.user).get(observation.task)
+    reference = models.reference if models is not None else None
+    if models is None or reference is None or observation.input_bytes is None:
         return None
     context = load_node_context(store)
     factor = class_factor(reference.reference, node_class, context.scores, reference.cpu_weight)

@@ -8,8 +8,7 @@ from advisor.render import Result, Table
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
-from advisor.wrapper.export import export_document, write_export
-from advisor.wrapper.snapshot import load_snapshot
+from advisor.wrapper.export import export_from_cache, write_export
 
 
 def _quantile(text: str) -> float:
@@ -49,10 +48,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def run(args: argparse.Namespace) -> Result:
     """Read the cache, write the file, show what it holds."""
     with Store.open(getattr(args, "db", None), readonly=True) as store:
-        snapshot = load_snapshot(store, None)
-    document = export_document(
-        snapshot, quantile=args.quantile, margin=args.margin, generated_at=utc_now()
-    )
+        document = export_from_cache(
+            store, quantile=args.quantile, margin=args.margin, generated_at=utc_now()
+        )
     path = write_export(args.out, document)
     rows = [
         {
@@ -67,5 +65,8 @@ def run(args: argparse.Namespace) -> Result:
     return Result(
         data=document,
         tables=(Table(rows, columns=("task", "partition", "limit_min", "predicted_s")),),
-        notes=(f"wrote {path}: {len(document['tasks'])} tasks",),
+        notes=(
+            f"wrote {path}: {len(document['tasks'])} tasks, own limits of "
+            f"{len(document['users'])} users",
+        ),
     )

@@ -14,6 +14,7 @@ from advisor.planner.registry import SCHEDULERS
 from advisor.render import Result, Table
 from advisor.slurm.timefmt import format_duration
 from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
+from advisor.wrapper.effects import user as current_user
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -98,6 +99,7 @@ def plan_request(args: argparse.Namespace, inputs: Sequence[str]) -> PlanRequest
         shared_fs=args.shared_fs,
         quantile=args.quantile,
         margin=args.margin,
+        user=current_user(),
     )
 
 

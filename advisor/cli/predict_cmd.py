@@ -9,6 +9,7 @@ from advisor.models.predict import METHODS
 from advisor.models.predicting import input_size_of, predict_queries, predict_runtime
 from advisor.render import Result, Table
 from advisor.store import Store
+from advisor.wrapper.effects import user as current_user
 
 QUERY_COLUMNS = ("task", "node", "input_bytes", "predicted_s", "p50_s", "p90_s", "p95_s")
 CLASS_COLUMNS = (
@@ -47,6 +48,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.add_argument("--queries", metavar="FILE.csv", help="bulk: columns task,node,input_bytes")
     parser.add_argument("--cores", type=int, help="cores the task will use")
     parser.add_argument(
+        "--user",
+        help="whose own runs refine the models (default: you, as 'advisor sbatch' predicts; "
+        "'' for the shared models alone)",
+    )
+    parser.add_argument(
         "--method",
         choices=METHODS,
         default="lotaru",
@@ -58,11 +64,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def run(args: argparse.Namespace) -> Result:
     """Check the argument combination, predict, lay out."""
     db = getattr(args, "db", None)
+    user = current_user() if args.user is None else args.user
     if args.queries:
         if args.task or args.input_bytes is not None or args.input:
             raise UsageError("--queries cannot be combined with --task/--input-bytes/--input")
         with Store.open(db, readonly=True) as store:
-            data = predict_queries(store, args.queries, method=args.method)
+            data = predict_queries(store, args.queries, method=args.method, user=user)
         return Result(data=data, tables=(Table(data["predictions"], columns=QUERY_COLUMNS),))
     if not args.task:
         raise UsageError("give --task (with --input-bytes or --input) or --queries FILE.csv")
@@ -80,6 +87,7 @@ def run(args: argparse.Namespace) -> Result:
             partition=args.partition,
             method=args.method,
             cores=args.cores,
+            user=user,
         )
     notes = [f"{args.task}, {input_bytes} input bytes ({args.method})"]
     if data["skipped_classes"]:

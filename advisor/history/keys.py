@@ -1,8 +1,10 @@
 """The history keys a job belongs to, most specific first.
 
 A job is compared with the jobs of the same user and job name, else of the same user and
-partition, else of the same user, else of the same partition: the first key with enough runs
-answers.  Parts that a job does not have (no job name, no partition) drop their keys.
+partition, else of the same user: the first key with enough runs answers.  Parts that a job
+does not have (no job name, no partition) drop their keys.  Every key belongs to one user: a
+partition-wide key pooling all users' runs (dropped in cache schema 4) let one user's flood of
+short jobs shorten the limits of everyone without a history of their own.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 #: Key kinds in the order they are tried.
-KINDS: tuple[str, ...] = ("user+name", "user+partition", "user", "partition")
+KINDS: tuple[str, ...] = ("user+name", "user+partition", "user")
 
 
 class HistoryKey(NamedTuple):
@@ -37,6 +39,4 @@ def keys_for(user: str | None, name: str | None, partition: str | None) -> tuple
         keys.append(HistoryKey("user+partition", user, "", partition))
     if user:
         keys.append(HistoryKey("user", user, "", ""))
-    if partition:
-        keys.append(HistoryKey("partition", "", "", partition))
     return tuple(keys)

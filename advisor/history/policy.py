@@ -12,8 +12,8 @@ Why these rules (one configuration, fixed here, not fitted to any log):
   long jobs; the absolute one covers short jobs, whose relative noise is large, and reflects
   that a kill costs the job's whole runtime while the last hour of a limit frees at most an
   hour.
-* **Evidence: 5 completed runs for a key of one user, a full window for a whole partition.**  A
-  partition pools every user's jobs, so its maximum says little until the window is full.
+* **Evidence: 5 completed runs of the key.**  Every key is one user's (advisor.history.keys):
+  no user's jobs shape another user's limit.
 * **Per-key at-risk budget (AIMD, as TCP's congestion window).**  Feedback is late: a kill is
   seen only when the job ends, and users submit bursts.  At most ``cap`` jobs of a key may run
   under an advised limit whose outcome is unknown; each completed advised job raises the cap by
@@ -44,7 +44,6 @@ class PolicyConfig:
 
     window: int = 50
     min_runs: int = 5
-    partition_min_runs: int = 50
     margin: float = 0.5
     floor_s: float = 3600.0
     cap_max: float = 16.0
@@ -157,8 +156,7 @@ def propose(
     for key, state in states:
         if state is None:
             continue
-        need = config.partition_min_runs if key.kind == "partition" else config.min_runs
-        if state.completed_in_window < need:
+        if state.completed_in_window < config.min_runs:
             continue
         running = in_flight(key)
         if running >= state.cap:

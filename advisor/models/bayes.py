@@ -100,6 +100,15 @@ class SufficientStats(NamedTuple):
             self.syy + y * y,
         )
 
+    def plus(self, other: SufficientStats) -> SufficientStats:
+        """The statistics of both sets of runs (sums are all they keep)."""
+        return SufficientStats(
+            add(self.hth, other.hth),
+            tuple(a + b for a, b in zip(self.hty, other.hty, strict=True)),
+            self.n + other.n,
+            self.syy + other.syy,
+        )
+
     def add_many(self, rows: Iterable[tuple[Sequence[float], float]]) -> SufficientStats:
         """The statistics with many more (h, y) runs: the sums of repeated add, in one pass."""
         k = len(self.hty)

@@ -1,7 +1,9 @@
 """A task's model on one node class: the transferred prior and the runs seen on that class.
 
 Stored in ``task_models`` (method 'online'); predicting needs only the standard library, and
-adding a run touches only this record (O(k²), no history).
+adding a run touches only this record (O(k²), no history).  A user's own runs are kept apart
+(``UserRuns``, table user_task_models): that user's predictions add them to the shared
+statistics, nobody else's do, so no user can move another user's limits.
 """
 
 from __future__ import annotations
@@ -15,6 +17,41 @@ from advisor.models.features import features
 
 if TYPE_CHECKING:
     from typing import Any
+
+
+def with_runs(
+    stats: SufficientStats, feature_set: str, runs: Sequence[tuple[float, float, int | None]]
+) -> SufficientStats:
+    """The statistics after (input_bytes, runtime_s, cores) runs, one O(k²) update each."""
+    return stats.add_many(
+        (features(feature_set, input_bytes, cores), runtime_s)
+        for input_bytes, runtime_s, cores in runs
+    )
+
+
+class UserRuns(NamedTuple):
+    """The sufficient statistics of one user's runs of a task on one node class."""
+
+    feature_set: str
+    stats: SufficientStats
+
+    @classmethod
+    def empty(cls, feature_set: str) -> UserRuns:
+        """No runs yet."""
+        return cls(feature_set, SufficientStats.empty(len(features(feature_set, 0.0))))
+
+    def with_runs(self, runs: Sequence[tuple[float, float, int | None]]) -> UserRuns:
+        """After more (input_bytes, runtime_s, cores) runs of this user."""
+        return self._replace(stats=with_runs(self.stats, self.feature_set, runs))
+
+    def to_params(self) -> dict[str, Any]:
+        """Plain numbers for the params JSON (schemas/task-model.json, 'user')."""
+        return {"model": "user", "features": self.feature_set, "stats": self.stats.to_json()}
+
+    @classmethod
+    def from_params(cls, doc: dict[str, Any]) -> UserRuns:
+        """Inverse of to_params."""
+        return cls(str(doc.get("features", "size")), SufficientStats.from_json(doc["stats"]))
 
 
 class ClassModel(NamedTuple):
@@ -38,19 +75,13 @@ class ClassModel(NamedTuple):
 
     def with_runs(self, runs: Sequence[tuple[float, float, int | None]]) -> ClassModel:
         """The model after (input_bytes, runtime_s, cores) runs, one O(k²) update each."""
-        stats = self.stats.add_many(
-            (features(self.feature_set, input_bytes, cores), runtime_s)
-            for input_bytes, runtime_s, cores in runs
-        )
-        return ClassModel(
-            self.node_class,
-            self.reference,
-            self.factor,
-            self.factor_source,
-            self.feature_set,
-            self.prior,
-            stats,
-        )
+        return self._replace(stats=with_runs(self.stats, self.feature_set, runs))
+
+    def with_user(self, user: UserRuns) -> ClassModel:
+        """The model one user sees: the shared runs and that user's own (same features only)."""
+        if user.feature_set != self.feature_set or not user.stats.n:
+            return self
+        return self._replace(stats=self.stats.plus(user.stats))
 
     def to_params(self) -> dict[str, Any]:
         """Plain numbers for the params JSON (schemas/task-model.json, 'online')."""

@@ -5,6 +5,11 @@ nothing else ran the task); Lotaru's model is fitted there, the CPU weight comes
 paired runs, the paper's baselines are fitted on the same runs, and every other class that ran
 the task gets an online model: the transferred prior updated with that class's runs.
 Censored runs (killed at their limit) are lower bounds, not runtimes, and are left out.
+
+Only runs without a user (what the administrator imported) shape these shared models.  Runs
+of a user's jobs (ingested from accounting) become that user's own statistics per task and
+class (``UserRuns``), which refine that user's predictions alone: a user cannot move another
+user's limits by running jobs of the same name.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.baselines import fit_baseline
+from advisor.models.class_model import UserRuns
 from advisor.models.context import NodeContext, load_node_context
 from advisor.models.lotaru import fit_task
 from advisor.models.node_factor import class_factor
@@ -22,7 +28,7 @@ from advisor.models.predict import transferred_model
 from advisor.models.transfer import TAU
 from advisor.store.connection import Store
 from advisor.store.observations import Observation, load_observations
-from advisor.store.task_models import TaskModelRow, replace_task_models
+from advisor.store.task_models import TaskModelRow, UserModelRow, replace_task_models
 
 
 @dataclass(frozen=True)
@@ -121,10 +127,10 @@ def learn_models(
     seed: int = 0,
     tau: float = TAU,
 ) -> tuple[list[TaskModelRow], list[TaskSummary]]:
-    """All rows and summaries from observations (pure: no cache involved)."""
+    """All shared rows and summaries from the runs without a user (pure: no cache involved)."""
     grouped: dict[str, dict[str, list[Observation]]] = {}
     for obs in observations:
-        if obs.censored or obs.runtime_s < 0:
+        if obs.censored or obs.runtime_s < 0 or obs.user:
             continue
         grouped.setdefault(obs.task, {}).setdefault(_class_of(obs, context), []).append(obs)
     rows: list[TaskModelRow] = []
@@ -138,17 +144,44 @@ def learn_models(
     return rows, summaries
 
 
+def learn_user_runs(
+    observations: Iterable[Observation], context: NodeContext, assumed_bytes: dict[str, float]
+) -> list[UserModelRow]:
+    """Each user's own statistics per task and class, for the tasks with a shared model.
+
+    assumed_bytes: per modelled task, the input size of a run that recorded none (the largest
+    training input, as accounting assumes when it learns the run online).
+    """
+    runs: dict[tuple[str, str, str], list[tuple[float, float, int | None]]] = {}
+    for obs in observations:
+        if not obs.user or obs.task not in assumed_bytes or obs.censored or obs.runtime_s < 0:
+            continue
+        size = float(obs.input_bytes) if obs.input_bytes is not None else assumed_bytes[obs.task]
+        key = (obs.user, obs.task, _class_of(obs, context))
+        runs.setdefault(key, []).append((size, obs.runtime_s, obs.cores))
+    rows = []
+    for (user, task, node_class), used in sorted(runs.items()):
+        mine = UserRuns.empty("size").with_runs(used)  # the features of every class model
+        rows.append(UserModelRow(user, task, node_class, mine.to_params(), mine.stats.n))
+    return rows
+
+
 def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> dict[str, Any]:
     """Refit everything and replace the stored models; a summary (schemas/learn-output.json)."""
     observations = load_observations(store)
-    rows, summaries = learn_models(
-        observations, load_node_context(store), reference=reference, seed=seed
-    )
-    stored = replace_task_models(store, rows)
+    context = load_node_context(store)
+    rows, summaries = learn_models(observations, context, reference=reference, seed=seed)
+    assumed = {
+        row.task: float(row.params["x_max_bytes"]) for row in rows if row.method == "lotaru"
+    }
+    user_rows = learn_user_runs(observations, context, assumed)
+    stored = replace_task_models(store, rows, user_rows)
     return {
         "observations": len(observations),
         "tasks": len(summaries),
         "models": stored,
+        "user_models": len(user_rows),
+        "users": len({row.user for row in user_rows}),
         "task_models": [
             {
                 "task": s.task,

@@ -3,8 +3,9 @@
 Only the standard library: the sbatch wrapper calls this with rows read from ``task_models``.
 Which model answers, in order: the class's online model (transferred prior updated by the runs
 seen on the class), the reference model on the reference class itself, else the transferred
-prior alone (Lotaru's prediction times F, with the transfer's uncertainty).  The baselines
-answer without any node adjustment, as in the paper.
+prior alone (Lotaru's prediction times F, with the transfer's uncertainty).  Models loaded for a
+user carry that user's own runs too: they are added to the class's statistics (source 'user').
+The baselines answer without any node adjustment, as in the paper.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.baselines import Baseline
 from advisor.models.bayes import SufficientStats
-from advisor.models.class_model import ClassModel
+from advisor.models.class_model import ClassModel, UserRuns
 from advisor.models.distributions import Predictive
 from advisor.models.features import size_features
 from advisor.models.reference import ReferenceModel
@@ -30,12 +31,13 @@ METHODS = ("lotaru", *BASELINES)
 
 
 class TaskModels(NamedTuple):
-    """Everything stored for one task."""
+    """Everything stored for one task, as one user sees it (user_runs: that user's own)."""
 
     task: str
     reference: ReferenceModel | None = None
     classes: Mapping[str, ClassModel] = MappingProxyType({})
     baselines: Mapping[str, Baseline] = MappingProxyType({})
+    user_runs: Mapping[str, UserRuns] = MappingProxyType({})
 
 
 class ClassPrediction(NamedTuple):
@@ -43,7 +45,7 @@ class ClassPrediction(NamedTuple):
 
     node_class: str
     method: str
-    source: str  # 'reference', 'online', 'transferred' or 'baseline'
+    source: str  # 'reference', 'online', 'transferred', 'user' or 'baseline'
     factor: float | None
     runs_on_class: int
     predictive: Predictive
@@ -54,9 +56,14 @@ class NoFactorError(LookupError):
 
 
 def task_models_from_rows(
-    task: str, rows: Iterable[tuple[str, str, Mapping[str, Any]]]
+    task: str,
+    rows: Iterable[tuple[str, str, Mapping[str, Any]]],
+    user_rows: Iterable[tuple[str, Mapping[str, Any]]] = (),
 ) -> TaskModels:
-    """TaskModels from (node_class, method, params) rows of task_models."""
+    """TaskModels from task_models rows, plus a user's own rows of user_task_models.
+
+    rows are (node_class, method, params); user_rows (node_class, params).
+    """
     reference = None
     classes: dict[str, ClassModel] = {}
     baselines: dict[str, Baseline] = {}
@@ -67,7 +74,8 @@ def task_models_from_rows(
             classes[node_class] = ClassModel.from_params(node_class, dict(params))
         elif method in BASELINES:
             baselines[method] = Baseline.from_params(dict(params))
-    return TaskModels(task, reference, classes, baselines)
+    user_runs = {node_class: UserRuns.from_params(dict(params)) for node_class, params in user_rows}
+    return TaskModels(task, reference, classes, baselines, user_runs)
 
 
 def transferred_model(
@@ -95,6 +103,20 @@ def transferred_model(
     )
 
 
+def _shared_model(
+    models: TaskModels, node_class: str, online: ClassModel | None, factor: float | None
+) -> ClassModel:
+    """The class's shared model as a record a user's runs can be added to."""
+    if online is not None:
+        return online
+    reference = models.reference
+    if reference is None:
+        raise LookupError(f"no model for task {models.task!r}")
+    if node_class != reference.reference and factor is None:
+        raise NoFactorError(node_class)
+    return transferred_model(reference, node_class, factor)
+
+
 def predict_on(
     models: TaskModels,
     node_class: str,
@@ -115,6 +137,17 @@ def predict_on(
     if method != "lotaru":
         raise ValueError(f"unknown method {method!r}")
     online = models.classes.get(node_class)
+    user = models.user_runs.get(node_class)
+    if user is not None and user.stats.n:
+        mine = _shared_model(models, node_class, online, factor).with_user(user)
+        return ClassPrediction(
+            node_class,
+            method,
+            "user",
+            mine.factor,
+            mine.stats.n,
+            mine.predict(input_bytes, cores),
+        )
     if online is not None:
         source = "online" if online.stats.n else "transferred"
         return ClassPrediction(

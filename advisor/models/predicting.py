@@ -1,4 +1,7 @@
-"""``advisor predict``: runtimes per node class for one task, or for a file of queries."""
+"""``advisor predict``: runtimes per node class for one task, or for a file of queries.
+
+As a user sees them: the shared models plus that user's own runs (the wrapper's view).
+"""
 
 from __future__ import annotations
 
@@ -10,18 +13,13 @@ from typing import Any
 from advisor.errors import InputError, UnknownTaskError
 from advisor.inputs import total_uncompressed
 from advisor.models.context import NodeContext, load_node_context
+from advisor.models.loading import load_models
 from advisor.models.node_factor import class_factor
-from advisor.models.predict import (
-    ClassPrediction,
-    NoFactorError,
-    TaskModels,
-    predict_on,
-    task_models_from_rows,
-)
+from advisor.models.predict import ClassPrediction, NoFactorError, TaskModels, predict_on
 from advisor.models.queries import read_queries
 from advisor.models.reference import ReferenceModel
 from advisor.store.connection import Store
-from advisor.store.task_models import known_tasks, load_task_models, partition_nodes
+from advisor.store.task_models import known_tasks, partition_nodes
 
 
 @dataclass(frozen=True)
@@ -44,11 +42,10 @@ class _Loaded:
         )
 
 
-def _load(store: Store, task: str) -> _Loaded:
-    rows = load_task_models(store, task)
-    if not rows:
+def _load(store: Store, task: str, user: str | None) -> _Loaded:
+    models = load_models(store, (task,), user=user).get(task)
+    if models is None:
         raise UnknownTaskError(task, known_tasks(store))
-    models = task_models_from_rows(task, ((r.node_class, r.method, r.params) for r in rows))
     if models.reference is None:
         raise InputError(f"task {task!r} has runs but no model", hint="run 'advisor learn'")
     return _Loaded(models, models.reference)
@@ -98,9 +95,10 @@ def predict_runtime(
     partition: str | None = None,
     method: str = "lotaru",
     cores: int | None = None,
+    user: str | None = None,
 ) -> dict[str, Any]:
     """Predictions for each node class (of the node, of the partition, or every known one)."""
-    loaded = _load(store, task)
+    loaded = _load(store, task, user)
     context = load_node_context(store)
     rows, skipped = [], []
     for name, node_class in _targets(store, loaded, context, node, partition):
@@ -118,7 +116,9 @@ def predict_runtime(
     return {"method": method, "predictions": rows, "skipped_classes": skipped}
 
 
-def predict_queries(store: Store, path: str | Path, *, method: str = "lotaru") -> dict[str, Any]:
+def predict_queries(
+    store: Store, path: str | Path, *, method: str = "lotaru", user: str | None = None
+) -> dict[str, Any]:
     """Predictions for every row of a queries CSV (task, node, input_bytes)."""
     queries = read_queries(path)
     context = load_node_context(store)
@@ -128,7 +128,7 @@ def predict_queries(store: Store, path: str | Path, *, method: str = "lotaru") -
         where = f"{path}:{q.line}"
         if q.task not in cache:
             try:
-                cache[q.task] = _load(store, q.task)
+                cache[q.task] = _load(store, q.task, user)
             except UnknownTaskError as error:
                 raise InputError(error.message, source=where, hint=error.hint) from None
         try:

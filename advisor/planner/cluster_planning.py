@@ -66,7 +66,7 @@ def plan_on_cluster(request: PlanRequest, store: Store) -> ClusterPlan:
                          "cluster in the cache (--db, --partition)")
     workflows = tuple(load_workflow(spec) for spec in request.inputs)
     kinds = tuple(sorted({t.model_task for w in workflows for t in w.tasks}))
-    snapshot = load_snapshot(store, kinds)
+    snapshot = load_snapshot(store, kinds, user=request.user)
     all_nodes = load_nodes(store)
     cluster = build_cluster(snapshot.partitions.values(), all_nodes, snapshot.node_class_of,
                             request.partitions)

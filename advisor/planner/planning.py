@@ -46,6 +46,8 @@ class PlanRequest:
     shared_fs: bool = False
     quantile: float = DEFAULT_QUANTILE
     margin: float = DEFAULT_MARGIN
+    #: Whose own runs refine the task models (the user who submits, as with advisor sbatch).
+    user: str | None = None
 
     @property
     def on_cluster(self) -> bool:

@@ -13,6 +13,8 @@ below its runtime, is left out of the coverage of a quantile above it (unknown),
 errors.  Jobs that failed or were cancelled ran for reasons the model does not know and are
 left out.  The baselines stored with each task (Lotaru paper, Sec. 4.3) and the user's own
 limit (the limit without the advisor) are scored on the same jobs, for the error CDF.
+Quantiles are recomputed from the shared models; a user's own runs (which refine that user's
+later predictions) are not replayed here.
 """
 
 from __future__ import annotations
@@ -25,14 +27,14 @@ from typing import Any
 
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.context import load_node_context
-from advisor.models.predict import TaskModels, predict_on, task_models_from_rows
+from advisor.models.loading import load_models
+from advisor.models.predict import TaskModels, predict_on
 from advisor.reports.jobs import JobView
 from advisor.reports.loading import Selection, load_jobs
 from advisor.reports.quantiles import ForecastAt, Quantiles, job_quantiles
 from advisor.reports.shaping import Shape, grouped_document, grouped_rows
 from advisor.reports.stats import mean, median, percentile
 from advisor.store.connection import Store
-from advisor.store.task_models import load_task_models
 from advisor.wrapper.predictor import Forecast, ModelPredictor
 
 GROUP_KEYS = ("task", "node_class", "partition", "user", "cluster")
@@ -210,14 +212,6 @@ def method_rows(scored: Sequence[Scored]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def load_models(store: Store, task: str | None) -> dict[str, TaskModels]:
-    """Every stored task model (or one task's), as the wrapper loads them."""
-    rows: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
-    for row in load_task_models(store, task):
-        rows.setdefault(row.task, []).append((row.node_class, row.method, row.params))
-    return {name: task_models_from_rows(name, items) for name, items in rows.items()}
-
-
 @dataclass(frozen=True)
 class AccuracyReport:
     """The JSON document, and the per-method errors behind the CDF plot."""
@@ -232,9 +226,8 @@ def accuracy_report(
 ) -> AccuracyReport:
     """The schemas/report-accuracy.json document."""
     jobs = load_jobs(store, selection)
-    scored = score_jobs(
-        jobs, load_models(store, selection.task), load_node_context(store).scores, progress=progress
-    )
+    models = load_models(store, None if selection.task is None else (selection.task,))
+    scored = score_jobs(jobs, models, load_node_context(store).scores, progress=progress)
     rows = grouped_rows(scored, by, lambda s: s.job, accuracy_figures)
     advised = [j for j in jobs if j.advice is not None]
     head = grouped_document(

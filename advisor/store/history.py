@@ -93,7 +93,6 @@ _MATCH = {
     "user+name": "a.user = ? AND a.task = ?",
     "user+partition": "a.user = ? AND a.partition = ?",
     "user": "a.user = ?",
-    "partition": "a.partition = ?",
 }
 
 
@@ -107,7 +106,6 @@ def advised_in_flight(store: Store, key: HistoryKey, *, since: str) -> int:
         "user+name": (key.user, key.name),
         "user+partition": (key.user, key.partition),
         "user": (key.user,),
-        "partition": (key.partition,),
     }[key.kind]
     row = store.conn.execute(
         f"""SELECT COUNT(*) FROM advice AS a

@@ -161,7 +161,7 @@ MIGRATIONS: tuple[str, ...] = (
     # site-wide kill budget, and an index to count a key's advised jobs still running.
     """
     CREATE TABLE history_keys (
-        kind TEXT NOT NULL,                  -- 'user+name', 'user+partition', 'user', 'partition'
+        kind TEXT NOT NULL,                  -- 'user+name', 'user+partition', 'user' ('partition' until 4)
         user TEXT NOT NULL,                  -- '' where the kind has no such part
         name TEXT NOT NULL,
         partition TEXT NOT NULL,
@@ -181,5 +181,24 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX advice_user ON advice (user, created_at);
     CREATE INDEX accounting_jobs_raw ON accounting_jobs (job_id_raw);
+    """,
+    # 4: what one user's jobs teach, kept apart from what everyone's predictions rest on
+    # (issue #8: another user's short jobs of the same name lowered everyone's limit).  Per
+    # user, task and node class: the sufficient statistics of that user's runs only
+    # (schemas/task-model.json, model 'user'); task_models learns only from runs without a
+    # user (what the administrator imported).  The history policy's partition-wide key pooled
+    # every user's runs in the same way and is dropped.  Run 'advisor learn' once after the
+    # upgrade: it rebuilds both tables from the observations.
+    """
+    CREATE TABLE user_task_models (
+        user TEXT NOT NULL,
+        task TEXT NOT NULL,
+        node_class TEXT NOT NULL,
+        params TEXT NOT NULL,                -- JSON object of numbers
+        n_obs INTEGER NOT NULL CHECK (n_obs >= 0),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (user, task, node_class)
+    );
+    DELETE FROM history_keys WHERE kind = 'partition';
     """,
 )

@@ -40,13 +40,44 @@ def _values(row: TaskModelRow, now: str) -> tuple[Any, ...]:
     return (row.task, row.node_class, row.method, text, row.n_obs, row.updated_at or now)
 
 
-def replace_task_models(store: Store, rows: Iterable[TaskModelRow]) -> int:
-    """Replace every stored model in one transaction (what ``advisor learn`` writes)."""
+class UserModelRow(NamedTuple):
+    """What one user's runs of a task taught on one node class (params: model 'user')."""
+
+    user: str
+    task: str
+    node_class: str
+    params: dict[str, Any]
+    n_obs: int
+    updated_at: str | None = None
+
+
+_INSERT_USER = (
+    "INSERT INTO user_task_models (user, task, node_class, params, n_obs, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user, task, node_class) DO UPDATE SET "
+    "params = excluded.params, n_obs = excluded.n_obs, updated_at = excluded.updated_at"
+)
+
+
+def _user_values(row: UserModelRow, now: str) -> tuple[Any, ...]:
+    text = json.dumps(row.params, sort_keys=True, allow_nan=False)
+    return (row.user, row.task, row.node_class, text, row.n_obs, row.updated_at or now)
+
+
+def replace_task_models(
+    store: Store, rows: Iterable[TaskModelRow], user_rows: Iterable[UserModelRow] = ()
+) -> int:
+    """Replace every stored model, shared and per user, in one transaction (``advisor learn``).
+
+    The count is of the shared models.
+    """
     now = utc_now()
     values = [_values(row, now) for row in rows]
+    user_values = [_user_values(row, now) for row in user_rows]
     with store.write():
         store.conn.execute("DELETE FROM task_models")
         store.conn.executemany(_INSERT, values)
+        store.conn.execute("DELETE FROM user_task_models")
+        store.conn.executemany(_INSERT_USER, user_values)
     return len(values)
 
 
@@ -77,6 +108,27 @@ def load_task_models(store: Store, task: str | None = None) -> list[TaskModelRow
             )
         )
     return out
+
+
+def upsert_user_model(store: Store, row: UserModelRow) -> None:
+    """Insert or replace one user's model (joins the caller's transaction if there is one)."""
+    with store.write():
+        store.conn.execute(_INSERT_USER, _user_values(row, utc_now()))
+
+
+def load_user_models(
+    store: Store, user: str | None = None, task: str | None = None
+) -> list[UserModelRow]:
+    """Stored per-user models, optionally of one user and/or task, in key order."""
+    rows = store.conn.execute(
+        "SELECT user, task, node_class, params, n_obs, updated_at FROM user_task_models "
+        "WHERE (? IS NULL OR user = ?) AND (? IS NULL OR task = ?) ORDER BY user, task, node_class",
+        (user, user, task, task),
+    )
+    return [
+        UserModelRow(user_, task_, node_class, json.loads(params), n_obs, updated_at)
+        for user_, task_, node_class, params, n_obs, updated_at in rows
+    ]
 
 
 def known_tasks(store: Store) -> list[str]:

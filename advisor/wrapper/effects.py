@@ -49,13 +49,13 @@ def input_bytes(paths: Sequence[str]) -> int:
     return total_uncompressed(paths)
 
 
-def load_snapshot(db: str | None, task: str) -> Snapshot:
-    """One read-only pass over the cache."""
+def load_snapshot(db: str | None, task: str, user: str) -> Snapshot:
+    """One read-only pass over the cache: the task's models as this user sees them."""
     from advisor.store.connection import Store
     from advisor.wrapper.snapshot import load_snapshot as load
 
     with Store.open(db, readonly=True, busy_timeout_s=READ_BUSY_S) as store:
-        return load(store, (task,))
+        return load(store, (task,), user=user)
 
 
 def run_sbatch(

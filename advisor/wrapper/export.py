@@ -2,7 +2,9 @@
 
 Users who call plain ``sbatch`` get the same limits from slurmctld's Lua plugin.  The plugin
 knows a job's name, user and partitions but not its input: the export predicts for the largest
-training input of each task, as the wrapper does without ``--input``.  Keys that users choose
+training input of each task, as the wrapper does without ``--input``.  ``tasks`` holds what
+the shared models say; ``users`` what each user's own runs changed (the plugin looks there
+first), so that a plain sbatch gets the limit ``advisor sbatch`` would set.  Keys that users choose
 (task names, user names) are always object keys one level below a fixed key, so a task called
 ``partitions`` cannot collide with anything.  The file is written to a temporary file in the
 same directory, fsync'ed and renamed into place (mode 0644, for user slurm), so slurmctld never
@@ -15,14 +17,16 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.store.connection import Store
+from advisor.store.task_models import load_user_models
 from advisor.wrapper.advise import partition_limits
 from advisor.wrapper.argv import AdvisorOptions
-from advisor.wrapper.snapshot import Snapshot
+from advisor.wrapper.snapshot import Snapshot, load_snapshot
 
 EXPORT_VERSION = 1
 FILE_MODE = 0o644
@@ -39,24 +43,9 @@ def export_document(
     """Per task (and optionally per user and task), each partition's limit in whole minutes.
 
     users: per user name, per task, per partition, a limit in minutes that overrides the
-    task's (e.g. from a user's own history); none are produced by the models yet.
+    task's (from that user's own runs: export_from_cache).
     """
-    options = AdvisorOptions(quantile=quantile, margin=margin)
-    names = sorted(snapshot.partitions)
-    tasks: dict[str, Any] = {}
-    for task in filter(_utf8, snapshot.tasks):
-        size = snapshot.predictor.default_input_bytes(task)
-        limits = partition_limits(names, snapshot, task, size, options)
-        parts = {
-            p.partition: {
-                "limit_min": p.limit_s // 60,
-                "predicted_s": round(p.predicted_s or 0.0, 1),
-            }
-            for p in limits
-            if p.limit_s is not None
-        }
-        if parts:
-            tasks[task] = {"input_bytes": size or 0, "partitions": parts}
+    tasks = task_limits(snapshot, snapshot.tasks, AdvisorOptions(quantile=quantile, margin=margin))
     return {
         "version": EXPORT_VERSION,
         "generated_at": generated_at,
@@ -82,6 +71,51 @@ def export_document(
             if _utf8(user)
         },
     }
+
+
+def task_limits(
+    snapshot: Snapshot, tasks: Iterable[str], options: AdvisorOptions
+) -> dict[str, dict[str, Any]]:
+    """Per task, each partition's limit in minutes, as the wrapper sets it without --input."""
+    names = sorted(snapshot.partitions)
+    found: dict[str, Any] = {}
+    for task in filter(_utf8, tasks):
+        size = snapshot.predictor.default_input_bytes(task)
+        limits = partition_limits(names, snapshot, task, size, options)
+        parts = {
+            p.partition: {
+                "limit_min": p.limit_s // 60,
+                "predicted_s": round(p.predicted_s or 0.0, 1),
+            }
+            for p in limits
+            if p.limit_s is not None
+        }
+        if parts:
+            found[task] = {"input_bytes": size or 0, "partitions": parts}
+    return found
+
+
+def export_from_cache(
+    store: Store, *, quantile: float, margin: float, generated_at: str
+) -> dict[str, Any]:
+    """The export of a cache: shared limits, and per user the tasks their own runs refined."""
+    options = AdvisorOptions(quantile=quantile, margin=margin)
+    with store.read():
+        shared = load_snapshot(store, None)
+        refined: dict[str, list[str]] = {}
+        for row in load_user_models(store):
+            refined.setdefault(row.user, []).append(row.task)
+        users: dict[str, dict[str, dict[str, int]]] = {}
+        for user, tasks in sorted(refined.items()):
+            mine = load_snapshot(store, tuple(tasks), user=user)
+            limits = task_limits(mine, mine.tasks, options)
+            users[user] = {
+                task: {part: entry["limit_min"] for part, entry in doc["partitions"].items()}
+                for task, doc in limits.items()
+            }
+    return export_document(
+        shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users
+    )
 
 
 def _utf8(name: str) -> bool:

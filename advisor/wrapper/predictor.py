@@ -77,8 +77,8 @@ class ModelPredictor(NamedTuple):
         except LookupError:  # no model, or no factor relating the class to the reference
             return None
         runs = found.runs_on_class
-        if found.source == "reference" and reference is not None:
-            runs = reference.n_train
+        if reference is not None and node_class == reference.reference:
+            runs += reference.n_train  # the reference model's training runs are on this class
         dist = found.predictive
         return Forecast(
             node_class=node_class,

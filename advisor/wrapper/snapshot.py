@@ -10,11 +10,10 @@ from collections.abc import Mapping
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.context import load_node_context
-from advisor.models.predict import task_models_from_rows
+from advisor.models.loading import load_models
 from advisor.slurm.records import Partition
 from advisor.store.cluster import load_partitions
 from advisor.store.connection import Store
-from advisor.store.task_models import load_task_models
 from advisor.wrapper.predictor import ModelPredictor
 
 if TYPE_CHECKING:
@@ -39,22 +38,19 @@ class Snapshot(NamedTuple):
         return tuple(sorted({self.node_class_of.get(node, node) for node in nodes}))
 
 
-def load_snapshot(store: Store, tasks: tuple[str, ...] | None) -> Snapshot:
+def load_snapshot(
+    store: Store, tasks: tuple[str, ...] | None, *, user: str | None = None
+) -> Snapshot:
     """Partitions, node classes, scores and the models of the given tasks (None: of every task).
 
-    All read in one transaction, so a writer's commit cannot fall between two of the queries.
+    The models are the ones ``user`` sees (the shared models plus that user's own runs; None:
+    the shared models alone).  All read in one transaction, so a writer's commit cannot fall
+    between two of the queries.
     """
     with store.read():
         partitions = {p.name: p for p in load_partitions(store)}
         context = load_node_context(store)
-        if tasks is None:
-            rows = load_task_models(store)
-        else:
-            rows = [row for task in tasks for row in load_task_models(store, task)]
-    rows_by_task: dict[str, list[tuple[str, str, dict[str, object]]]] = {}
-    for row in rows:
-        rows_by_task.setdefault(row.task, []).append((row.node_class, row.method, row.params))
-    models = {task: task_models_from_rows(task, rows) for task, rows in rows_by_task.items()}
+        models = load_models(store, tasks, user=user)
     return Snapshot(
         partitions=partitions,
         node_class_of=dict(context.node_class_of),

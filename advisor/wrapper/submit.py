@@ -36,7 +36,8 @@ class SideEffects(NamedTuple):
     read_script: Callable[[str], str]
     read_stdin: Callable[[], str]
     input_bytes: Callable[[Sequence[str]], int]
-    load_snapshot: Callable[[str | None, str], Snapshot]
+    #: (db, task, user): the models as this user sees them.
+    load_snapshot: Callable[[str | None, str, str], Snapshot]
     run_sbatch: Callable[[Sequence[str], str | None, bool], CommandResult]
     estimate_start: Callable[[Sequence[str]], StartEstimate]
     record: Callable[[str | None, Advice], None]
@@ -112,7 +113,7 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
     if task is None:
         return _unadvised(cmd, request, task, "no task name")
     input_bytes = side.input_bytes(cmd.advisor.inputs) if cmd.advisor.inputs else None
-    snapshot = side.load_snapshot(cmd.advisor.db, task)
+    snapshot = side.load_snapshot(cmd.advisor.db, task, side.user())
     if cmd.advisor.insitu is not None:
         from advisor.wrapper.insitu import insitu_predictor
 

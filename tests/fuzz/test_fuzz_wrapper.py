@@ -101,7 +101,7 @@ class Sbatch:
             read_script=lambda p: Path(p).read_text(encoding="utf-8", errors="surrogateescape"),
             read_stdin=lambda: "",
             input_bytes=lambda paths: 1_000,
-            load_snapshot=lambda db, task: snapshot(self.known),
+            load_snapshot=lambda db, task, user: snapshot(self.known),
             run_sbatch=self.run,
             estimate_start=lambda argv: pytest.fail("no --pick here"),
             record=self.record,

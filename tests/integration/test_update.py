@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import secrets
 import signal
@@ -62,9 +63,10 @@ def final_in_sacct(jobs: list[int]) -> bool:
     return len(rows) == len(jobs) and all(p and s.split()[0] in finals for _, p, s in rows)
 
 
-def forecast(cache: Path) -> float:
+def forecast(cache: Path, user: str | None = None) -> float:
+    """The prediction on c1 as user sees it (None: the shared model alone)."""
     with Store.open(cache, readonly=True) as store:
-        rows = predict_runtime(store, TASK, 2_400_000_000, node="c1")["predictions"]
+        rows = predict_runtime(store, TASK, 2_400_000_000, node="c1", user=user)["predictions"]
     return float(rows[0]["predicted_s"])
 
 
@@ -152,11 +154,17 @@ def test_the_wrapped_job_is_ingested_under_its_task(ingested: dict[str, Any]) ->
     assert rows == [{"task": TASK, "state": "COMPLETED"}]  # the job name was 'wrapped-job'
 
 
-def test_the_tasks_prediction_moves_toward_the_observed_runtimes(ingested: dict[str, Any]) -> None:
+def test_the_submitters_prediction_moves_toward_the_observed_runtimes(
+    ingested: dict[str, Any],
+) -> None:
     assert ingested["first"]["model_updates"] >= 4  # three plain completed, one wrapped
-    after = forecast(ingested["cache"])
+    submitter = pwd.getpwuid(os.getuid()).pw_name  # who ran the jobs
+    after = forecast(ingested["cache"], submitter)
     observed = 3.0  # 'sleep 2' jobs
     assert abs(after - observed) < abs(ingested["before"] - observed)
+    # Everyone else keeps the shared model: one user's jobs teach only that user's predictions.
+    assert forecast(ingested["cache"]) == ingested["before"]
+    assert forecast(ingested["cache"], "somebody-else") == ingested["before"]
 
 
 def test_running_update_twice_changes_nothing(ingested: dict[str, Any]) -> None:

@@ -57,10 +57,10 @@ def job(number: int, state: str, elapsed_s: int, *, name: str = "fastqc", commen
     )  # fmt: skip
 
 
-def forecast(store: Store) -> dict[str, float]:
-    """fastqc on c1 at the input size the wrapper assumes without --input."""
+def forecast(store: Store, user: str | None = "alice") -> dict[str, float]:
+    """fastqc on c1 at the input size the wrapper assumes without --input, as user sees it."""
     size = Ingestor(store).modelled["fastqc"]
-    row = predict_runtime(store, "fastqc", size, node="c1")["predictions"][0]
+    row = predict_runtime(store, "fastqc", size, node="c1", user=user)["predictions"][0]
     return {"mean": row["predicted_s"], "p95": row["p95_s"]}
 
 
@@ -80,6 +80,19 @@ def test_completed_runs_move_the_prediction_toward_them(store: Store) -> None:
         assert ingestor.stats.model_updates == 1
         distances.append(abs(forecast(store)["mean"] - observed))
     assert distances == sorted(distances, reverse=True) and distances[-1] < distances[0] / 2
+
+
+def test_one_users_runs_move_that_users_prediction_and_nobody_elses(store: Store) -> None:
+    shared, bob = forecast(store, None), forecast(store, "bob")
+    assert bob == shared == forecast(store)
+    ingest(store, *(job(n, "COMPLETED", round(shared["mean"] / 4)) for n in range(1, 9)))
+    mine = forecast(store)  # alice's own short runs count for her
+    assert mine["mean"] < 0.75 * shared["mean"] and mine["p95"] < shared["p95"]
+    assert forecast(store, "bob") == bob and forecast(store, None) == shared
+    learned = forecast(store)
+    learn(store)  # a refit from the observations arrives at the same separation
+    assert forecast(store, "bob") == bob and forecast(store, None) == shared
+    assert forecast(store)["mean"] == pytest.approx(learned["mean"], rel=1e-9)
 
 
 def test_a_timeout_raises_the_upper_quantile_and_stays_censored(store: Store) -> None:

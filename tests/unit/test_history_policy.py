@@ -32,10 +32,16 @@ def state(*runtimes: float, censored: tuple[float, ...] = (), cap: float = 1.0) 
 
 def test_keys_go_from_most_to_least_specific_and_skip_missing_parts() -> None:
     assert [k.kind for k in keys_for("alice", "sim", "cpu")] == [
-        "user+name", "user+partition", "user", "partition",
+        "user+name", "user+partition", "user",
     ]  # fmt: skip
     assert [k.kind for k in keys_for("alice", "", None)] == ["user"]
-    assert keys_for(None, "sim", "cpu") == (HistoryKey("partition", "", "", "cpu"),)
+
+
+def test_every_key_is_one_users() -> None:
+    # A partition-wide key pooled all users: one user's flood of short jobs shortened the
+    # limits of every user without a history of their own (issue #8).
+    assert keys_for(None, "sim", "cpu") == ()
+    assert all(k.user == "alice" for k in keys_for("alice", "sim", "cpu"))
 
 
 def test_too_few_completed_runs_give_no_limit() -> None:
@@ -59,12 +65,6 @@ def test_the_most_specific_key_with_enough_runs_answers() -> None:
     assert isinstance(found, Proposal) and found.key == user
     found = propose([(name, state(*(50,) * 5)), (user, many)], **NONE_RUNNING)
     assert isinstance(found, Proposal) and found.key == name
-
-
-def test_a_partition_needs_a_full_window() -> None:
-    part = HistoryKey("partition", partition="cpu")
-    assert isinstance(propose([(part, state(*(60,) * 49))], **NONE_RUNNING), Refusal)
-    assert isinstance(propose([(part, state(*(60,) * 50))], **NONE_RUNNING), Proposal)
 
 
 def test_a_timeout_counts_as_at_least_its_limit() -> None:

@@ -78,7 +78,7 @@ class World:
             return self.results.pop(0)
         return CommandResult(("sbatch", *argv), 0, "Submitted batch job 42\n", "")
 
-    def load(self, db: str | None, task: str) -> Snapshot:
+    def load(self, db: str | None, task: str, user: str) -> Snapshot:
         if self.snapshot_error:
             raise self.snapshot_error
         return snapshot()

@@ -79,7 +79,7 @@ def test_snapshot_and_model_predictor_forecast_per_class(trained: Path) -> None:
 def test_effects_read_the_cache_read_only_and_record_advice(trained: Path, tmp_path: Path) -> None:
     copy = tmp_path / "cache.db"
     copy.write_bytes(trained.read_bytes())
-    snap = effects.load_snapshot(str(copy), "align")
+    snap = effects.load_snapshot(str(copy), "align", "alice")
     assert "align" in snap.tasks
     effects.record(
         str(copy), Advice(user="u", policy="fill", argv=["x"], outcome="submitted", job_id=3)
@@ -92,7 +92,7 @@ def test_effects_read_the_cache_read_only_and_record_advice(trained: Path, tmp_p
 def test_a_missing_cache_is_an_error_to_read_and_is_not_created_to_write(tmp_path: Path) -> None:
     missing = tmp_path / "none.db"
     with pytest.raises(CacheError):
-        effects.load_snapshot(str(missing), "align")
+        effects.load_snapshot(str(missing), "align", "alice")
     effects.record(str(missing), Advice(user="u", policy="fill", argv=[], outcome="fallback"))
     assert not missing.exists()
 
@@ -101,7 +101,7 @@ def test_a_corrupt_cache_is_an_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.db"
     bad.write_bytes(os.urandom(4096))
     with pytest.raises(CacheError):
-        effects.load_snapshot(str(bad), "align")
+        effects.load_snapshot(str(bad), "align", "alice")
 
 
 def test_export_is_per_task_and_partition_clamped_and_valid(trained: Path, tmp_path: Path) -> None:
