@@ -154,9 +154,11 @@ local function advice(job_desc, part_list, submit_uid)
 	if not doc then
 		return nil
 	end
-	local entry = table_at(table_at(table_at(table_at(doc, "users"), user_name(job_desc, submit_uid)), "tasks"), name)
-		or table_at(table_at(doc, "tasks"), name)
-	local per_partition = table_at(entry, "partitions")
+	-- As `advisor sbatch` decides: the task model (the user's own refinement first), else the
+	-- history policy (the user's job name, else the user's jobs in the partition).
+	local mine = table_at(table_at(doc, "users"), user_name(job_desc, submit_uid))
+	local entry = table_at(table_at(mine, "tasks"), name) or table_at(table_at(doc, "tasks"), name)
+	local per_partition = table_at(entry, "partitions") or table_at(mine, "partitions")
 	if not per_partition then
 		return nil
 	end

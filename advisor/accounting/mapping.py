@@ -50,7 +50,7 @@ def observation_source(cluster: str) -> str:
 def job_observation(job: JobRecord, classes: Mapping[str, str]) -> Observation:
     """The observation of a finished job; a TIMEOUT is censored (the runtime is a lower bound)."""
     tag = job_tag(job)
-    input_bytes = getattr(tag, "input_bytes", None)  # recorded by newer wrappers only
+    input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --input
     return Observation(
         source=observation_source(job.cluster),
         source_key=job.job_id,
@@ -58,7 +58,7 @@ def job_observation(job: JobRecord, classes: Mapping[str, str]) -> Observation:
         runtime_s=float(job.elapsed_s),
         node=job.nodes[0] if len(job.nodes) == 1 else None,
         node_class=node_class_of(job.nodes, classes) if job.nodes else None,
-        input_bytes=int(input_bytes) if isinstance(input_bytes, int) and input_bytes >= 0 else None,
+        input_bytes=input_bytes,
         censored=job.state == "TIMEOUT",
         cores=job.cpus or None,
         user=job.user or None,

@@ -9,7 +9,7 @@ short jobs shorten the limits of everyone without a history of their own.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from advisor.lite import NamedTuple
 
 #: Key kinds in the order they are tried.
 KINDS: tuple[str, ...] = ("user+name", "user+partition", "user")

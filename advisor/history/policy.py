@@ -30,16 +30,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from advisor.history.keys import HistoryKey
+from advisor.lite import NamedTuple
 
 #: Outcomes that teach the policy a runtime: COMPLETED exactly, TIMEOUT as a lower bound.
 LEARNED_STATES = frozenset({"COMPLETED", "TIMEOUT"})
 
 
-@dataclass(frozen=True)
-class PolicyConfig:
+class PolicyConfig(NamedTuple):
     """The policy's constants (module docstring says why each has its value)."""
 
     window: int = 50
@@ -57,8 +56,7 @@ class PolicyConfig:
 DEFAULT_CONFIG = PolicyConfig()
 
 
-@dataclass(frozen=True, slots=True)
-class KeyState:
+class KeyState(NamedTuple):
     """What the policy keeps per key: bounded, whatever the number of jobs."""
 
     #: (runtime_s, censored) of the last ``window`` learned runs, oldest first.
@@ -93,8 +91,7 @@ class KeyState:
         return KeyState(self.runs, cap, self.completed, self.kills)
 
 
-@dataclass(frozen=True, slots=True)
-class SiteBudget:
+class SiteBudget(NamedTuple):
     """The site-wide kill budget: recent kill rate and the widening it imposes."""
 
     kill_rate: float = 0.0
@@ -112,8 +109,11 @@ class SiteBudget:
         return SiteBudget(rate, widen, self.jobs + 1)
 
 
-@dataclass(frozen=True)
-class Proposal:
+#: A site budget before any job finished: no kills, no widening.
+FRESH_SITE = SiteBudget()
+
+
+class Proposal(NamedTuple):
     """A proposed limit (before clamping to the request and MaxTime) and why."""
 
     key: HistoryKey
@@ -134,8 +134,7 @@ class Proposal:
         )
 
 
-@dataclass(frozen=True)
-class Refusal:
+class Refusal(NamedTuple):
     """Why no limit is proposed."""
 
     reason: str
@@ -145,7 +144,7 @@ def propose(
     states: Iterable[tuple[HistoryKey, KeyState | None]],
     *,
     in_flight: Callable[[HistoryKey], int],
-    site: SiteBudget = SiteBudget(),
+    site: SiteBudget = FRESH_SITE,
     config: PolicyConfig = DEFAULT_CONFIG,
 ) -> Proposal | Refusal:
     """The proposal of the most specific key with enough completed runs, or why there is none.

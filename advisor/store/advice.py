@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from advisor.lite import NamedTuple
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 from advisor.text import storable
 
 
-@dataclass(frozen=True)
-class Advice:
-    """A time-limit decision and what became of the submission."""
+class Advice(NamedTuple):
+    """A time-limit decision and what became of the submission.
+
+    predicted_s is the chosen quantile on the slowest node class of the partition whose limit
+    was set, p50_s/p90_s/p95_s that class's quantiles; input_bytes what the prediction assumed.
+    """
 
     user: str
     policy: str
@@ -27,6 +30,10 @@ class Advice:
     limit_s: int | None = None
     cluster: str | None = None
     job_id: int | None = None
+    input_bytes: int | None = None
+    p50_s: float | None = None
+    p90_s: float | None = None
+    p95_s: float | None = None
 
 
 def record_advice(store: Store, advice: Advice) -> int:
@@ -34,8 +41,9 @@ def record_advice(store: Store, advice: Advice) -> int:
     with store.write():
         cursor = store.conn.execute(
             """INSERT INTO advice (created_at, user, task, partition, node_class, predicted_s,
-                 quantile, limit_s, policy, argv, cluster, job_id, outcome)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                 quantile, limit_s, policy, argv, cluster, job_id, outcome, input_bytes,
+                 p50_s, p90_s, p95_s)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 utc_now(),
                 advice.user,
@@ -50,6 +58,10 @@ def record_advice(store: Store, advice: Advice) -> int:
                 advice.cluster,
                 advice.job_id,
                 advice.outcome,
+                advice.input_bytes,
+                advice.p50_s,
+                advice.p90_s,
+                advice.p95_s,
             ),
         )
         return int(cursor.lastrowid or 0)

@@ -188,7 +188,8 @@ MIGRATIONS: tuple[str, ...] = (
     # (schemas/task-model.json, model 'user'); task_models learns only from runs without a
     # user (what the administrator imported).  The history policy's partition-wide key pooled
     # every user's runs in the same way and is dropped.  Run 'advisor learn' once after the
-    # upgrade: it rebuilds both tables from the observations.
+    # upgrade: it rebuilds both tables from the observations.  Advice rows also keep the input
+    # size the prediction assumed and the slowest class's P50/P90/P95.
     """
     CREATE TABLE user_task_models (
         user TEXT NOT NULL,
@@ -200,5 +201,9 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (user, task, node_class)
     );
     DELETE FROM history_keys WHERE kind = 'partition';
+    ALTER TABLE advice ADD COLUMN input_bytes INTEGER;
+    ALTER TABLE advice ADD COLUMN p50_s REAL;
+    ALTER TABLE advice ADD COLUMN p90_s REAL;
+    ALTER TABLE advice ADD COLUMN p95_s REAL;
     """,
 )

@@ -1,18 +1,19 @@
 """From a parsed command line and a cache snapshot to the sbatch argv to run (no side effects).
 
-``plan`` computes per-partition limits and applies the policy; ``pick_earliest`` narrows the
-candidates to the partition expected to finish first, given start estimates from
-``sbatch --test-only`` that the caller obtains.
+``plan`` computes per-partition limits from the task model and applies the policy;
+``history_plan`` does the same with the history policy's limits, for a job whose task has no
+model; ``pick_earliest`` narrows the candidates to the partition expected to finish first,
+given start estimates from ``sbatch --test-only`` that the caller obtains.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.slurm.timefmt import format_duration
 from advisor.wrapper.argv import AdvisorOptions, SbatchArgv
-from advisor.wrapper.limits import Decision, PartitionLimit, decide, partition_limit
+from advisor.wrapper.limits import Decision, PartitionLimit, decide, history_limit, partition_limit
 from advisor.wrapper.request import JobRequest
 from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.tag import Tag, with_tag
@@ -50,11 +51,22 @@ class Plan(NamedTuple):
     estimates: tuple[PickEstimate, ...] = ()
     #: '--input', or what was assumed without it.
     input_origin: str | None = None
+    #: Where the limits come from: 'model', 'history' (no task model) or 'insitu'.
+    basis: str = "model"
+
+    @property
+    def measured_bytes(self) -> int | None:
+        """The input size measured from --input (None when it was assumed or unknown)."""
+        return self.input_bytes if self.input_origin == "--input" else None
 
 
 def _added(
-    request: JobRequest, decision: Decision, task: str | None, quantile: float, picked: str | None
+    request: JobRequest,
+    decision: Decision,
+    tag: Tag | None,
+    picked: str | None,
 ) -> tuple[str, ...]:
+    """The options the decision adds; ``tag`` carries what the comment tag says besides the limit."""
     added = []
     if picked is not None:
         added.append(f"--partition={picked}")
@@ -62,12 +74,19 @@ def _added(
         added.append(f"--time={format_duration(decision.time_s)}")
     if decision.time_min_s is not None:
         added.append(f"--time-min={format_duration(decision.time_min_s)}")
-    if decision.action in TAGGED_ACTIONS and decision.advised_s is not None:
-        tag = Tag("wrapper", decision.action, decision.advised_s // 60, quantile, task)
+    if tag is not None and decision.action in TAGGED_ACTIONS and decision.advised_s is not None:
+        tag = tag._replace(action=decision.action, limit_min=decision.advised_s // 60)
         added.append(
             f"--comment={with_tag(request.comment.value if request.comment else None, tag)}"
         )
     return tuple(added)
+
+
+def _tag(basis: str, task: str | None, quantile: float, measured_bytes: int | None) -> Tag:
+    """The tag's fields before the decision (action and limit are the decision's)."""
+    if basis == "history":
+        return Tag("history", "", 0, None, task)
+    return Tag("wrapper", "", 0, quantile, task, measured_bytes)
 
 
 def candidate_partitions(request: JobRequest, snapshot: Snapshot) -> tuple[str, ...]:
@@ -76,6 +95,12 @@ def candidate_partitions(request: JobRequest, snapshot: Snapshot) -> tuple[str, 
         return request.partitions
     default = snapshot.default_partition()
     return (default,) if default else ()
+
+
+def _not_cached(partition: str, basis: str) -> PartitionLimit:
+    return PartitionLimit(
+        partition, (), (), None, None, None, False, "partition not in the cache", basis
+    )
 
 
 def partition_limits(
@@ -89,9 +114,7 @@ def partition_limits(
     limits = []
     for name in partitions:
         if name not in snapshot.partitions:
-            limits.append(
-                PartitionLimit(name, (), (), None, None, None, False, "partition not in the cache")
-            )
+            limits.append(_not_cached(name, "model"))
             continue
         classes = snapshot.classes_of(name)
         forecasts = [
@@ -116,22 +139,55 @@ def plan(
     task: str | None,
     input_bytes: int | None,
     snapshot: Snapshot,
+    *,
+    input_origin: str | None = None,
 ) -> Plan:
-    """Limits per candidate partition, the policy's decision, and the resulting argv."""
+    """Limits per candidate partition from the task model, the policy's decision, the argv."""
     limits: tuple[PartitionLimit, ...] = ()
     if task is not None:
         partitions = candidate_partitions(request, snapshot)
         limits = partition_limits(partitions, snapshot, task, input_bytes, options)
+    base = Plan(task, input_bytes, options, request, limits, Decision("none", None, None, ""),
+                (), sbatch.args, input_origin=input_origin)  # fmt: skip
+    return decided(base, sbatch)
+
+
+def history_plan(
+    sbatch: SbatchArgv,
+    options: AdvisorOptions,
+    request: JobRequest,
+    job_name: str,
+    found: Mapping[str, tuple[int, str] | None],
+    snapshot: Snapshot,
+) -> Plan:
+    """The plan from the history policy's (limit, why) per candidate partition.
+
+    The task is the job name: the history keys and accounting know the job by it.
+    """
+    limits = []
+    for name in candidate_partitions(request, snapshot):
+        known = snapshot.partitions.get(name)
+        if known is None:
+            limits.append(_not_cached(name, "history"))
+        else:
+            limits.append(history_limit(name, found.get(name), known.max_time_s))
+    base = Plan(job_name, None, options, request, tuple(limits), Decision("none", None, None, ""),
+                (), sbatch.args, input_origin=None, basis="history")  # fmt: skip
+    return decided(base, sbatch)
+
+
+def decided(base: Plan, sbatch: SbatchArgv) -> Plan:
+    """The plan once the policy has decided on its limits: decision, added options, argv."""
+    options, request = base.options, base.request
     decision = decide(
-        limits,
+        base.limits,
         policy=options.policy,
         user_time=request.time.value if request.time else None,
         user_time_min=request.time_min.value if request.time_min else None,
     )
-    added = _added(request, decision, task, options.quantile, None)
-    return Plan(
-        task, input_bytes, options, request, limits, decision, added, sbatch.with_options(added)
-    )
+    tag = _tag(base.basis, base.task, options.quantile, base.measured_bytes)
+    added = _added(request, decision, tag, None)
+    return base._replace(decision=decision, added=added, argv=sbatch.with_options(added))
 
 
 def predicted_runtime_s(limit: PartitionLimit, nodes: Sequence[str], snapshot: Snapshot) -> float:
@@ -161,9 +217,8 @@ def pick_earliest(
         single = current.decision._replace(
             time_s=limit.limit_s, time_min_s=None, advised_s=limit.limit_s
         )
-        added = _added(
-            current.request, single, current.task, current.options.quantile, limit.partition
-        )
+        tag = _tag(current.basis, current.task, current.options.quantile, current.measured_bytes)
+        added = _added(current.request, single, tag, limit.partition)
         try:
             found = estimate(sbatch.with_options(added))
         except Exception as error:  # any failure only removes this candidate
@@ -186,9 +241,8 @@ def pick_earliest(
         advised_s=chosen.limit_s,
         reason=f"{current.decision.reason}; --pick earliest: {best.partition} finishes first",
     )
-    added = _added(
-        current.request, decision, current.task, current.options.quantile, best.partition
-    )
+    tag = _tag(current.basis, current.task, current.options.quantile, current.measured_bytes)
+    added = _added(current.request, decision, tag, best.partition)
     return current._replace(
         decision=decision,
         added=added,

@@ -58,6 +58,17 @@ def load_snapshot(db: str | None, task: str, user: str) -> Snapshot:
         return load(store, (task,), user=user)
 
 
+def history(
+    db: str | None, user: str, job_name: str, partitions: Sequence[str]
+) -> dict[str, tuple[int, str] | None]:
+    """The history policy's (limit_s, why) per partition, in one read-only pass."""
+    from advisor.history.lookup import history_limit
+    from advisor.store.connection import Store
+
+    with Store.open(db, readonly=True, busy_timeout_s=READ_BUSY_S) as store, store.read():
+        return {name: history_limit(store, user, job_name, name) for name in partitions}
+
+
 def run_sbatch(
     argv: Sequence[str],
     stdin: str | None,
@@ -143,6 +154,7 @@ def real() -> SideEffects:
         read_stdin=read_stdin,
         input_bytes=input_bytes,
         load_snapshot=load_snapshot,
+        history=history,
         run_sbatch=run_sbatch,
         estimate_start=estimate_start,
         record=record,

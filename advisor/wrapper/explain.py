@@ -83,6 +83,7 @@ def explanation(plan: Plan | None, argv: Sequence[str], warning: str | None) -> 
             "quantile": None,
             "margin": None,
             "user_time": None,
+            "basis": None,
             "partitions": [],
             "decision": {
                 "action": "fallback",
@@ -105,6 +106,7 @@ def explanation(plan: Plan | None, argv: Sequence[str], warning: str | None) -> 
         "quantile": plan.options.quantile,
         "margin": plan.options.margin,
         "user_time": {"value": time.value, "origin": time.origin} if time else None,
+        "basis": plan.basis,
         "partitions": [_limit_row(limit) for limit in plan.limits],
         "decision": {
             "action": plan.decision.action,

@@ -3,8 +3,12 @@
 Users who call plain ``sbatch`` get the same limits from slurmctld's Lua plugin.  The plugin
 knows a job's name, user and partitions but not its input: the export predicts for the largest
 training input of each task, as the wrapper does without ``--input``.  ``tasks`` holds what
-the shared models say; ``users`` what each user's own runs changed (the plugin looks there
-first), so that a plain sbatch gets the limit ``advisor sbatch`` would set.  Keys that users choose
+the shared models say; ``users[NAME]`` what is that user's own: ``tasks`` refined by the user's
+runs, or the history policy's limit for a job name without a model, and ``partitions`` the
+history policy's limit for the user's other jobs (user + partition, else user).  The plugin
+looks in that order (users.tasks, tasks, users.partitions), as ``advisor sbatch`` decides
+(model, then history); what it cannot see is the history policy's at-risk budget (jobs still
+running under an advised limit), which only the wrapper applies.  Keys that users choose
 (task names, user names) are always object keys one level below a fixed key, so a task called
 ``partitions`` cannot collide with anything.  The file is written to a temporary file in the
 same directory, fsync'ed and renamed into place (mode 0644, for user slurm), so slurmctld never
@@ -22,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.history.lookup import export_limits
+from advisor.lite import NamedTuple
 from advisor.store.connection import Store
 from advisor.store.task_models import load_user_models
 from advisor.wrapper.advise import partition_limits
@@ -32,18 +38,24 @@ EXPORT_VERSION = 1
 FILE_MODE = 0o644
 
 
+class UserLimits(NamedTuple):
+    """One user's own limits in minutes: per job name and partition, and per partition."""
+
+    tasks: Mapping[str, Mapping[str, int]]
+    partitions: Mapping[str, int]
+
+
 def export_document(
     snapshot: Snapshot,
     *,
     quantile: float,
     margin: float,
     generated_at: str,
-    users: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
+    users: Mapping[str, UserLimits] | None = None,
 ) -> dict[str, Any]:
-    """Per task (and optionally per user and task), each partition's limit in whole minutes.
+    """Per task (and optionally per user), each partition's limit in whole minutes.
 
-    users: per user name, per task, per partition, a limit in minutes that overrides the
-    task's (from that user's own runs: export_from_cache).
+    users: what export_from_cache finds of each user's own (module docstring).
     """
     tasks = task_limits(snapshot, snapshot.tasks, AdvisorOptions(quantile=quantile, margin=margin))
     return {
@@ -62,12 +74,13 @@ def export_document(
         "users": {
             user: {
                 "tasks": {
-                    task: {"partitions": {p: {"limit_min": int(m)} for p, m in parts.items()}}
-                    for task, parts in by_task.items()
+                    task: {"partitions": _minutes(parts)}
+                    for task, parts in sorted(mine.tasks.items())
                     if _utf8(task)
-                }
+                },
+                "partitions": _minutes(mine.partitions),
             }
-            for user, by_task in (users or {}).items()
+            for user, mine in sorted((users or {}).items())
             if _utf8(user)
         },
     }
@@ -105,17 +118,44 @@ def export_from_cache(
         refined: dict[str, list[str]] = {}
         for row in load_user_models(store):
             refined.setdefault(row.user, []).append(row.task)
-        users: dict[str, dict[str, dict[str, int]]] = {}
-        for user, tasks in sorted(refined.items()):
-            mine = load_snapshot(store, tuple(tasks), user=user)
-            limits = task_limits(mine, mine.tasks, options)
-            users[user] = {
+        tasks: dict[str, dict[str, dict[str, int]]] = {}
+        for user, names in refined.items():
+            mine = load_snapshot(store, tuple(names), user=user)
+            tasks[user] = {
                 task: {part: entry["limit_min"] for part, entry in doc["partitions"].items()}
-                for task, doc in limits.items()
+                for task, doc in task_limits(mine, mine.tasks, options).items()
             }
+        history = export_limits(store)
+    max_min = {
+        name: p.max_time_s // 60 if p.max_time_s is not None else None
+        for name, p in shared.partitions.items()
+    }
+    partitions: dict[str, dict[str, int]] = {}
+    for key in sorted(history, key=lambda k: k["kind"] != "user"):  # user+partition wins
+        user, minutes = str(key["user"]), int(key["limit_s"]) // 60
+        if key["kind"] == "user+name":
+            if key["name"] not in shared.tasks:  # a model decides for a task that has one
+                tasks.setdefault(user, {})[str(key["name"])] = _everywhere(minutes, max_min)
+        elif key["kind"] == "user+partition" and key["partition"] in max_min:
+            partitions.setdefault(user, {})[str(key["partition"])] = minutes
+        elif key["kind"] == "user":
+            partitions.setdefault(user, {}).update(_everywhere(minutes, max_min))
+    users = {
+        user: UserLimits(tasks.get(user, {}), partitions.get(user, {}))
+        for user in sorted({*tasks, *partitions})
+    }
     return export_document(
         shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users
     )
+
+
+def _everywhere(minutes: int, max_min: Mapping[str, int | None]) -> dict[str, int]:
+    """The limit in every partition, each clamped to its MaxTime (minutes; None: none)."""
+    return {name: minutes if cap is None else min(minutes, cap) for name, cap in max_min.items()}
+
+
+def _minutes(parts: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    return {part: {"limit_min": int(m)} for part, m in sorted(parts.items())}
 
 
 def _utf8(name: str) -> bool:

@@ -33,11 +33,32 @@ class PartitionLimit(NamedTuple):
     limit_s: int | None
     clamped: bool
     reason: str
+    #: 'model' (task model forecasts) or 'history' (the history policy, no forecasts).
+    basis: str = "model"
 
     @property
     def confident(self) -> bool:
-        """Enough runs on every class for ``tighten`` to lower a user's limit."""
+        """Enough runs on every class for ``tighten`` to lower a user's limit.
+
+        A history limit exists only once its key has that many completed runs.
+        """
+        if self.basis == "history":
+            return self.limit_s is not None
         return bool(self.forecasts) and all(f.runs >= MIN_RUNS_TO_TIGHTEN for f in self.forecasts)
+
+
+def history_limit(
+    partition: str, found: tuple[int, str] | None, max_time_s: int | None
+) -> PartitionLimit:
+    """A partition's limit from the history policy's (limit, why), already within MaxTime."""
+    if found is None:
+        return PartitionLimit(
+            partition, (), (), max_time_s, None, None, False, "no history with enough runs",
+            "history",
+        )  # fmt: skip
+    limit, why = found
+    clamped = max_time_s is not None and limit >= max_time_s
+    return PartitionLimit(partition, (), (), max_time_s, None, limit, clamped, why, "history")
 
 
 def whole_minutes(seconds: float) -> int:

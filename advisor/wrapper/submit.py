@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.wrapper.advise import Plan, pick_earliest, plan
+from advisor.wrapper.advise import Plan, candidate_partitions, history_plan, pick_earliest, plan
 from advisor.wrapper.argv import CommandLine, Option, parse_options
 from advisor.wrapper.limits import Decision
 from advisor.wrapper.request import JobRequest, job_request, task_name
@@ -38,6 +38,8 @@ class SideEffects(NamedTuple):
     input_bytes: Callable[[Sequence[str]], int]
     #: (db, task, user): the models as this user sees them.
     load_snapshot: Callable[[str | None, str, str], Snapshot]
+    #: (db, user, job name, partitions): the history policy's (limit_s, why) per partition.
+    history: Callable[[str | None, str, str, Sequence[str]], Mapping[str, tuple[int, str] | None]]
     run_sbatch: Callable[[Sequence[str], str | None, bool], CommandResult]
     estimate_start: Callable[[Sequence[str]], StartEstimate]
     record: Callable[[str | None, Advice], None]
@@ -113,7 +115,8 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
     if task is None:
         return _unadvised(cmd, request, task, "no task name")
     input_bytes = side.input_bytes(cmd.advisor.inputs) if cmd.advisor.inputs else None
-    snapshot = side.load_snapshot(cmd.advisor.db, task, side.user())
+    user = side.user()
+    snapshot = side.load_snapshot(cmd.advisor.db, task, user)
     if cmd.advisor.insitu is not None:
         from advisor.wrapper.insitu import insitu_predictor
 
@@ -121,7 +124,7 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
         snapshot = snapshot._replace(predictor=predictor, tasks=(task,))
         input_bytes = None
     if task not in snapshot.tasks:
-        return _unadvised(cmd, request, task, f"no model for task {task!r}")._replace(
+        return _from_history(cmd, side, request, task, user, snapshot)._replace(
             input_bytes=input_bytes
         )
     origin = "--input"
@@ -130,17 +133,48 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
     elif input_bytes is None:
         input_bytes = snapshot.predictor.default_input_bytes(task)
         origin = "largest training input (no --input)"
-    result = plan(sbatch, cmd.advisor, request, task, input_bytes, snapshot)._replace(
-        input_origin=origin
-    )
+    result = plan(sbatch, cmd.advisor, request, task, input_bytes, snapshot, input_origin=origin)
+    if cmd.advisor.insitu is not None:
+        result = result._replace(basis="insitu")
     if cmd.advisor.pick == "earliest":
         if sbatch.script is None:
-            return result._replace(
-                decision=result.decision._replace(
-                    reason=result.decision.reason + "; --pick needs a script file"
-                ),
-            )
+            return _noted(result, "--pick needs a script file")
         result = pick_earliest(result, sbatch, snapshot, side.estimate_start)
+    return result
+
+
+def _noted(found: Plan, note: str) -> Plan:
+    return found._replace(
+        decision=found.decision._replace(reason=f"{found.decision.reason}; {note}")
+    )
+
+
+def _from_history(
+    cmd: CommandLine,
+    side: SideEffects,
+    request: JobRequest,
+    task: str,
+    user: str,
+    snapshot: Snapshot,
+) -> Plan:
+    """The history policy's plan for a task without a model (accounting issue), if it has one.
+
+    Its keys know the job by the name Slurm gives it (``-J``, else the script's name), which
+    is what accounting reports, not by ``--task``.
+    """
+    sbatch = cmd.sbatch
+    job_name = task_name(None, request, sbatch.script if sbatch.script is not None else "sbatch")
+    partitions = candidate_partitions(request, snapshot)
+    if job_name is None or not partitions:
+        return _unadvised(cmd, request, task, f"no model for task {task!r}")
+    found = side.history(cmd.advisor.db, user, job_name, partitions)
+    if not any(found.values()):
+        return _unadvised(
+            cmd, request, task, f"no model for task {task!r} and no history of {job_name!r}"
+        )
+    result = history_plan(sbatch, cmd.advisor, request, job_name, found, snapshot)
+    if cmd.advisor.pick == "earliest":
+        result = _noted(result, "--pick needs a task model")
     return result
 
 
@@ -213,33 +247,41 @@ def advice_record(
     from advisor.store.advice import Advice  # the store loads only when a row is written
 
     found = prepared.plan
+    # The history policy counts its jobs still running by advice rows of policy 'history'.
+    policy = "history" if found is not None and found.basis == "history" else cmd.advisor.policy
     if found is None or not found.limits:
         return Advice(
             user=user,
-            policy=cmd.advisor.policy,
+            policy=policy,
             argv=done.argv,
             outcome=done.outcome,
             task=found.task if found else None,
             cluster=cluster,
             job_id=done.job_id,
+            input_bytes=found.measured_bytes if found else None,
         )
     chosen = [p for p in found.limits if p.limit_s is not None]
     if found.picked:
         chosen = [p for p in chosen if p.partition == found.picked]
     top = max(chosen, key=lambda p: p.limit_s or 0) if chosen else None
+    slowest = max(top.forecasts, key=lambda f: f.quantile_s) if top and top.forecasts else None
     return Advice(
         user=user,
-        policy=cmd.advisor.policy,
+        policy=policy,
         argv=done.argv,
         outcome=done.outcome,
         task=found.task,
         partition=found.picked or ",".join(p.partition for p in found.limits),
-        node_class=",".join(top.node_classes) if top else None,
+        node_class=",".join(top.node_classes) if top and top.node_classes else None,
         predicted_s=top.predicted_s if top else None,
-        quantile=cmd.advisor.quantile,
+        quantile=cmd.advisor.quantile if found.basis != "history" else None,
         limit_s=found.decision.time_s or found.decision.advised_s,
         cluster=cluster,
         job_id=done.job_id,
+        input_bytes=found.input_bytes,
+        p50_s=slowest.p50_s if slowest else None,
+        p90_s=slowest.p90_s if slowest else None,
+        p95_s=slowest.p95_s if slowest else None,
     )
 
 

@@ -1,9 +1,12 @@
 """The ``advisor:`` tag in a job's comment, so accounting can match a finished job to its advice.
 
-Format: ``advisor:<source>,action=<a>,limit=<minutes>[,q=<quantile>][,task=<task>]`` with the task
-percent-encoded (bytes outside ``A-Za-z0-9._~-``), so commas and spaces in user-chosen names
-cannot break the fields.  The tag is appended to the user's own comment after a space;
-slurm/job_submit.lua writes the same format with source ``lua``.
+Format: ``advisor:<source>,action=<a>,limit=<minutes>[,q=<quantile>][,task=<task>][,in=<bytes>]``
+with the task percent-encoded (bytes outside ``A-Za-z0-9._~-``), so commas and spaces in
+user-chosen names cannot break the fields; ``in`` is the input size measured from ``--input``,
+which accounting learns the run at.  Sources: ``wrapper`` (a task model), ``history`` (the
+history policy), ``lua`` (slurm/job_submit.lua, same format).  The tag is appended to the
+user's own comment after a space.  Anyone can write a tag into a comment; what a forged one
+claims reaches only the forger's own models (advisor.models.online).
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ class Tag(NamedTuple):
     limit_min: int
     quantile: float | None = None
     task: str | None = None
+    input_bytes: int | None = None
+
+
+#: An input size beyond this (SQLite's INTEGER) is not one a tag may claim.
+_MAX_BYTES = 2**63 - 1
 
 
 def format_tag(tag: Tag) -> str:
@@ -34,6 +42,8 @@ def format_tag(tag: Tag) -> str:
         parts.append(f"q={tag.quantile:g}")
     if tag.task is not None:
         parts.append(f"task={percent_encode(tag.task)}")
+    if tag.input_bytes is not None:
+        parts.append(f"in={tag.input_bytes}")
     return ",".join(parts)
 
 
@@ -57,4 +67,6 @@ def parse_tag(comment: str) -> Tag | None:
         return None
     # Anyone can write a tag into a comment: '%FF' must not become a name SQLite refuses.
     task = storable(percent_decode(fields["task"])) if "task" in fields else None
-    return Tag(match.group(1), fields.get("action", ""), limit, quantile, task)
+    size = fields.get("in", "")
+    input_bytes = int(size) if size.isdigit() and int(size) <= _MAX_BYTES else None
+    return Tag(match.group(1), fields.get("action", ""), limit, quantile, task, input_bytes)

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from advisor.cli.sbatch_cmd import main as sbatch_main
 from advisor.errors import InputError
+from advisor.history.lookup import history_limit
 from advisor.slurm.records import Partition
 from advisor.slurm.runner import CommandResult
 from advisor.store import Store
@@ -31,7 +32,7 @@ from advisor.store.advice import Advice, record_advice
 from advisor.text import percent_encode, storable
 from advisor.validate import validate
 from advisor.wrapper.argv import parse_command_line
-from advisor.wrapper.export import export_document, write_export
+from advisor.wrapper.export import UserLimits, export_document, write_export
 from advisor.wrapper.predictor import Forecast
 from advisor.wrapper.script import read_directives
 from advisor.wrapper.snapshot import Snapshot
@@ -102,6 +103,9 @@ class Sbatch:
             read_stdin=lambda: "",
             input_bytes=lambda paths: 1_000,
             load_snapshot=lambda db, task, user: snapshot(self.known),
+            history=lambda db, user, name, parts: {
+                p: history_limit(self.store, user, name, p) for p in parts
+            },
             run_sbatch=self.run,
             estimate_start=lambda argv: pytest.fail("no --pick here"),
             record=self.record,
@@ -296,8 +300,9 @@ def lua_limits(tmp: Path, export: dict[str, Any], jobs: list[tuple[str, str]]) -
 def export_for(tasks: list[str], users: dict[str, dict[str, dict[str, int]]]) -> dict[str, Any]:
     """Task i predicted at (i + 1) hours: every task's limit differs from every other's."""
     seconds = {task: 3600.0 * (i + 1) for i, task in enumerate(tasks)}
+    mine = {user: UserLimits(by_task, {}) for user, by_task in users.items()}
     doc = export_document(snapshot(seconds), quantile=0.95, margin=0.0, generated_at="now",
-                          users=users)  # fmt: skip
+                          users=mine)  # fmt: skip
     validate(doc, "export", source="export")
     return doc
 

@@ -42,7 +42,7 @@ from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.publish import publish_copy
 from advisor.validate import validate
-from advisor.wrapper.export import export_document, write_export
+from advisor.wrapper.export import UserLimits, export_document, write_export
 from advisor.wrapper.snapshot import load_snapshot
 from benchmarks.bench_load import train_cache
 from tests.conftest import REPO
@@ -314,7 +314,7 @@ def exported(site: Site) -> Iterator[dict[str, int]]:
         time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
     with Store.open(site.working, readonly=True) as store:
         snapshot = load_snapshot(store, None)
-    users = {"root": {TASK: {"cpu": 3}}, "nobody": {TASK: {"cpu": 4}}}
+    users = {"root": UserLimits({TASK: {"cpu": 3}}, {}), "nobody": UserLimits({TASK: {"cpu": 4}}, {})}
     doc = export_document(snapshot, quantile=0.95, margin=0.1, generated_at="now", users=users)
     doc["tasks"][BIG] = {
         "input_bytes": 0,

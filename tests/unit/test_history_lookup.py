@@ -16,6 +16,8 @@ from advisor.slurm.records import JobRecord, Node, Partition
 from advisor.store import Store
 from advisor.store.advice import Advice, record_advice
 from advisor.store.cluster import save_cluster
+from advisor.validate import validate
+from advisor.wrapper.export import export_from_cache
 from tests.conftest import REPO
 
 START = datetime(2026, 11, 29, 8, 0)
@@ -130,3 +132,43 @@ def test_export_lists_every_key_with_enough_runs_and_its_limit(store: Store) -> 
     assert rows[("user+name", "alice", "sim")]["limit_s"] == 13500
     assert rows[("user+partition", "alice", "")]["limit_s"] == 7200  # MaxTime of short
     assert not any(row["user"] == "bob" for row in rows.values())  # one run is not enough
+
+
+def test_the_limits_file_carries_each_users_history_for_the_lua_plugin(store: Store) -> None:
+    learn(store, *(finished(n, 9000, partition="short") for n in range(1, 6)))
+    learn(store, *(finished(n, 600, name="post", partition="cpu") for n in range(6, 11)))
+    learn(store, finished(19, 60, name="rare", user="bob"))
+    doc = export_from_cache(store, quantile=0.95, margin=0.1, generated_at="now")
+    validate(doc, "export", source="export")
+    alice = doc["users"]["alice"]
+    # user + name: 9000 s + 50 % in cpu; short's MaxTime (120 min) bounds it there
+    assert alice["tasks"]["sim"]["partitions"] == {
+        "cpu": {"limit_min": 225}, "short": {"limit_min": 120},
+    }  # fmt: skip
+    assert alice["tasks"]["post"]["partitions"]["cpu"] == {"limit_min": 70}  # 600 s + 1 h
+    # user + partition for the names without history of their own; one run of bob's is none
+    assert alice["partitions"] == {"cpu": {"limit_min": 70}, "short": {"limit_min": 120}}
+    assert "bob" not in doc["users"] and doc["tasks"] == {}
+
+
+def test_the_wrapper_sets_the_history_limit_of_a_task_without_model(
+    store: Store, cache_path: Path, tmp_path: Path
+) -> None:
+    """The real effects on a real cache: --dry-run of a job whose name has history, no model."""
+    learn(store, *(finished(n, 7000 + 100 * n, user="root") for n in range(1, 6)))
+    script = tmp_path / "sim"
+    script.write_text("#!/bin/sh\n#SBATCH -p cpu\nsleep 1\n")
+    code = (
+        "import sys, advisor.wrapper.effects as e\n"
+        "e.user = lambda: 'root'\n"
+        "from advisor.cli import main\n"
+        f"sys.exit(main(['--db', {str(cache_path)!r}, 'sbatch', '--dry-run', {str(script)!r}]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    limit, _ = history_limit(store, "root", "sim", "cpu") or (0, "")
+    assert limit == 11280  # 7500 s + 50 %, up to whole minutes
+    assert f"--time={limit // 3600:02d}:{limit % 3600 // 60:02d}:00" in done.stdout
+    assert "--comment=advisor:history,action=set,limit=188,task=sim" in done.stdout

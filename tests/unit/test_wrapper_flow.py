@@ -66,6 +66,9 @@ class World:
     starts: dict[str, datetime] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     stdin: str = ""
+    #: (user, job name, partition) -> (limit_s, why): what the history policy would answer.
+    histories: dict[tuple[str, str, str], tuple[int, str]] = field(default_factory=dict)
+    history_asked: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
 
     def script(self, text: str = SCRIPT) -> str:
         path = self.tmp / "job.sh"
@@ -82,6 +85,12 @@ class World:
         if self.snapshot_error:
             raise self.snapshot_error
         return snapshot()
+
+    def history(
+        self, db: str | None, user: str, job_name: str, partitions: Sequence[str]
+    ) -> dict[str, tuple[int, str] | None]:
+        self.history_asked.append((user, job_name, tuple(partitions)))
+        return {p: self.histories.get((user, job_name, p)) for p in partitions}
 
     def record(self, db: str | None, advice: Advice) -> None:
         if self.record_error:
@@ -100,6 +109,7 @@ class World:
             read_stdin=lambda: self.stdin,
             input_bytes=lambda paths: 5_000 * len(paths),
             load_snapshot=self.load,
+            history=self.history,
             run_sbatch=self.run_sbatch,
             estimate_start=self.estimate,
             record=self.record,
@@ -125,7 +135,7 @@ def test_fill_adds_time_and_tag_before_the_script_and_records(world: World) -> N
     argv, _ = world.runs[0]
     assert argv == (
         "--time=00:10:00",
-        "--comment=my note advisor:wrapper,action=set,limit=10,q=0.95,task=align",
+        "--comment=my note advisor:wrapper,action=set,limit=10,q=0.95,task=align,in=5000",
         script,
         "arg 1",
     )
@@ -137,7 +147,64 @@ def test_fill_adds_time_and_tag_before_the_script_and_records(world: World) -> N
         600,
     )
     assert (advice.partition, advice.node_class, advice.predicted_s) == ("cpu", "small", 500.0)
-    assert advice.argv == argv
+    assert (advice.input_bytes, advice.p50_s, advice.p90_s, advice.p95_s) == (5000, 400, 450, 500)
+    assert advice.argv == argv and advice.policy == "fill"
+    assert world.history_asked == []  # the task has a model
+
+
+def test_without_input_the_tag_claims_no_size(world: World) -> None:
+    world.main([world.script()])
+    argv, _ = world.runs[0]
+    assert argv[1].endswith("q=0.95,task=align")  # the assumed size is the model's, not measured
+    assert world.records[0].input_bytes == 1_000  # what the prediction assumed
+
+
+def test_a_task_without_a_model_gets_the_history_limit_of_its_job_name(world: World) -> None:
+    world.histories[("alice", "sim.sh", "cpu")] = (5400, "history of user alice, name sim.sh: x")
+    script = str(world.tmp / "sim.sh")
+    Path(script).write_text("#!/bin/sh\n#SBATCH -p cpu\nsleep 1\n")
+    code, _, err = world.main(["--task", "unmodelled", "--explain", "--format", "json", script])
+    assert code == 0
+    assert world.history_asked == [("alice", "sim.sh", ("cpu",))]  # keyed by the job's name
+    argv, _ = world.runs[0]
+    assert argv == (
+        "--time=01:30:00",
+        "--comment=advisor:history,action=set,limit=90,task=sim.sh",
+        script,
+    )
+    explained = json.loads(err)
+    validate(explained, "sbatch-explain", source="explain")
+    assert explained["basis"] == "history" and explained["partitions"][0]["limit_s"] == 5400
+    (advice,) = world.records
+    assert (advice.policy, advice.task, advice.partition, advice.limit_s) == (
+        "history", "sim.sh", "cpu", 5400,
+    )  # fmt: skip
+
+
+def test_history_limits_follow_the_policy_and_every_partition(world: World) -> None:
+    script = str(world.tmp / "sim.sh")
+    Path(script).write_text("#!/bin/sh\nsleep 1\n")
+    world.histories[("alice", "sim.sh", "cpu")] = (5400, "cpu history")
+    world.histories[("alice", "sim.sh", "fat")] = (3600, "fat history")
+    world.main(["-p", "cpu,fat", script])
+    assert world.runs[-1][0][2:4] == ("--time=01:30:00", "--time-min=01:00:00")
+    world.main(["-p", "cpu,fat", "-t", "10:00:00", "--policy", "tighten", script])
+    assert world.runs[-1][0][4] == "--time=01:30:00"  # enough runs by construction: lowered
+    world.main(["-p", "cpu,fat", "-t", "10:00:00", script])  # fill keeps the user's own
+    assert not any(a.startswith("--time=") for a in world.runs[-1][0][4:])
+    del world.histories[("alice", "sim.sh", "fat")]
+    code, _, err = world.main(["-p", "cpu,fat", "--pick", "earliest", "--explain", script])
+    assert code == 0 and world.runs[-1][0] == ("-p", "cpu,fat", script)  # fat knows nothing
+    assert "fat: no history with enough runs" in err
+
+
+def test_no_model_and_no_history_leaves_the_job_as_written(world: World) -> None:
+    script = str(world.tmp / "other.sh")
+    Path(script).write_text("#!/bin/sh\nsleep 1\n")
+    code, _, err = world.main(["--explain", script])
+    assert (code, world.runs[0][0]) == (0, (script,))
+    assert "no model for task 'other.sh' and no history of 'other.sh'" in err
+    assert world.records[0].policy == "fill"
 
 
 def test_several_partitions_give_largest_time_and_smallest_time_min(world: World) -> None:

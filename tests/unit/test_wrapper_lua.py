@@ -145,6 +145,30 @@ def test_plugin_sets_clamps_tags_and_otherwise_passes(tmp_path: Path) -> None:
     assert results[11]["comment"].endswith("task=a%20b%2Cc")
 
 
+def test_the_users_own_entries_come_in_the_wrappers_order(tmp_path: Path) -> None:
+    """users[u].tasks[name], else tasks[name] (a model), else users[u].partitions (history)."""
+    export = json.loads(json.dumps(EXPORT))
+    export["users"]["alice"]["tasks"]["sim.sh"] = {"partitions": {"cpu": {"limit_min": 188}}}
+    export["users"]["alice"]["partitions"] = {"cpu": {"limit_min": 75}, "fat": {"limit_min": 40}}
+    export["users"]["bob"] = {"tasks": {}, "partitions": {"cpu": {"limit_min": 61}}}
+    alice = {"user_name": "alice"}
+    results = run_cases(
+        tmp_path,
+        [
+            {"export_text": json.dumps(export), "job": job("sim.sh", **alice), "parts": PARTS},
+            {"job": job("align", **alice), "parts": PARTS},
+            {"job": job("anything", **alice), "parts": PARTS},
+            {"job": job("anything", partition="cpu,fat", **alice), "parts": PARTS},
+            {"job": job("align", user_name="bob"), "parts": PARTS},  # the shared model
+            {"job": job("anything", user_name="bob", partition="fat"), "parts": PARTS},
+            {"job": job("anything", user_name="carol"), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [188, 20, 75, 60, 15, NO_VAL, NO_VAL]
+    assert results[3]["time_min"] == 40  # fat's own history limit, under the one for both
+    assert results[2]["comment"] == "advisor:lua,action=set,limit=75,task=anything"
+
+
 @pytest.mark.parametrize("lfs", [True, False], ids=["lua-filesystem", "bytes-compared"])
 def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
     tmp_path: Path, lfs: bool

@@ -22,7 +22,7 @@ from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import Observation, add_observations
 from advisor.validate import validate
 from advisor.wrapper import effects
-from advisor.wrapper.export import export_document, write_atomically, write_export
+from advisor.wrapper.export import UserLimits, export_document, write_atomically, write_export
 from advisor.wrapper.snapshot import load_snapshot
 
 PARTITIONS = [
@@ -109,7 +109,7 @@ def test_export_is_per_task_and_partition_clamped_and_valid(trained: Path, tmp_p
         snap = load_snapshot(store, None)
     doc = export_document(
         snap, quantile=0.95, margin=0.1, generated_at="now",
-        users={"alice": {"align": {"cpu": 5}}},
+        users={"alice": UserLimits({"align": {"cpu": 5}}, {})},
     )  # fmt: skip
     validate(doc, "export", source="export")
     parts = doc["tasks"]["align"]["partitions"]
