@@ -59,14 +59,15 @@ class Plan(NamedTuple):
         """The input size measured from --input (None when it was assumed or unknown)."""
         return self.input_bytes if self.input_origin == "--input" else None
 
+    def tag(self) -> Tag:
+        """The comment tag's fields but the decision's (action and limit come with it)."""
+        if self.basis == "history":
+            return Tag("history", "", 0, None, self.task)
+        return Tag("wrapper", "", 0, self.options.quantile, self.task, self.measured_bytes)
 
-def _added(
-    request: JobRequest,
-    decision: Decision,
-    tag: Tag | None,
-    picked: str | None,
-) -> tuple[str, ...]:
-    """The options the decision adds; ``tag`` carries what the comment tag says besides the limit."""
+
+def _added(request: JobRequest, decision: Decision, tag: Tag, picked: str | None) -> tuple[str, ...]:
+    """The options the decision adds (``tag``: Plan.tag, completed here by the decision)."""
     added = []
     if picked is not None:
         added.append(f"--partition={picked}")
@@ -74,19 +75,12 @@ def _added(
         added.append(f"--time={format_duration(decision.time_s)}")
     if decision.time_min_s is not None:
         added.append(f"--time-min={format_duration(decision.time_min_s)}")
-    if tag is not None and decision.action in TAGGED_ACTIONS and decision.advised_s is not None:
+    if decision.action in TAGGED_ACTIONS and decision.advised_s is not None:
         tag = tag._replace(action=decision.action, limit_min=decision.advised_s // 60)
         added.append(
             f"--comment={with_tag(request.comment.value if request.comment else None, tag)}"
         )
     return tuple(added)
-
-
-def _tag(basis: str, task: str | None, quantile: float, measured_bytes: int | None) -> Tag:
-    """The tag's fields before the decision (action and limit are the decision's)."""
-    if basis == "history":
-        return Tag("history", "", 0, None, task)
-    return Tag("wrapper", "", 0, quantile, task, measured_bytes)
 
 
 def candidate_partitions(request: JobRequest, snapshot: Snapshot) -> tuple[str, ...]:
@@ -185,8 +179,7 @@ def decided(base: Plan, sbatch: SbatchArgv) -> Plan:
         user_time=request.time.value if request.time else None,
         user_time_min=request.time_min.value if request.time_min else None,
     )
-    tag = _tag(base.basis, base.task, options.quantile, base.measured_bytes)
-    added = _added(request, decision, tag, None)
+    added = _added(request, decision, base.tag(), None)
     return base._replace(decision=decision, added=added, argv=sbatch.with_options(added))
 
 
@@ -217,8 +210,7 @@ def pick_earliest(
         single = current.decision._replace(
             time_s=limit.limit_s, time_min_s=None, advised_s=limit.limit_s
         )
-        tag = _tag(current.basis, current.task, current.options.quantile, current.measured_bytes)
-        added = _added(current.request, single, tag, limit.partition)
+        added = _added(current.request, single, current.tag(), limit.partition)
         try:
             found = estimate(sbatch.with_options(added))
         except Exception as error:  # any failure only removes this candidate
@@ -241,8 +233,7 @@ def pick_earliest(
         advised_s=chosen.limit_s,
         reason=f"{current.decision.reason}; --pick earliest: {best.partition} finishes first",
     )
-    tag = _tag(current.basis, current.task, current.options.quantile, current.measured_bytes)
-    added = _added(current.request, decision, tag, best.partition)
+    added = _added(current.request, decision, current.tag(), best.partition)
     return current._replace(
         decision=decision,
         added=added,
