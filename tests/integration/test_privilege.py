@@ -297,6 +297,8 @@ def test_readers_never_see_half_a_transaction(site: Site) -> None:
             publish_copy(store, site.copy)
     results = [json.loads(process.communicate(timeout=60)[0]) for process in readers]
     assert generation >= 10
+    print(f"torn reads: {sum(r['torn'] for r in results)} of {sum(r['reads'] for r in results)} "
+          f"reads by 3 readers over {generation} published versions")  # fmt: skip
     for result in results:
         assert result["errors"] == 0, result["last_error"]
         assert result["torn"] == 0, results

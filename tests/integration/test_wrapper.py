@@ -11,6 +11,7 @@ from __future__ import annotations
 import filecmp
 import json
 import os
+import pwd
 import re
 import secrets
 import shutil
@@ -19,16 +20,19 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from advisor.accounting.sacct_file import format_sacct_row
 from advisor.cli.sbatch_cmd import main as sbatch_main
 from advisor.cluster_info import fetch_cluster
 from advisor.slurm.backend import CliBackend
-from advisor.slurm.parsers import parse_key_values
+from advisor.slurm.parsers import SACCT_FIELDS, parse_key_values
+from advisor.slurm.records import JobRecord
 from advisor.slurm.runner import RetryPolicy
 from advisor.slurm.timefmt import format_duration, parse_duration
 from advisor.store.connection import Store
@@ -195,6 +199,39 @@ def test_arguments_reach_the_job_unchanged(cache: Path, job_script: Path, tmp_pa
         assert show(job)["JobName"] == "x y;$z"  # MinJobAge keeps finished jobs visible
     finally:
         cancel(job)
+
+
+def test_a_job_name_without_model_gets_its_history_limit(
+    cache: Path, job_script: Path, tmp_path: Path
+) -> None:
+    """Five completed 600 s runs of the name in accounting: 600 s + 1 h = 70 min, on Slurm."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    name = f"{TASK}-history"
+    start = datetime(2026, 1, 1)
+    jobs = [
+        JobRecord("advisor", str(700 + i), 700 + i, name, me, "x", "cpu", ("c1",), 1, 100.0,
+                  600, 3600, None, "COMPLETED", None, 0, 0, start, start,
+                  start + timedelta(seconds=600 + i), "")
+        for i in range(5)
+    ]  # fmt: skip
+    dump = tmp_path / "sacct.txt"
+    dump.write_text("|".join(SACCT_FIELDS) + "\n" + "".join(f"{format_sacct_row(j)}\n" for j in jobs))
+    mine = tmp_path / "cache.db"
+    shutil.copy(cache, mine)
+    done = run(*ADVISOR, "--db", str(mine), "update", "--sacct-file", str(dump))
+    assert done.returncode == 0, done.stderr
+    submitted = advisor_sbatch(mine, "-H", "-J", name, "-p", "cpu", str(job_script), "/dev/null")
+    assert submitted.returncode == 0 and submitted.stderr == "", submitted.stderr
+    job = job_id(submitted.stdout)
+    try:
+        info = show(job)
+        assert info["TimeLimit"] == "01:10:00"
+        assert info["Comment"] == f"advisor:history,action=set,limit=70,task={name}"
+    finally:
+        cancel(job)
+    with Store.open(mine, readonly=True) as store:
+        rows = store.query("SELECT policy, task, limit_s FROM advice WHERE job_id = ?", (job,))
+    assert rows == [{"policy": "history", "task": name, "limit_s": 4200}]  # counts as in flight
 
 
 def _fail_open(cache_arg: Path, job_script: Path, prefix: tuple[str, ...] = ()) -> None:
