@@ -14,11 +14,10 @@ teaches nothing new.  The observation itself stays censored in the cache.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from advisor.models.context import load_node_context
-from advisor.models.distributions import Predictive, student_t_cdf
+from advisor.models.distributions import Predictive, student_t_cdf, student_t_pdf
 from advisor.models.loading import load_models
 from advisor.models.node_factor import class_factor
 from advisor.models.online import update_online
@@ -30,11 +29,6 @@ from advisor.store.observations import Observation
 UPPER_QUANTILE = 0.95
 
 
-def _t_pdf(t: float, dof: float) -> float:
-    log_norm = math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
-    return math.exp(log_norm - (dof + 1) / 2 * math.log1p(t * t / dof))
-
-
 def expected_above(predictive: Predictive, limit_s: float) -> float:
     """E[Y | Y > limit] under the predictive (never below the limit)."""
     dof, scale = predictive.dof, predictive.scale_s
@@ -43,7 +37,7 @@ def expected_above(predictive: Predictive, limit_s: float) -> float:
     a = (limit_s - predictive.loc_s) / scale
     tail = 1.0 - student_t_cdf(a, dof)
     if tail > 1e-12:
-        mean_t = (dof + a * a) / (dof - 1) * _t_pdf(a, dof) / tail
+        mean_t = (dof + a * a) / (dof - 1) * student_t_pdf(a, dof) / tail
     else:  # far in the tail the t behaves like a power law of index ν
         mean_t = a * dof / (dof - 1)
     return max(limit_s, predictive.loc_s + scale * mean_t)

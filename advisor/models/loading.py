@@ -29,10 +29,12 @@ def load_models(
         shared.setdefault(row.task, []).append((row.node_class, row.method, row.params))
     mine: dict[str, list[tuple[str, dict[str, object]]]] = {}
     if user:
-        wanted = None if tasks is None else set(shared)
-        for found in load_user_models(store, user):
-            if wanted is None or found.task in wanted:
-                mine.setdefault(found.task, []).append((found.node_class, found.params))
+        if tasks is None:
+            own = load_user_models(store, user)
+        else:  # the wrapper asks for one task: read only that task's rows
+            own = [found for task in shared for found in load_user_models(store, user, task)]
+        for found in own:
+            mine.setdefault(found.task, []).append((found.node_class, found.params))
     return {
         task: task_models_from_rows(task, task_rows, mine.get(task, ()))
         for task, task_rows in shared.items()
