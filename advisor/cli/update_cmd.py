@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 from datetime import timedelta
 
+from advisor.accounting.spool import ingest_spool
 from advisor.accounting.update import update_from_file, update_from_sacct
 from advisor.progress import Progress
 from advisor.render import Result, Table
 from advisor.slurm.backend import CliBackend
+from advisor.spool import SPOOL_ENV
 from advisor.store import Store
 
 
@@ -60,12 +63,20 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="a saved 'sacct --parsable2' dump whose first line names the fields",
     )
     source.add_argument("--swf", metavar="FILE", help="a Standard Workload Format log")
+    parser.add_argument(
+        "--spool",
+        metavar="DIR",
+        default=os.environ.get(SPOOL_ENV) or None,
+        help="also bring in the advice users' wrappers recorded there (default: $ADVISOR_SPOOL; "
+        "see contrib/site/README.md)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> Result:
     """Ingest and summarise."""
     with Store.open(getattr(args, "db", None)) as store, Progress("update") as bar:
+        spool = ingest_spool(store, args.spool) if args.spool else None
         if args.sacct_file or args.swf:
             kind = "sacct" if args.sacct_file else "swf"
             data = update_from_file(store, args.sacct_file or args.swf, kind=kind, progress=bar)
@@ -74,6 +85,7 @@ def run(args: argparse.Namespace) -> Result:
                 store, CliBackend(), since=args.since, until=args.until, window=args.window,
                 progress=bar,
             )  # fmt: skip
+    data["spool"] = spool
     states = [{"state": state, "jobs": count} for state, count in data["states"].items()]
     tables = [Table(states, columns=("state", "jobs"), title="new jobs by state")]
     if data["windows"]:
@@ -86,6 +98,11 @@ def run(args: argparse.Namespace) -> Result:
     ]
     if data["watermark"]:
         notes.append(f"watermark: {data['watermark']}")
+    if spool is not None:
+        notes.append(
+            f"spool {args.spool}: {spool['rows']} advice rows from {spool['files']} users' files"
+            f" ({spool['skipped_lines']} malformed lines, {spool['refused_files']} files refused)"
+        )
     if data["held_back_by"]:
         held = data["held_back_by"]
         notes.append(f"held back by job {held['job_id']} (record not final yet); run again later")

@@ -5,15 +5,19 @@ Standard library only, read-only: a few primary-key reads of the cache per submi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig, Proposal, clamp, propose
+from advisor.lite import TYPE_CHECKING
+from advisor.store.accounting import finished_job_ids
 from advisor.store.cluster import load_partitions
 from advisor.store.connection import Store
 from advisor.store.history import advised_in_flight, all_key_states, load_key_states, load_site
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: An advised job not seen finished after this long no longer holds its key's budget.
 IN_FLIGHT_HORIZON = timedelta(days=7)
@@ -28,13 +32,15 @@ def history_limit(
     request_s: int | None = None,
     config: PolicyConfig = DEFAULT_CONFIG,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    unrecorded: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[int, str] | None:
     """(limit in seconds, one-line explanation), or None when history has no answer.
 
     partition None means the cluster's default partition.  The limit is never above the
     user's request (request_s) nor the partition's MaxTime.  A job that the wrapper submits
     with this limit should be recorded in ``advice`` with policy 'history' and the job name as
-    task, so that the key's at-risk budget sees it until accounting ingests it.
+    task, so that the key's at-risk budget sees it until accounting ingests it.  unrecorded:
+    this user's submissions the cache has not got yet (advisor.spool lines), counted as well.
     """
     partitions = {p.name: p for p in load_partitions(store)}
     if partition is None:
@@ -43,8 +49,11 @@ def history_limit(
     states = load_key_states(store, keys)
     since = (now() - IN_FLIGHT_HORIZON).replace(microsecond=0).isoformat()
 
+    pending = _pending(store, unrecorded, since)
+
     def in_flight(key: HistoryKey) -> int:
-        return advised_in_flight(store, key, since=since)
+        mine = sum(1 for line in pending if _matches(line, key))
+        return advised_in_flight(store, key, since=since) + mine
 
     found = propose(
         ((key, states.get(key)) for key in keys),
@@ -63,6 +72,30 @@ def history_limit(
     elif request_s is not None and limit == request_s and limit < found.proposal_s:
         why += ", kept at the requested time"
     return limit, why
+
+
+def _pending(
+    store: Store, lines: Sequence[Mapping[str, Any]], since: str
+) -> list[Mapping[str, Any]]:
+    """The history-advised submissions among lines that have not finished yet."""
+    advised = [
+        line for line in lines
+        if line.get("policy") == "history" and line.get("outcome") == "submitted"
+        and line.get("job_id") is not None and str(line.get("created_at", "")) >= since
+    ]  # fmt: skip
+    if not advised:
+        return []
+    finished = finished_job_ids(store, (int(line["job_id"]) for line in advised))
+    return [line for line in advised if int(line["job_id"]) not in finished]
+
+
+def _matches(line: Mapping[str, Any], key: HistoryKey) -> bool:
+    """A line of this user's matches the key as advice rows do (store.history._MATCH)."""
+    if key.kind == "user+name":
+        return line.get("task") == key.name
+    if key.kind == "user+partition":
+        return line.get("partition") == key.partition
+    return True
 
 
 def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> list[dict[str, Any]]:

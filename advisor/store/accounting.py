@@ -117,6 +117,17 @@ def set_watermark(store: Store, source: str, value: str) -> None:
         )
 
 
+def finished_job_ids(store: Store, job_ids: Iterable[int]) -> set[int]:
+    """Which of these job ids accounting has ingested (on any cluster)."""
+    wanted = sorted(set(job_ids))
+    rows = store.conn.execute(
+        "SELECT DISTINCT job_id_raw FROM accounting_jobs "
+        "WHERE job_id_raw IN (SELECT value FROM json_each(?))",
+        (json.dumps(wanted),),
+    )
+    return {int(row[0]) for row in rows}
+
+
 def get_watermark(store: Store, source: str) -> str | None:
     """How far ingestion of a source got, or None before the first run."""
     rows = store.query("SELECT value FROM watermarks WHERE source = ?", (source,))

@@ -36,8 +36,8 @@ class Advice(NamedTuple):
     p95_s: float | None = None
 
 
-def record_advice(store: Store, advice: Advice) -> int:
-    """Store one decision; its row id."""
+def record_advice(store: Store, advice: Advice, *, created_at: str | None = None) -> int:
+    """Store one decision (made at created_at, default now); its row id."""
     with store.write():
         cursor = store.conn.execute(
             """INSERT INTO advice (created_at, user, task, partition, node_class, predicted_s,
@@ -45,7 +45,7 @@ def record_advice(store: Store, advice: Advice) -> int:
                  p50_s, p90_s, p95_s)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
-                utc_now(),
+                created_at or utc_now(),
                 advice.user,
                 _text(advice.task),
                 _text(advice.partition),

@@ -61,12 +61,30 @@ def load_snapshot(db: str | None, task: str, user: str) -> Snapshot:
 def history(
     db: str | None, user: str, job_name: str, partitions: Sequence[str]
 ) -> dict[str, tuple[int, str] | None]:
-    """The history policy's (limit_s, why) per partition, in one read-only pass."""
+    """The history policy's (limit_s, why) per partition, in one read-only pass.
+
+    Through a published copy this user's advice is in the spool, not yet in the copy: the
+    policy's at-risk budget counts those submissions from the user's own spool file.
+    """
     from advisor.history.lookup import history_limit
+    from advisor.spool import SPOOL_ENV, mark_source, parse_mark, read_own_lines
+    from advisor.store.accounting import get_watermark
     from advisor.store.connection import Store
 
     with Store.open(db, readonly=True, busy_timeout_s=READ_BUSY_S) as store, store.read():
-        return {name: history_limit(store, user, job_name, name) for name in partitions}
+        unrecorded: list[dict[str, object]] = []
+        spool = os.environ.get(SPOOL_ENV)
+        if spool and not _writable(store.path):
+            mark = parse_mark(get_watermark(store, mark_source(os.getuid())))
+            unrecorded = read_own_lines(spool, mark)
+        return {
+            name: history_limit(store, user, job_name, name, unrecorded=unrecorded)
+            for name in partitions
+        }
+
+
+def _writable(path: str | None) -> bool:
+    return path is not None and os.path.exists(path) and os.access(path, os.W_OK)
 
 
 def run_sbatch(
@@ -117,15 +135,23 @@ def record(db: str | None, advice: Advice) -> None:
     """One short write transaction; an absent cache is not created for it.
 
     A cache this user may not write is the site's published copy (contrib/site/README.md):
-    nothing is recorded there, and no warning is due; the advice reaches accounting all the
-    same, in the job's comment tag.
+    the advice goes to the user's file in $ADVISOR_SPOOL instead (advisor.spool), which the
+    administrator's ``advisor update --spool`` brings into the cache; without a spool nothing
+    is recorded, and no warning is due (the comment tag still reaches accounting).
     """
-    from advisor.store.advice import record_advice
     from advisor.store.connection import Store, db_location
 
     path = db_location(db)
-    if not os.path.exists(path) or not os.access(path, os.W_OK):
+    if not _writable(path):
+        from advisor.spool import SPOOL_ENV, append_advice
+        from advisor.store.clock import utc_now
+
+        spool = os.environ.get(SPOOL_ENV)
+        if spool:
+            append_advice(spool, advice, utc_now())
         return
+    from advisor.store.advice import record_advice
+
     with Store.open(path, busy_timeout_s=WRITE_BUSY_S) as store:
         record_advice(store, advice)
 

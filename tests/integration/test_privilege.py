@@ -14,6 +14,7 @@ import filecmp
 import hashlib
 import json
 import os
+import pwd
 import re
 import secrets
 import shutil
@@ -234,6 +235,43 @@ def test_a_user_submits_through_the_copy_and_gets_the_advised_limit_without_a_wa
         assert parse_duration(info["TimeLimit"]) == int(tag.group(1)) * 60
     finally:
         run(["scancel", f"--name={name}"])
+
+
+def test_a_users_advice_reaches_the_cache_through_the_spool(site: Site, tmp_path: Path) -> None:
+    """The copy is read-only: nobody's wrapper appends to its own spool file, which root's
+    'advisor update --spool' brings into the working cache as nobody's advice row."""
+    spool = site.root / "spool"
+    spool.mkdir(mode=0o1733, exist_ok=True)
+    spool.chmod(0o1733)  # users add files; they can neither list nor replace others'
+    env = {**site.env, "ADVISOR_SPOOL": str(spool)}
+    name = f"{TASK}-spooled"
+    done = run(["runuser", "-u", "nobody", "--", *site.python, "-m", "advisor", "--db",
+                str(site.copy), "sbatch", "--task", TASK, "-H", "-J", name, "--output=/dev/null",
+                "--wrap", "true"], env=env, cwd=site.root)  # fmt: skip
+    try:
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        job = job_id(done.stdout)
+    finally:
+        run(["scancel", f"--name={name}"])
+    own = spool / f"{pwd.getpwnam('nobody').pw_uid}.jsonl"
+    assert (own.stat().st_uid, own.stat().st_mode & 0o777) == (pwd.getpwnam("nobody").pw_uid, 0o600)
+    peek = run(["runuser", "-u", "daemon", "--", "cat", str(own)])
+    listing = run(["runuser", "-u", "daemon", "--", "ls", str(spool)])
+    assert peek.returncode != 0 and listing.returncode != 0  # another user sees neither
+    excerpt = REPO / "tests" / "data" / "traces" / "kth-sp2-excerpt.swf"
+    ingested = advisor("--db", site.working, "update", "--swf", excerpt, "--spool", spool,
+                       "--format", "json")  # fmt: skip
+    assert ingested.returncode == 0, ingested.stderr
+    assert json.loads(ingested.stdout)["spool"] == {"files": 1, "rows": 1, "skipped_lines": 0,
+                                                     "refused_files": 0}  # fmt: skip
+    with Store.open(site.working, readonly=True) as store:
+        rows = store.query("SELECT user, task, outcome, limit_s FROM advice WHERE job_id = ?",
+                           (job,))  # fmt: skip
+    assert len(rows) == 1 and rows[0]["user"] == "nobody" and rows[0]["task"] == TASK
+    assert rows[0]["outcome"] == "submitted" and rows[0]["limit_s"]
+    again = advisor("--db", site.working, "update", "--swf", excerpt, "--spool", spool,
+                    "--format", "json")  # fmt: skip
+    assert json.loads(again.stdout)["spool"]["rows"] == 0  # each line once
 
 
 def test_a_user_can_change_neither_cache_nor_the_export(site: Site) -> None:
