@@ -36,6 +36,8 @@ LINE_MAX_BYTES = 1 << 20
 TEXT_FIELDS = ("policy", "outcome", "task", "partition", "node_class", "cluster")
 NUMBER_FIELDS = ("predicted_s", "quantile", "p50_s", "p90_s", "p95_s")
 INTEGER_FIELDS = ("limit_s", "job_id", "input_bytes")
+#: What became of a submission (the advice table's outcome column).
+OUTCOMES = frozenset({"submitted", "failed", "fallback", "dry-run"})
 
 
 class SpoolError(AdvisorError):
@@ -126,7 +128,7 @@ def parse_line(text: str) -> dict[str, Any] | None:
     """
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # 50,000 nested brackets exhaust the stack
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("created_at"), str):
         return None
@@ -156,7 +158,7 @@ def parse_line(text: str) -> dict[str, Any] | None:
         ):
             return None
         out[name] = value
-    if not isinstance(out["policy"], str) or not isinstance(out["outcome"], str):
+    if not isinstance(out["policy"], str) or out["outcome"] not in OUTCOMES:
         return None
     return out
 
