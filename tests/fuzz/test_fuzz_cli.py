@@ -233,7 +233,7 @@ def _fresh(template: Path, where: Path) -> Path:
     return db
 
 
-def through_main(argv: list[str], db: Path | None, named: tuple[str, ...]) -> int:
+def through_main(argv: list[str], db: Path | None, named: tuple[str, ...], label: str = "") -> int:
     """main(argv): 0, or 2 with one line naming one of named (and the cache left as it was)."""
     before = _rows(db) if db is not None else None
     out, err = io.StringIO(), io.StringIO()
@@ -241,8 +241,7 @@ def through_main(argv: list[str], db: Path | None, named: tuple[str, ...]) -> in
         code = main([*argv, *(["--db", str(db)] if db is not None else [])])
     text = err.getvalue()
     assert code in (0, 2), text
-    words = [w for w in argv if not w.startswith(("/", "-"))][:2]
-    count(f"{' '.join(words)}: exit {code}")
+    count(f"{label or argv[0]}: exit {code}")
     if code == 2:
         lines = text.splitlines()
         assert len(lines) == 1 and lines[0].startswith("advisor: error: "), text
@@ -265,7 +264,7 @@ def test_any_file_through_the_command_line(
         argv.append(str(path))
     db = _fresh(learned, scratch) if words[0] in {"runs", "nodes", "update", "replay", "predict"} else None
     named = (str(path), "--") if words[0] in {"plan", "estimate"} else (str(path),)
-    through_main(argv, db, named)
+    through_main(argv, db, named, command)
 
 
 @budget(300)
@@ -287,7 +286,7 @@ def test_any_option_value_through_the_command_line(
     files = [w for w in argv if w.startswith("/")]
     shown = [storable(v) for v in values]  # names reach the cache (and messages) as storable text
     named = (*chosen, *files, *(repr(v) for v in shown), *(v for v in shown if v.strip()))
-    through_main(argv, db, named)
+    through_main(argv, db, named, command)
 
 
 #: Option values the two tests above found, each once a traceback (or a hang) instead of exit 2.

@@ -60,7 +60,9 @@ _keys = st.sampled_from([*accuracy.GROUP_KEYS, *limits.GROUP_KEYS, *HOSTILE_STRI
 
 
 @budget(200)
-@given(text=st.one_of(st.lists(_keys, max_size=4).map(",".join), field),
+@given(text=st.one_of(st.lists(_keys, max_size=4).map(",".join), field,
+                      st.lists(st.sampled_from([*accuracy.GROUP_KEYS, *limits.GROUP_KEYS]),
+                               min_size=1, max_size=4).map(", ".join)),
        allowed=st.sampled_from([accuracy.GROUP_KEYS, limits.GROUP_KEYS]))  # fmt: skip
 def test_grouping_keys(text: str, allowed: tuple[str, ...]) -> None:
     result = outcome(parse_by, text, allowed)
@@ -95,7 +97,7 @@ def store() -> Iterator[Store]:
         yield opened
 
 
-def _update(store: Store, since: str, until: str | None) -> dict[str, object]:
+def update_windows(store: Store, since: str, until: str | None) -> dict[str, object]:
     try:
         return update_from_sacct(store, Accounting(), since=since, until=until,
                                  window=timedelta(hours=24 * 366), now=lambda: NOW)  # fmt: skip
@@ -109,7 +111,7 @@ def _update(store: Store, since: str, until: str | None) -> dict[str, object]:
 @example(since="2026-11-01", until="2026-11-02T00:00-05:00")
 @example(since="0001-01-01T00:00+01:00", until=None)
 def test_update_since_and_until(store: Store, since: str, until: str | None) -> None:
-    result = outcome(_update, store, since, until)
+    result = outcome(update_windows, store, since, until)
     if isinstance(result, InputError):
         assert result.message.startswith(("--since", "--until"))
 
@@ -141,5 +143,5 @@ def test_update_times_with_an_offset_are_taken_as_local_times(
 
 def test_update_offsets_past_year_1_are_input_errors(store: Store) -> None:
     # Regression: OverflowError when the offset moved the moment before year 1.
-    error = rejected(_update, store, "0001-01-01T00:00+01:00", None)
+    error = rejected(update_windows, store, "0001-01-01T00:00+01:00", None)
     assert error.message.startswith("--since")

@@ -197,8 +197,12 @@ def test_scontrol_records_parse_or_are_rejected(partitions: str, nodes: str) -> 
     outcome(parse_nodes, nodes)
 
 
+_pairs = st.lists(st.tuples(st.one_of(st.sampled_from(["PartitionName", "MaxTime", "Nodes"]), field),
+                            field), min_size=1, max_size=4).map(lambda kv: " ".join(f"{k}={v}" for k, v in kv))
+
+
 @budget(200)
-@given(text=field)
+@given(text=st.one_of(field, _pairs))
 def test_key_value_lines_parse_or_are_rejected(text: str) -> None:
     outcome(parse_key_values, text)
 
