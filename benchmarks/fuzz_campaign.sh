@@ -15,14 +15,20 @@ cd "$(dirname "$0")/.."
 EXAMPLES=${1:-100000}
 OUT=${2:-/tmp/fuzz-campaign-$(date +%Y%m%d-%H%M%S)}
 SEED=${ADVISOR_FUZZ_SEED:-0}
+MEMORY_KB=${ADVISOR_FUZZ_MEMORY_KB:-8000000}
 mkdir -p "$OUT"
 
 half() {
     local name=$1
     shift
-    ADVISOR_FUZZ_EXAMPLES=$EXAMPLES ADVISOR_FUZZ_COUNTS="$OUT/$name.json" \
-        nice -n 19 .venv/bin/pytest -q -p no:cacheprovider -m fuzz -k "not 100k" \
-        --hypothesis-show-statistics --hypothesis-seed="$SEED" "$@" >"$OUT/$name.txt" 2>&1
+    # A cap on each half's address space: an input that makes a parser allocate without bound
+    # fails its test with MemoryError instead of waking the kernel's OOM killer.
+    (
+        ulimit -v "$MEMORY_KB"
+        ADVISOR_FUZZ_EXAMPLES=$EXAMPLES ADVISOR_FUZZ_COUNTS="$OUT/$name.json" \
+            nice -n 19 .venv/bin/pytest -q -p no:cacheprovider -m fuzz -k "not 100k" \
+            --hypothesis-show-statistics --hypothesis-seed="$SEED" "$@" >"$OUT/$name.txt" 2>&1
+    )
 }
 
 start=$(date +%s)

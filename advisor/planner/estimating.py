@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from advisor.errors import InputError
@@ -36,6 +37,14 @@ def estimate_workflow(
         else load.compute_s * spec_platform.flops_per_core
         for task, load in zip(workflow.tasks, loads, strict=True)
     )
+    found = {"total_flops": total_flops, **estimates(loads, resources)}
+    for name, value in found.items():
+        if not math.isfinite(value):  # a rate of 2e-308 bytes/s made inf (and JSON refuses it)
+            raise InputError(
+                f"{name} is {value} on platform {platform!r}",
+                source=workflow.source,
+                hint="check the platform's rates and --flops-per-unit",
+            )
     return {
         "workflow": workflow.name,
         "source": workflow.source,
@@ -53,5 +62,5 @@ def estimate_workflow(
         "total_flops": total_flops,
         "read_bytes": sum(t.read_bytes for t in loads),
         "written_bytes": sum(t.write_bytes for t in loads),
-        **estimates(loads, resources),
+        **found,
     }

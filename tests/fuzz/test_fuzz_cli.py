@@ -325,3 +325,13 @@ def test_a_task_name_that_is_not_utf8_finds_its_stored_runs(learned: Path, tmp_p
     assert through_main(["runs", "import", "--format=nextflow", "--workflow=w\udcff", TRACE_PATH], db, ()) == 0
     with Store.open(db, readonly=True) as store:
         assert {"w\ufffd"} <= {r["workflow"] for r in store.query("SELECT workflow FROM observations")}
+
+
+def test_a_platform_whose_rates_make_infinite_estimates_is_an_input_error(tmp_path: Path) -> None:
+    # Regression (the 100,000-input campaign): a read rate of 2.2e-308 bytes/s passed the
+    # schema, the naive estimate became inf and 'estimate --format json' raised ValueError.
+    platform = write(tmp_path / "platform.json", json.dumps({
+        "name": "summit", "flops_per_core": 61542441882.6, "read_bytes_per_s": 2.2250738585072014e-308,
+        "write_bytes_per_s": 4283134920.6}))  # fmt: skip
+    argv = ["--format=json", "estimate", "--platform", str(platform), "--nodes", "2", "--cores", "2", FORK_PATH]
+    assert through_main(argv, None, (str(platform),)) == 2
