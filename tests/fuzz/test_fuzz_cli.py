@@ -296,6 +296,8 @@ OPTION_REGRESSIONS: list[tuple[str, list[str], str]] = [
     ("cv nan", ["plan", "--samples=3", "--cv=nan", FORK_PATH], "--cv"),
     ("10**12 nodes", ["plan", "--samples=3", "--nodes=1000000000000", FORK_PATH], "--nodes"),  # never finished
     ("13e9 slots", ["plan", "--samples=3", "--nodes=200000", "--cores=65536", FORK_PATH], "cores (slots)"),
+    # the campaign: an n x n rate matrix of 56504**2 floats (25 GB) took the machine's memory
+    ("a network of 56504 nodes", ["plan", "--samples=3", "--nodes=56504", "--bandwidth=1", FORK_PATH], "--bandwidth"),
     ("zero cores", ["plan", "--samples=3", "--nodes=1", "--cores=0", FORK_PATH], "--cores"),  # taken as 1
     ("negative arrival", ["plan", "--samples=3", "--arrivals=-1", FORK_PATH], "--arrivals"),  # unnamed
     ("estimate 10**400 nodes", ["estimate", "--platform=summit", "--cores=1", "--nodes=" + "1" * 400, FORK_PATH], "--nodes"),
