@@ -124,9 +124,14 @@ def _parse_when(text: str | None, what: str) -> datetime | None:
     if text is None:
         return None
     try:
-        return datetime.fromisoformat(text)
-    except ValueError:
+        moment = datetime.fromisoformat(text)
+        if moment.tzinfo is not None:
+            # sacct prints and reads the cluster's local time without an offset; comparing an
+            # aware time with the naive clock raised TypeError
+            moment = moment.astimezone().replace(tzinfo=None)
+    except (ValueError, OverflowError, OSError):  # OverflowError: an offset past year 1 or 9999
         raise InputError(f"{what}: not a time {text!r} (expected e.g. 2024-05-01T08:00)") from None
+    return moment
 
 
 def update_from_sacct(

@@ -9,6 +9,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import advisor
 from advisor.cli import COMMANDS
@@ -27,6 +28,15 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # Python 3.11's argparse drops a '--' given as an option's own value ('--sort=--') and
+        # hands the command [] instead of a string (TypeError, AttributeError far away).
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
 
 
 class _Version(argparse.Action):

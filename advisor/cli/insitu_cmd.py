@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from advisor.cli.common import positive_int
+from advisor.insitu import MAX_STEPS
 from advisor.insitu.model import MAX_BUFFER_FRAMES
 from advisor.insitu.report import SIGMA_PRIME_NOTE, analyse_steps, report_data
 from advisor.insitu.steps import read_steps
@@ -20,8 +21,8 @@ def _frames(text: str) -> int:
 
 def _count(text: str) -> int:
     value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if not 0 <= value <= MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_STEPS}, got {value}")
     return value
 
 

@@ -12,6 +12,7 @@ from advisor.render import Result, Table
 from advisor.reports.age import age_text
 from advisor.store import Store
 from advisor.store.benchmarks import latest_scores
+from advisor.text import storable
 
 _RATIOS = ("cpu", "io", "memory")
 
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "F = w * cpu + (1 - w) * io is made of. Then the same per class.",
     )
     reference_help = "node the ratios are relative to (default: the first node with scores)"
-    parser.add_argument("--reference", metavar="NODE", help=reference_help)
+    parser.add_argument("--reference", type=storable, metavar="NODE", help=reference_help)
     parser.set_defaults(func=run_show)
     actions = parser.add_subparsers(dest="nodes_action", metavar="ACTION")
     importer = actions.add_parser(
@@ -41,7 +42,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "scaled by the clock ratio. Nothing is stored unless the whole file is valid.",
     )
     importer.add_argument("file", metavar="FILE")
-    importer.add_argument("--reference", metavar="NODE", default=argparse.SUPPRESS,
+    importer.add_argument("--reference", type=storable, metavar="NODE", default=argparse.SUPPRESS,
                           help=reference_help)
     importer.set_defaults(func=run_import)
 

@@ -9,6 +9,7 @@ from advisor.models.predict import METHODS
 from advisor.models.predicting import input_size_of, predict_queries, predict_runtime
 from advisor.render import Result, Table
 from advisor.store import Store
+from advisor.text import storable
 from advisor.wrapper.effects import user as current_user
 
 QUERY_COLUMNS = ("task", "node", "input_bytes", "predicted_s", "p50_s", "p90_s", "p95_s")
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "predictive distribution.  Either one task (--task with --input-bytes or --input) or "
         "a CSV of queries (--queries: columns task,node,input_bytes).",
     )
-    parser.add_argument("--task", help="the task (process) name")
+    parser.add_argument("--task", type=storable, help="the task (process) name")
     size = parser.add_mutually_exclusive_group()
     size.add_argument(
         "--input-bytes", type=int, metavar="N", help="uncompressed input size in bytes"
@@ -43,12 +44,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "--input", nargs="+", metavar="PATH", help="input files (gzip/bgzip measured uncompressed)"
     )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--node", help="only this node's class")
-    where.add_argument("--partition", help="only the node classes of this partition")
+    where.add_argument("--node", type=storable, help="only this node's class")
+    where.add_argument("--partition", type=storable, help="only the node classes of this partition")
     parser.add_argument("--queries", metavar="FILE.csv", help="bulk: columns task,node,input_bytes")
     parser.add_argument("--cores", type=int, help="cores the task will use")
     parser.add_argument(
         "--user",
+        type=storable,
         help="whose own runs refine the models (default: you, as 'advisor sbatch' predicts; "
         "'' for the shared models alone)",
     )
@@ -75,8 +77,9 @@ def run(args: argparse.Namespace) -> Result:
         raise UsageError("give --task (with --input-bytes or --input) or --queries FILE.csv")
     if args.input_bytes is None and not args.input:
         raise UsageError("give the input size: --input-bytes N or --input PATH...")
-    if args.input_bytes is not None and args.input_bytes < 0:
-        raise UsageError("--input-bytes must not be negative")
+    if args.input_bytes is not None and not 0 <= args.input_bytes < 2**63:
+        # beyond SQLite's INTEGER: 10**400 bytes overflowed float in the model
+        raise UsageError("--input-bytes must be from 0 to 2**63 - 1")
     input_bytes = args.input_bytes if args.input_bytes is not None else input_size_of(args.input)
     with Store.open(db, readonly=True) as store:
         data = predict_runtime(

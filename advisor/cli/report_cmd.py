@@ -20,6 +20,7 @@ from advisor.reports.period import parse_moment
 from advisor.reports.shaping import Shape, parse_by
 from advisor.store import Store
 from advisor.store.reports import JobFilter
+from advisor.text import storable
 
 _ALL = "(all)"
 
@@ -42,9 +43,9 @@ def _job_options() -> argparse.ArgumentParser:
                        help="jobs that ended at or after WHEN: YYYY-MM-DD[THH:MM[:SS]], or a "
                        "span back from now: 30m, 12h, 7d, 2w")
     group.add_argument("--until", metavar="WHEN", help="jobs that ended before WHEN")
-    group.add_argument("--user", help="only this user's jobs")
-    group.add_argument("--partition", help="only jobs that ran in this partition")
-    group.add_argument("--task", help="only this task (the advised task, else the job name)")
+    group.add_argument("--user", type=storable, help="only this user's jobs")
+    group.add_argument("--partition", type=storable, help="only jobs that ran in this partition")
+    group.add_argument("--task", type=storable, help="only this task (the advised task, else the job name)")
     group.add_argument("--plot", metavar="FILE.png", help="also draw a picture (needs matplotlib)")
     return parent
 
@@ -96,8 +97,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "(above 1: slower), the factors the task models use on it, and the age of the "
         "oldest benchmark it rests on.",
     )
-    nodes.add_argument("--partition", help="only classes with a node in this partition")
-    nodes.add_argument("--task", help="factors of this task only")
+    nodes.add_argument("--partition", type=storable, help="only classes with a node in this partition")
+    nodes.add_argument("--task", type=storable, help="factors of this task only")
     nodes.set_defaults(func=run_nodes)
     models = reports.add_parser(
         "models", parents=[*parents, shape],
@@ -106,7 +107,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "(censored ones apart), Pearson r of input size and runtime, CPU weight and its "
         "source, classes with an online model, and when it was last updated.",
     )
-    models.add_argument("--task", help="only this task")
+    models.add_argument("--task", type=storable, help="only this task")
     models.set_defaults(func=run_models)
 
 

@@ -13,6 +13,7 @@ from advisor.render import FORMATS as RENDER_FORMATS
 from advisor.render import Result, Table
 from advisor.store import Store
 from advisor.store.observations import Observation, add_observations
+from advisor.text import storable
 
 FORMATS = ("lotaru", "nextflow", "json")
 
@@ -46,6 +47,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "--label",
         action="append",
         default=[],
+        type=storable,
         metavar="GLOB",
         help="lotaru: import only rows whose Label matches (repeatable), e.g. 'train-*'",
     )
@@ -58,8 +60,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         default=argparse.SUPPRESS,
         help="output: table (default), json, csv, or a tabulate format",
     )
-    imp.add_argument("--node-class", help="nextflow: node class of runs without a hostname")
-    imp.add_argument("--workflow", help="nextflow: the workflow the trace belongs to")
+    imp.add_argument("--node-class", type=storable, help="nextflow: node class of runs without a hostname")
+    imp.add_argument("--workflow", type=storable, help="nextflow: the workflow the trace belongs to")
     imp.set_defaults(func=run)
 
 

@@ -110,7 +110,7 @@ def predict_runtime(
         rows.append(_row(task, name, input_bytes, prediction))
     if not rows:
         raise InputError(
-            f"no benchmark scores and no runs of {task!r} on {', '.join(skipped)}",
+            f"no benchmark scores and no runs of {task!r} on {', '.join(map(repr, skipped))}",
             hint="profile the nodes or import runs from them",
         )
     return {"method": method, "predictions": rows, "skipped_classes": skipped}

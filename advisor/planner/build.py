@@ -23,7 +23,10 @@ from advisor.planner.estimators import TaskLoad
 from advisor.planner.model import Workflow
 from advisor.planner.network import bandwidth_matrix
 from advisor.planner.platform import Platform
-from advisor.planner.problem import FloatArray, Node, Problem, WorkflowInfo
+from advisor.planner.problem import MAX_NODE_CORES, FloatArray, Node, Problem, WorkflowInfo
+
+#: ``--nodes``: more than the largest machines have (Fugaku: 158,976 nodes).
+MAX_ALIKE_NODES = 200_000
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,9 @@ def alike_nodes(count: int, cores: int) -> tuple[Node, ...]:
     """``count`` nodes of ``cores`` cores, named node001, node002, ..."""
     if count < 1 or cores < 1:
         raise InputError("--nodes and --cores must be at least 1")
+    if count > MAX_ALIKE_NODES or cores > MAX_NODE_CORES:
+        # each node is a column of the runtime matrix: 10**12 nodes never finished planning
+        raise InputError(f"--nodes: at most {MAX_ALIKE_NODES}, --cores: at most {MAX_NODE_CORES}")
     width = max(3, len(str(count)))
     return tuple(Node(f"node{i + 1:0{width}d}", cores, "node") for i in range(count))
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from advisor.errors import InputError
-from advisor.planner.build import Work, task_loads
+from advisor.planner.build import MAX_ALIKE_NODES, Work, task_loads
 from advisor.planner.estimators import Resources, estimates
 from advisor.planner.inputs import load_workflow
 from advisor.planner.platform import load_platform, parse_flops
+from advisor.planner.problem import MAX_NODE_CORES
 
 
 def estimate_workflow(
@@ -21,6 +23,8 @@ def estimate_workflow(
     """
     if nodes < 1 or cores < 1:
         raise InputError("--nodes and --cores must be at least 1")
+    if nodes > MAX_ALIKE_NODES or cores > MAX_NODE_CORES:  # 10**400 nodes: OverflowError in float
+        raise InputError(f"--nodes: at most {MAX_ALIKE_NODES}, --cores: at most {MAX_NODE_CORES}")
     workflow = load_workflow(spec)
     spec_platform = load_platform(platform)
     work = Work(spec_platform, parse_flops(flops_per_unit) if flops_per_unit else None)
@@ -33,6 +37,14 @@ def estimate_workflow(
         else load.compute_s * spec_platform.flops_per_core
         for task, load in zip(workflow.tasks, loads, strict=True)
     )
+    found = {"total_flops": total_flops, **estimates(loads, resources)}
+    for name, value in found.items():
+        if not math.isfinite(value):  # a rate of 2e-308 bytes/s made inf (and JSON refuses it)
+            raise InputError(
+                f"{name} is {value} on platform {platform!r}",
+                source=workflow.source,
+                hint="check the platform's rates and --flops-per-unit",
+            )
     return {
         "workflow": workflow.name,
         "source": workflow.source,
@@ -50,5 +62,5 @@ def estimate_workflow(
         "total_flops": total_flops,
         "read_bytes": sum(t.read_bytes for t in loads),
         "written_bytes": sum(t.write_bytes for t in loads),
-        **estimates(loads, resources),
+        **found,
     }

@@ -16,6 +16,9 @@ import numpy as np
 from advisor.errors import InputError
 from advisor.planner.problem import FloatArray, Node
 
+#: The rates are an n x n matrix: 4096 nodes take 128 MiB (and HEFT's transfer costs grow alike).
+MAX_NETWORK_NODES = 4096
+
 
 def bandwidth_matrix(
     nodes: Sequence[Node], bandwidth_bytes_s: float | None, *, shared_fs: bool = False
@@ -25,6 +28,11 @@ def bandwidth_matrix(
         return None
     if not bandwidth_bytes_s > 0:
         raise InputError("--bandwidth must be positive")
+    if len(nodes) > MAX_NETWORK_NODES:  # --nodes 56504 --bandwidth 1 asked for 25 GB
+        raise InputError(
+            f"--bandwidth: a network of {len(nodes)} nodes, more than {MAX_NETWORK_NODES}",
+            hint="plan without --bandwidth, or on fewer nodes",
+        )
     matrix = np.full((len(nodes), len(nodes)), float(bandwidth_bytes_s))
     if shared_fs:
         classes = np.array([node.node_class or node.name for node in nodes], dtype=object)

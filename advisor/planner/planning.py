@@ -6,6 +6,7 @@ Without a cache the nodes are the recorded machines (or ``--nodes x --cores``); 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,9 @@ from advisor.planner.problem import Problem, combine
 from advisor.planner.ranks import critical_path_s, mean_runtime
 from advisor.planner.uncertainty import LognormalSampler, RuntimeSampler, makespan_distribution
 from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
+
+#: ``--cv``: a standard deviation 100 times the mean is already no runtime model at all.
+MAX_CV = 100.0
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ def _problems(request: PlanRequest) -> list[Problem]:
     work = request.work()
     workflows = [item for item in loaded if isinstance(item, Workflow)]
     if request.nodes is not None:
-        nodes = alike_nodes(request.nodes, request.cores or 1)
+        nodes = alike_nodes(request.nodes, 1 if request.cores is None else request.cores)
     else:
         nodes = recorded_nodes(workflows)
     problems = []
@@ -86,8 +90,12 @@ def _problems(request: PlanRequest) -> list[Problem]:
 
 def check_request(request: PlanRequest) -> None:
     """Refuse settings no input can make sense of."""
-    if request.cv < 0 or request.samples < 0:
-        raise InputError("--cv and --samples must not be negative")
+    if not 0 <= request.cv <= MAX_CV:  # NaN fails too; above 1e154 cv**2 is inf: NaN quantiles
+        raise InputError(f"--cv must be from 0 to {MAX_CV:g}, not {request.cv}")
+    if request.samples < 0:
+        raise InputError("--samples must not be negative")
+    if request.seed < 0:  # numpy refuses negative seeds with ValueError
+        raise InputError(f"--seed must not be negative, not {request.seed}")
 
 
 def build_problem(request: PlanRequest) -> Problem:
@@ -100,9 +108,9 @@ def combined(problems: Sequence[Problem], request: PlanRequest) -> Problem:
     """The problems as one, each arriving at its --arrivals time."""
     arrivals = request.arrivals_s or (0.0,) * len(problems)
     if len(arrivals) != len(problems):
-        raise InputError(f"{len(arrivals)} arrival times for {len(problems)} workflows")
-    if any(a < 0 for a in arrivals):
-        raise InputError("arrival times must not be negative")
+        raise InputError(f"--arrivals: {len(arrivals)} arrival times for {len(problems)} workflows")
+    if any(not 0 <= a < math.inf for a in arrivals):  # NaN too: it made every total NaN
+        raise InputError("--arrivals: arrival times must be finite and not negative")
     return combine(problems, arrivals)
 
 

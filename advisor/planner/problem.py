@@ -22,6 +22,9 @@ from advisor.planner import dag
 FloatArray = NDArray[np.float64]
 #: Slots of one node: beyond the largest shared-memory machines (and every slot costs memory).
 MAX_NODE_CORES = 65_536
+#: Slots of all nodes: Fugaku's 7.6 million cores fit; --nodes 200000 --cores 65536 (13 billion
+#: slots, about 150 bytes each) never finished.
+MAX_TOTAL_SLOTS = 2**23
 #: All work in a row (3e7 years): larger inputs are corrupt, and would overflow float sums.
 MAX_TOTAL_S = 1e15
 
@@ -133,6 +136,11 @@ class Problem:
         if any(not 1 <= n.cores <= MAX_NODE_CORES for n in self.nodes):
             raise InputError(
                 f"every node needs from 1 to {MAX_NODE_CORES} cores (slots)", source=self.source
+            )
+        slots = sum(n.cores for n in self.nodes)
+        if slots > MAX_TOTAL_SLOTS:
+            raise InputError(
+                f"{slots} cores (slots) in all, more than {MAX_TOTAL_SLOTS}", source=self.source
             )
         if len(self.parents) != n_tasks or len(self.workflow_of) != n_tasks:
             raise InputError("parents/workflow_of do not match the tasks", source=self.source)

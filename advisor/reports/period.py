@@ -23,18 +23,23 @@ def parse_moment(text: str, *, option: str, now: datetime) -> str:
     """
     value = text.strip()
     span = _SPAN.fullmatch(value)
-    if span:
-        moment = now - timedelta(**{_UNIT[span.group(2).lower()]: int(span.group(1))})
-    elif value.lower() == "now":
-        moment = now
-    else:
-        try:
+    try:
+        if span:
+            moment = now - timedelta(**{_UNIT[span.group(2).lower()]: int(span.group(1))})
+        elif value.lower() == "now":
+            moment = now
+        else:
             moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise UsageError(
-                f"{option} {text!r}: not a date",
-                hint="use YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS], or a span back from now: 30m, 12h, 7d, 2w",
-            ) from None
-        if moment.tzinfo is not None:
-            moment = moment.astimezone().replace(tzinfo=None)
+            if moment.tzinfo is not None:
+                moment = moment.astimezone().replace(tzinfo=None)
+    except (OverflowError, OSError):  # 999999w ago, or an offset that moves past year 1 or 9999
+        raise UsageError(
+            f"{option} {text!r}: before year 1 or after 9999",
+            hint="use a date between 0001-01-01 and 9999-12-31, or a shorter span",
+        ) from None
+    except ValueError:
+        raise UsageError(
+            f"{option} {text!r}: not a date",
+            hint="use YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS], or a span back from now: 30m, 12h, 7d, 2w",
+        ) from None
     return moment.replace(microsecond=0).isoformat()

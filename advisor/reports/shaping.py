@@ -32,7 +32,8 @@ def parse_by(text: str, allowed: Sequence[str], *, option: str = "--by") -> tupl
     keys = tuple(part.strip() for part in text.split(",") if part.strip())
     unknown = [key for key in keys if key not in allowed]
     if not keys or unknown:
-        shown = ", ".join(unknown) or "nothing"
+        # quoted when not printable: '\x1e' split the one-line message for str.splitlines()
+        shown = ", ".join(k if k.isprintable() else repr(k) for k in unknown) or "nothing"
         raise UsageError(f"{option}: cannot group by {shown}", hint=f"choose from: {', '.join(allowed)}")
     return tuple(dict.fromkeys(keys))
 

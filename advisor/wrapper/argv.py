@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 
 from advisor.errors import UsageError
+from advisor.insitu import MAX_STEPS
 from advisor.lite import NamedTuple
 from advisor.wrapper.sbatch_options import (
     LONG_OPTIONS,
@@ -241,7 +242,10 @@ def _advisor_options(settings: dict[str, object], inputs: list[str]) -> AdvisorO
     insitu, steps = text("insitu"), text("steps")
     if steps is not None and insitu is None:
         raise UsageError("advisor sbatch: --steps goes with --insitu STEPS_FILE")
-    if steps is not None and not (steps.isdigit() and int(steps) > 0):
+    # isascii: '²'.isdigit() is True but int('²') raises ValueError
+    if steps is not None and not (
+        steps.isascii() and steps.isdigit() and len(steps) <= 16 and 0 < int(steps) <= MAX_STEPS
+    ):
         raise UsageError(f"advisor sbatch: --steps needs a whole number of steps, got {steps!r}")
     return AdvisorOptions(
         insitu=insitu,

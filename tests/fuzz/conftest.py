@@ -10,6 +10,8 @@ it, for a long campaign (``--hypothesis-show-statistics`` prints the counts), e.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,23 @@ def pytest_configure(config: pytest.Config) -> None:
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One directory per module for the files hypothesis examples write (and overwrite)."""
     return tmp_path_factory.mktemp("fuzz")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """After a campaign (ADVISOR_FUZZ_EXAMPLES or _SCALE set), the exact count of every outcome.
+
+    One line per test and label (``parser: accepted``, ``parser: input error``, ``command:
+    exit 2``), for every call made: explicit examples and generated ones alike.  With
+    ``ADVISOR_FUZZ_COUNTS=FILE`` the same counts are also written to FILE as JSON.
+    """
+    from tests.fuzz.hostile import COUNTS
+
+    if not COUNTS or not (os.environ.get("ADVISOR_FUZZ_EXAMPLES") or os.environ.get("ADVISOR_FUZZ_SCALE")):
+        return
+    terminalreporter.section("fuzz counts (exact calls per test and outcome)")
+    for (test, label), calls in sorted(COUNTS.items()):
+        terminalreporter.write_line(f"{calls:>9}  {test}  {label}")
+    target = os.environ.get("ADVISOR_FUZZ_COUNTS")
+    if target:
+        rows = [{"test": t, "label": label, "calls": n} for (t, label), n in sorted(COUNTS.items())]
+        Path(target).write_text(json.dumps(rows, indent=1) + "\n")

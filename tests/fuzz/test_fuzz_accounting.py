@@ -99,9 +99,14 @@ def test_swf_files_for_update_and_replay(
 ) -> None:
     path = write(scratch / "log.swf", "\n".join([*header, *lines]).encode("utf-8", "surrogateescape") + b"\n" + junk)
     ingested(store, path, "swf")
-    jobs = outcome(lambda p: replay_jobs(read_swf(p)), path)
+    jobs = outcome(replay_log, path)
     if not isinstance(jobs, InputError):
         json.dumps(replay_report(jobs, source=str(path)), allow_nan=False)
+
+
+def replay_log(path: Path) -> list[object]:
+    """What ``advisor replay`` scores: the jobs of the log."""
+    return list(replay_jobs(read_swf(path)))
 
 
 @st.composite

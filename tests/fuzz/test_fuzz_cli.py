@@ -3,15 +3,21 @@ and nothing written to the cache."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from advisor.cli import main
 from advisor.store import Store
+from advisor.text import storable
 from tests.conftest import TEST_DATA
-from tests.fuzz.hostile import write
+from tests.fuzz.hostile import budget, count, field, mutated_json, write
 
 pytestmark = pytest.mark.fuzz
 
@@ -132,3 +138,202 @@ def test_the_wrapper_fails_open_on_a_hostile_step_file(
     assert code == 0 and captured.out.strip().endswith(str(script))
     (warning,) = captured.err.splitlines()
     assert warning.startswith("advisor: warning:") and "unchanged" in warning
+
+
+# --- any file, any option value: hypothesis through main() --------------------------------------
+#
+# The same hostile files the per-parser tests generate (their strategies), and hostile values
+# of the options that parse numbers, times and names, through the real command line: the exit
+# code is 0 or 2, never 1 or a traceback, and a 2 comes with one stderr line that names the file
+# or the option.
+
+from tests.fuzz import test_fuzz_accounting as accounting  # noqa: E402
+from tests.fuzz import test_fuzz_imports as imports  # noqa: E402
+from tests.fuzz import test_fuzz_insitu_nodes as insitu  # noqa: E402
+from tests.fuzz import test_fuzz_planner as planner  # noqa: E402
+
+STEPS = str(TEST_DATA / "insitu" / "pipeline-idle-analyzer.csv")
+FORK_PATH = str(TEST_DATA / "workflows" / "fork-1.4.json")
+SWF_GOOD = str(TEST_DATA / "traces" / "kth-sp2-excerpt.swf")
+TRACE_PATH = str(TEST_DATA / "imports" / "trace.txt")
+LOTARU_PATH = str(TEST_DATA / "imports" / "lotaru_local_eager_excerpt.csv")
+KNOWN_TASK = "NFCORE_BACASS:BACASS:FASTQC"
+CLI_QUERIES = ["task,node,input_bytes,cores", f"{KNOWN_TASK},n2-node-7,65101034,2",
+               f"{KNOWN_TASK},,1000,", "fastqc,local,1,1"]  # fmt: skip
+
+_swf_file = st.lists(st.one_of(st.sampled_from(accounting.SWF_LINES), accounting.swf_line()),
+                     min_size=1, max_size=6).map("\n".join)  # fmt: skip
+_json = st.binary(max_size=80)
+
+#: (command words with {file} where the file goes, else at the end; file name; content).
+FILE_COMMANDS: dict[str, tuple[list[str], str, st.SearchStrategy[str | bytes]]] = {
+    "runs import nextflow": (["runs", "import", "--format", "nextflow"], "trace.txt",
+                             st.one_of(imports.table(imports.TRACE, "\t"), imports._with_bytes(imports.TRACE))),
+    "runs import lotaru": (["runs", "import", "--format", "lotaru"], "runs.csv",
+                           st.one_of(imports.table(imports.LOTARU, ","), imports._with_bytes(imports.LOTARU))),
+    "runs import json": (["runs", "import", "--format", "json"], "runs.json",
+                         st.one_of(mutated_json(imports.TASK_RUNS), _json)),
+    "nodes import": (["nodes", "import"], "nodes.json",
+                     st.one_of(mutated_json(insitu.NODE_IMPORTS, insitu.NODE_KEYS), _json)),
+    "predict --queries": (["predict", "--queries"], "queries.csv",
+                          st.one_of(imports.table(CLI_QUERIES, ","), imports._with_bytes(CLI_QUERIES))),
+    "insitu csv": (["insitu"], "steps.csv", st.one_of(insitu.steps_csv(), st.binary(max_size=120))),
+    "insitu json": (["insitu"], "steps.json", mutated_json(insitu.STEPS_JSON, insitu.STEP_KEYS)),
+    "replay": (["replay"], "log.swf", _swf_file),
+    "update --swf": (["update", "--swf"], "log.swf", _swf_file),
+    "update --sacct-file": (["update", "--sacct-file"], "dump.txt", accounting.sacct_dump()),
+    "plan wfformat": (["plan", "--samples", "3"], "wf.json", mutated_json(planner.WORKFLOWS, planner.WF_KEYS)),
+    "plan problem": (["plan", "--samples", "3"], "problem.json", mutated_json(planner.PROBLEMS, planner.PROBLEM_KEYS)),
+    "estimate": (["estimate", "--platform", "summit", "--nodes", "2", "--cores", "2"], "wf.json",
+                 mutated_json(planner.WORKFLOWS, planner.WF_KEYS)),
+    "estimate --platform FILE": (["estimate", "--platform", "{file}", "--nodes", "2", "--cores", "2", FORK_PATH],
+                                 "platform.json", st.one_of(mutated_json(planner.PLATFORMS), _json)),
+    "plan --platform FILE": (["plan", "--samples", "3", "--platform", "{file}", "--flops-per-unit", "1Gf",
+                              FORK_PATH], "platform.json", st.one_of(mutated_json(planner.PLATFORMS), _json)),
+}  # fmt: skip
+
+#: --format: JSON refuses NaN and infinities, tables and CSV do not.
+FORMATS = ("json", "table", "csv")
+_value = st.one_of(field, st.integers(-3, 10**5).map(str), st.floats().map(str))
+#: (command words before the options, words after them, options whose values are fuzzed).
+OPTION_COMMANDS: dict[str, tuple[list[str], list[str], tuple[str, ...]]] = {
+    "report limits": (["report", "limits"], [], ("--since", "--until", "--by", "--sort", "--top", "--user", "--task")),
+    "report accuracy": (["report", "accuracy"], [], ("--since", "--until", "--by", "--sort", "--top", "--partition")),
+    "report nodes": (["report", "nodes"], [], ("--partition", "--task", "--sort", "--top")),
+    "report models": (["report", "models"], [], ("--task", "--sort", "--top")),
+    "update --window": (["update", "--swf", SWF_GOOD], [], ("--window",)),
+    "insitu": (["insitu", STEPS], [], ("--first", "--steps", "--buffer", "--balance-tolerance")),
+    "export": (["export", "--out", "{tmp}/limits.json"], [], ("--quantile", "--margin")),
+    "predict": (["predict", "--task", KNOWN_TASK, "--input-bytes=1000"], [], ("--input-bytes", "--cores", "--node", "--partition", "--task")),
+    "plan": (["plan", "--samples", "3"], [FORK_PATH], ("--cv", "--seed", "--arrivals", "--bandwidth", "--nodes", "--cores", "--flops-per-unit", "--algorithm")),
+    "estimate": (["estimate", "--platform", "summit", "--nodes=2", "--cores=2"], [FORK_PATH], ("--nodes", "--cores", "--flops-per-unit")),
+    "runs import nextflow": (["runs", "import", "--format", "nextflow"], [TRACE_PATH], ("--node-class", "--workflow", "--label")),
+    "runs import lotaru": (["runs", "import", "--format", "lotaru"], [LOTARU_PATH], ("--label",)),
+    "nodes": (["nodes"], [], ("--reference",)),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache with runs and fitted models, copied afresh for every example."""
+    db = tmp_path_factory.mktemp("learned") / "cache.db"
+    lotaru = [str(TEST_DATA / "imports" / f"lotaru_{m}_eager_excerpt.csv") for m in ("local", "wallyRedCpu")]
+    for words in (["runs", "import", "--format", "nextflow", str(TEST_DATA / "imports" / "trace.txt")],
+                  ["runs", "import", "--format", "lotaru", *lotaru], ["learn"]):  # fmt: skip
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main([*words, "--db", str(db)]) == 0
+    return db
+
+
+def _fresh(template: Path, where: Path) -> Path:
+    db = where / "cache.db"
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(template, db)
+    return db
+
+
+def through_main(argv: list[str], db: Path | None, named: tuple[str, ...], label: str = "") -> int:
+    """main(argv): 0, or 2 with one line naming one of named (and the cache left as it was)."""
+    before = _rows(db) if db is not None else None
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([*argv, *(["--db", str(db)] if db is not None else [])])
+    text = err.getvalue()
+    assert code in (0, 2), text
+    count(f"{label or argv[0]}: exit {code}")
+    if code == 2:
+        lines = text.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("advisor: error: "), text
+        assert any(name in lines[0] for name in named), (named, lines[0])
+        if db is not None:
+            assert _rows(db) == before
+    return code
+
+
+@budget(300)
+@given(data=st.data(), command=st.sampled_from(sorted(FILE_COMMANDS)))
+def test_any_file_through_the_command_line(
+    learned: Path, scratch: Path, data: st.DataObject, command: str
+) -> None:
+    words, name, content = FILE_COMMANDS[command]
+    path = write(scratch / name, data.draw(content, label="content"))
+    argv = [f"--format={data.draw(st.sampled_from(FORMATS), label='format')}"]
+    argv += [str(path) if w == "{file}" else w for w in words]
+    if "{file}" not in words:
+        argv.append(str(path))
+    db = _fresh(learned, scratch) if words[0] in {"runs", "nodes", "update", "replay", "predict"} else None
+    named = (str(path), "--") if words[0] in {"plan", "estimate"} else (str(path),)
+    through_main(argv, db, named, command)
+
+
+@budget(300)
+@given(data=st.data(), command=st.sampled_from(sorted(OPTION_COMMANDS)))
+def test_any_option_value_through_the_command_line(
+    learned: Path, scratch: Path, data: st.DataObject, command: str
+) -> None:
+    before, after, options = OPTION_COMMANDS[command]
+    count = data.draw(st.integers(1, min(3, len(options))), label="count")
+    chosen = data.draw(st.permutations(options), label="options")[:count]
+    argv = [f"--format={data.draw(st.sampled_from(FORMATS), label='format')}"]
+    argv += [w.replace("{tmp}", str(scratch)) for w in before]
+    values = [data.draw(_value, label=option) for option in chosen]
+    argv += [f"{o}={v}" for o, v in zip(chosen, values, strict=True)]  # '=': values may start with '-'
+    argv += after
+    db = _fresh(learned, scratch) if before[0] in {"report", "update", "export", "predict", "runs", "nodes"} else None
+    # the message names the option, the value itself (an unknown task, node or partition), or
+    # the workflow file the value did not fit
+    files = [w for w in argv if w.startswith("/")]
+    shown = [storable(v) for v in values]  # names reach the cache (and messages) as storable text
+    named = (*chosen, *files, *(repr(v) for v in shown), *(v for v in shown if v.strip()))
+    through_main(argv, db, named, command)
+
+
+#: Option values the two tests above found, each once a traceback (or a hang) instead of exit 2.
+OPTION_REGRESSIONS: list[tuple[str, list[str], str]] = [
+    ("negative seed", ["plan", "--samples=3", "--seed=-1", FORK_PATH], "--seed"),  # numpy ValueError
+    ("cv 1e300 as json", ["--format=json", "plan", "--samples=3", "--cv=1e300", FORK_PATH], "--cv"),  # NaN in JSON
+    ("cv nan", ["plan", "--samples=3", "--cv=nan", FORK_PATH], "--cv"),
+    ("10**12 nodes", ["plan", "--samples=3", "--nodes=1000000000000", FORK_PATH], "--nodes"),  # never finished
+    ("13e9 slots", ["plan", "--samples=3", "--nodes=200000", "--cores=65536", FORK_PATH], "cores (slots)"),
+    # the campaign: an n x n rate matrix of 56504**2 floats (25 GB) took the machine's memory
+    ("a network of 56504 nodes", ["plan", "--samples=3", "--nodes=56504", "--bandwidth=1", FORK_PATH], "--bandwidth"),
+    ("zero cores", ["plan", "--samples=3", "--nodes=1", "--cores=0", FORK_PATH], "--cores"),  # taken as 1
+    ("negative arrival", ["plan", "--samples=3", "--arrivals=-1", FORK_PATH], "--arrivals"),  # unnamed
+    ("estimate 10**400 nodes", ["estimate", "--platform=summit", "--cores=1", "--nodes=" + "1" * 400, FORK_PATH], "--nodes"),
+    ("input 10**400 bytes", ["predict", f"--task={KNOWN_TASK}", "--input-bytes=" + "1" * 400], "--input-bytes"),
+    ("10**400 steps", ["insitu", STEPS, "--steps=" + "1" * 400], "--steps"),  # OverflowError
+    ("task not utf-8", ["report", "models", "--task=\udcff"], ""),  # UnicodeEncodeError; now no rows
+    ("user not utf-8", ["report", "limits", "--user=\udcff"], ""),
+    ("predict task not utf-8", ["predict", "--task=\udcff", "--input-bytes=1"], "unknown task"),
+    ("node class not utf-8", ["runs", "import", "--format=nextflow", "--node-class=\udcff", TRACE_PATH], ""),
+    ("sort by --", ["report", "accuracy", "--sort=--"], "--sort"),  # argparse gave []: AttributeError
+    ("top --", ["report", "models", "--top=--"], "--top"),
+    ("group by a record separator", ["report", "accuracy", "--by=0\x1e0"], "--by"),  # two lines
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "named"), [c[1:] for c in OPTION_REGRESSIONS],
+                         ids=[c[0] for c in OPTION_REGRESSIONS])  # fmt: skip
+def test_option_values_the_fuzzers_found(learned: Path, tmp_path: Path, argv: list[str], named: str) -> None:
+    db = _fresh(learned, tmp_path) if argv[0] in {"report", "predict", "runs"} else None
+    code = through_main(argv, db, (named,))
+    assert code == (0 if not named else 2)
+
+
+def test_a_task_name_that_is_not_utf8_finds_its_stored_runs(learned: Path, tmp_path: Path) -> None:
+    # The name reaches the cache as storable text, so a query with the same bytes finds it.
+    db = _fresh(learned, tmp_path)
+    assert through_main(["runs", "import", "--format=nextflow", "--workflow=w\udcff", TRACE_PATH], db, ()) == 0
+    with Store.open(db, readonly=True) as store:
+        assert {"w\ufffd"} <= {r["workflow"] for r in store.query("SELECT workflow FROM observations")}
+
+
+def test_a_platform_whose_rates_make_infinite_estimates_is_an_input_error(tmp_path: Path) -> None:
+    # Regression (the 100,000-input campaign): a read rate of 2.2e-308 bytes/s passed the
+    # schema, the naive estimate became inf and 'estimate --format json' raised ValueError.
+    platform = write(tmp_path / "platform.json", json.dumps({
+        "name": "summit", "flops_per_core": 61542441882.6, "read_bytes_per_s": 2.2250738585072014e-308,
+        "write_bytes_per_s": 4283134920.6}))  # fmt: skip
+    argv = ["--format=json", "estimate", "--platform", str(platform), "--nodes", "2", "--cores", "2", FORK_PATH]
+    assert through_main(argv, None, (str(platform),)) == 2

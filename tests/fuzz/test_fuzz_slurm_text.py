@@ -64,7 +64,7 @@ def test_time_strings_give_seconds_or_an_input_error(text: str) -> None:
 @budget(200)
 @given(seconds=st.integers(min_value=0, max_value=10**12))
 def test_formatted_durations_read_back(seconds: int) -> None:
-    assert parse_duration(format_duration(seconds)) == seconds
+    assert outcome(parse_duration, format_duration(seconds)) == seconds
 
 
 # --- host lists --------------------------------------------------------------------------------
@@ -197,8 +197,12 @@ def test_scontrol_records_parse_or_are_rejected(partitions: str, nodes: str) -> 
     outcome(parse_nodes, nodes)
 
 
+_pairs = st.lists(st.tuples(st.one_of(st.sampled_from(["PartitionName", "MaxTime", "Nodes"]), field),
+                            field), min_size=1, max_size=4).map(lambda kv: " ".join(f"{k}={v}" for k, v in kv))
+
+
 @budget(200)
-@given(text=field)
+@given(text=st.one_of(field, _pairs))
 def test_key_value_lines_parse_or_are_rejected(text: str) -> None:
     outcome(parse_key_values, text)
 

@@ -39,7 +39,7 @@ from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.submit import SideEffects
 from advisor.wrapper.tag import parse_tag
 from tests.conftest import REPO
-from tests.fuzz.hostile import HOSTILE_STRINGS, argv_text, budget, field, outcome
+from tests.fuzz.hostile import HOSTILE_STRINGS, argv_text, budget, count, field, outcome, rejected
 
 pytestmark = pytest.mark.fuzz
 
@@ -139,6 +139,7 @@ def test_names_comments_and_arguments_pass_verbatim(
     head = [f"--job-name={name}", f"--comment={comment}"] if attached else ["-J", name, "--comment", comment]
     argv = [*head, script, *args]
     world, code, _ = submit(scratch, argv, known=[name])
+    count(f"sbatch_main: exit {code}")
     assert code == 0
     (sent,) = world.argv
     at = len(head)
@@ -213,7 +214,8 @@ _word = st.text(
 def test_quoted_directive_words_read_back_exactly(words: list[str]) -> None:
     """Every word comes back as written (a first word 'hetjob' is the separator instead)."""
     text = "#!/bin/sh\n#SBATCH " + " ".join(sbatch_quote(w) for w in words) + "\nsrun true\n"
-    assert read_directives(text).words == tuple(words)
+    directives = outcome(read_directives, text)
+    assert not isinstance(directives, InputError) and directives.words == tuple(words)
 
 
 @budget(300)
@@ -247,6 +249,7 @@ def test_a_directive_with_a_megabyte_word_is_read(scratch: Path) -> None:
 @example(comment=" advisor:" * 10_000 + ",")
 def test_tags_in_any_comment_parse_or_are_absent(comment: str) -> None:
     tag = parse_tag(comment)
+    count(f"parse_tag: {'a tag' if tag else 'no tag'}")
     assert tag is None or isinstance(tag.limit_min, int)
 
 
@@ -322,6 +325,7 @@ def test_each_name_finds_only_its_own_limit(
     doc = export_for(tasks, {user: {tasks[0]: {"cpu": 7}}})
     jobs = [(other, task) for task in tasks] + [(user, tasks[0]), (other, tasks[0] + "x")]
     got = lua_limits(scratch, doc, jobs)
+    count("job_submit.lua: every lookup found its own limit")
     overridden = doc["users"].get(user, {}).get("tasks", {})
     for (job_user, name), limit in zip(jobs, got, strict=True):
         entry = doc["tasks"].get(name)
@@ -355,3 +359,10 @@ def test_percent_encoded_tags_cannot_forge_fields() -> None:
     for name in NAMES:
         text = percent_encode(name)
         assert "," not in text and " " not in text and "=" not in text
+
+
+@pytest.mark.parametrize("steps", ["²", "٣", "9" * 5000, "1" * 17, "0", "-1", ""])
+def test_odd_step_counts_are_usage_errors(steps: str) -> None:
+    # Regression: '²'.isdigit() is True but int('²') raised ValueError, and so did 5000 digits.
+    error = rejected(parse_command_line, ["--insitu", "steps.csv", "--steps", steps, "job.sh"])
+    assert "--steps" in error.message
