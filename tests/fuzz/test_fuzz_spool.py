@@ -19,7 +19,9 @@ from advisor.accounting.spool import ingest_spool
 from advisor.spool import parse_line, spool_path
 from advisor.store import Store
 from advisor.validate import validate
-from tests.fuzz.hostile import HOSTILE_STRINGS, budget, mutated_json, write
+from tests.fuzz.hostile import HOSTILE_STRINGS, budget, count, mutated_json, write
+
+pytestmark = pytest.mark.fuzz
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schemas" / "advice-spool.json").read_text())
 ME = pwd.getpwuid(os.getuid()).pw_name
@@ -35,6 +37,7 @@ lines = st.one_of(
 @given(line=lines)
 def test_a_line_is_advice_or_skipped(line: str) -> None:
     parsed = parse_line(line)
+    count("parse_line: skipped" if parsed is None else "parse_line: advice")
     if parsed is not None:  # what is taken is what the schema allows
         validate({k: v for k, v in parsed.items() if v is not None or k in ("policy",)},
                  "advice-spool", source="line")  # fmt: skip
@@ -55,6 +58,7 @@ def test_ingestion_stores_the_good_lines_of_any_file_as_the_owners(
     good = sum(1 for line in contents if "\n" not in line and parse_line(line) is not None)
     with Store.open(":memory:") as store:
         counts = ingest_spool(store, str(folder))
+        count(f"ingest_spool: {'stored' if counts['rows'] else 'nothing stored'}")
         assert counts["rows"] == good
         users = {row["user"] for row in store.query("SELECT user FROM advice")}
         assert users <= {ME}
