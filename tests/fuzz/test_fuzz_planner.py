@@ -177,6 +177,7 @@ def test_cycles_are_invalid_workflows(scratch: Path, cycle: list[tuple[str, list
     assert isinstance(error, InvalidWorkflowError) and "cycle" in error.message
 
 
+@pytest.mark.slow
 def test_a_cycle_through_100k_tasks_is_found_without_recursion() -> None:
     count = 100_000
     tasks = tuple(Task(f"t{i}", "t", parents=(f"t{(i - 1) % count}",)) for i in range(count))
@@ -184,6 +185,7 @@ def test_a_cycle_through_100k_tasks_is_found_without_recursion() -> None:
         Workflow("ring", tasks, source="ring")
 
 
+@pytest.mark.slow
 def test_a_100k_task_workflow_loads_and_plans(scratch: Path) -> None:
     """The one large case: a WfFormat chain of 100,000 tasks, read, validated and planned."""
     result = planned(write(scratch / "big.json", _chain_15(100_000)))

@@ -35,6 +35,8 @@ from tests.conftest import TEST_DATA
 from tests.integration.conftest import cluster_sh
 from tests.unit.test_accounting_update import cache_content
 
+pytestmark = pytest.mark.slow
+
 TASK = f"ft-{secrets.token_hex(3)}"
 ADVISOR = (sys.executable, "-m", "advisor")
 RNG = random.Random(int(os.environ.get("ADVISOR_FAULT_SEED", "8")))
@@ -268,6 +270,42 @@ def test_a_broken_cache_fails_open_in_the_wrapper_and_is_one_line_elsewhere(
         line = one_error_line(failed)
         assert f"cache {db}" in line, line
     assert not (tmp_path / "limits.json").exists() and not (tmp_path / "copy.db").exists()
+
+
+def test_a_cache_locked_past_the_busy_timeout_costs_the_advice_row_never_the_job(
+    cache: Path, tmp_path: Path
+) -> None:
+    """Another process holds the write lock (an ``update`` that never commits): the wrapper
+    reads its snapshot (WAL readers are not blocked), submits, and warns that the row is lost."""
+    db = copy_of(cache, tmp_path / "cache.db")
+    with Store.open(db):  # WAL mode, as every cache the advisor writes
+        pass
+    before = sqlite3.connect(db).execute("SELECT count(*) FROM advice").fetchone()[0]
+    name = f"{TASK}-locked"
+    holder = sqlite3.connect(db, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        holder.execute("DELETE FROM advice")
+        start = time.monotonic()
+        done = run(held(db, name))
+        seconds = time.monotonic() - start
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    try:
+        print(f"locked cache: submission took {seconds:.1f} s; stderr {done.stderr.strip()!r}")
+        assert done.returncode == 0, done.stderr
+        job = job_id_of(done.stdout)
+        assert job is not None and in_squeue(name) == {job}
+        assert "advisor:wrapper" in show(job)  # the model was read despite the writer
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith(f"advisor: warning: advice not recorded: cache {db}: database is locked")
+    finally:
+        run(["scancel", f"--name={name}"])
+    assert integrity(db) == "ok"
+    rows = sqlite3.connect(db).execute("SELECT count(*) FROM advice").fetchone()[0]
+    assert rows == before  # nothing half-written, and the holder's rollback kept the rest
 
 
 # --- disk full ---------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ import pytest
 
 from benchmarks.bench_load import run_load, train_cache
 
+pytestmark = pytest.mark.slow
+
 SUBMITTERS = 8
 PER_SUBMITTER = 40
 

@@ -48,6 +48,8 @@ from advisor.wrapper.snapshot import load_snapshot
 from benchmarks.bench_load import train_cache
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow
+
 TASK = f"pv-{secrets.token_hex(3)}"
 BIG = f"{TASK}-big"  # in the export with limits far above every MaxTime
 EXPORT = Path("/etc/slurm/advisor-limits.json")
