@@ -4,7 +4,8 @@
 #   benchmarks/fuzz_campaign.sh [EXAMPLES] [OUT]      # defaults: 100000, /tmp/fuzz-campaign-DATE
 #
 # Every hypothesis test of tests/fuzz gets EXAMPLES generated inputs (ADVISOR_FUZZ_EXAMPLES),
-# in two parallel processes at nice 19 (the suite split by file so both take about as long),
+# in two parallel processes at nice 19 (the suite split by file so both take about as long;
+# each file its own pytest run, in order, the costliest last),
 # with a fixed seed so a re-run generates the same inputs.  The two tests that build a
 # 100,000-task workflow are left out: they are one large input each and run in the normal suite.
 # OUT keeps each half's pytest output with --hypothesis-show-statistics (passing, failing and
@@ -19,29 +20,37 @@ MEMORY_KB=${ADVISOR_FUZZ_MEMORY_KB:-8000000}
 mkdir -p "$OUT"
 
 half() {
-    local name=$1
+    # One pytest run per file, one after the other, so each file's statistics and counts are
+    # kept as soon as it is done (OUT/NAME-FILE.txt and .json).  A cap on the address space: an
+    # input that makes a parser allocate without bound fails its test with MemoryError instead
+    # of waking the kernel's OOM killer.
+    local name=$1 file base failed=0
     shift
-    # A cap on each half's address space: an input that makes a parser allocate without bound
-    # fails its test with MemoryError instead of waking the kernel's OOM killer.
-    (
-        ulimit -v "$MEMORY_KB"
-        ADVISOR_FUZZ_EXAMPLES=$EXAMPLES ADVISOR_FUZZ_COUNTS="$OUT/$name.json" \
-            nice -n 19 .venv/bin/pytest -q -p no:cacheprovider -m fuzz -k "not 100k" \
-            --hypothesis-show-statistics --hypothesis-seed="$SEED" "$@" >"$OUT/$name.txt" 2>&1
-    )
+    for file in "$@"; do
+        base=$(basename "$file" .py)
+        (
+            ulimit -v "$MEMORY_KB"
+            ADVISOR_FUZZ_EXAMPLES=$EXAMPLES ADVISOR_FUZZ_COUNTS="$OUT/$name-$base.json" \
+                nice -n 19 .venv/bin/pytest -q -p no:cacheprovider -m fuzz -k "not 100k" \
+                --hypothesis-show-statistics --hypothesis-seed="$SEED" "$file" \
+                >"$OUT/$name-$base.txt" 2>&1
+        ) || failed=1  # the next files still run; the exit status says a test failed
+    done
+    return "$failed"
 }
 
 start=$(date +%s)
-half a tests/fuzz/test_fuzz_wrapper.py tests/fuzz/test_fuzz_planner.py tests/fuzz/test_fuzz_cli.py \
-    tests/fuzz/test_fuzz_spool.py &
+half a tests/fuzz/test_fuzz_planner.py tests/fuzz/test_fuzz_wrapper.py tests/fuzz/test_fuzz_spool.py \
+    tests/fuzz/test_fuzz_cli.py &
 a=$!
-half b tests/fuzz/test_fuzz_insitu_nodes.py tests/fuzz/test_fuzz_accounting.py \
-    tests/fuzz/test_fuzz_imports.py tests/fuzz/test_fuzz_slurm_text.py tests/fuzz/test_fuzz_options.py &
+half b tests/fuzz/test_fuzz_slurm_text.py tests/fuzz/test_fuzz_accounting.py \
+    tests/fuzz/test_fuzz_imports.py tests/fuzz/test_fuzz_options.py \
+    tests/fuzz/test_fuzz_insitu_nodes.py &
 b=$!
 status=0
 wait "$a" || status=1
 wait "$b" || status=1
 echo "campaign: $EXAMPLES examples per test, seed $SEED, $(($(date +%s) - start)) s wall, output in $OUT"
-.venv/bin/python benchmarks/fuzz_counts.py "$OUT"/a.txt "$OUT"/b.txt
-tail -n 1 "$OUT"/a.txt "$OUT"/b.txt
+.venv/bin/python benchmarks/fuzz_counts.py "$OUT"/[ab]-*.txt
+tail -n 1 "$OUT"/[ab]-*.txt
 exit "$status"
