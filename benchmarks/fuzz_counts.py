@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 _TEST = re.compile(r"^(tests/\S+::\S+):$")
@@ -60,7 +60,32 @@ def main(paths: list[str]) -> int:
         outcomes = "; ".join(f"{label} {n}" for label, n in sorted(calls.get(test, {}).items()))
         print(f"| {test.split('::')[-1]} | {s['passing']} | {s['failing']} | {s['invalid']} | "
               f"{s['seconds']:.0f} | {s['stopped']} | {outcomes} |")  # fmt: skip
+    print()
+    print_per_parser(calls)
     return 0
+
+
+def per_parser(calls: dict[str, dict[str, int]]) -> dict[str, tuple[set[str], Counter[str]]]:
+    """Parser or command -> (tests that call it, calls by outcome), summed over the tests.
+
+    A label is ``parser: outcome``; the parser is everything before the last ": ".
+    """
+    parsers: dict[str, tuple[set[str], Counter[str]]] = {}
+    for test, labels in calls.items():
+        for label, n in labels.items():
+            name, _, result = label.rpartition(": ")
+            tests, outcomes = parsers.setdefault(name or label, (set(), Counter()))
+            tests.add(test.split("::")[-1])
+            outcomes[result] += n
+    return parsers
+
+
+def print_per_parser(calls: dict[str, dict[str, int]]) -> None:
+    print("| parser or command | tests | calls | by outcome |")
+    print("| --- | ---: | ---: | --- |")
+    for name, (tests, outcomes) in sorted(per_parser(calls).items()):
+        detail = "; ".join(f"{result} {n:,}" for result, n in sorted(outcomes.items()))
+        print(f"| `{name}` | {len(tests)} | {sum(outcomes.values()):,} | {detail} |")
 
 
 if __name__ == "__main__":
