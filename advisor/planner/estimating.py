@@ -27,7 +27,7 @@ def estimate_workflow(
         raise InputError(f"--nodes: at most {MAX_ALIKE_NODES}, --cores: at most {MAX_NODE_CORES}")
     workflow = load_workflow(spec)
     spec_platform = load_platform(platform)
-    work = Work(spec_platform, parse_flops(flops_per_unit) if flops_per_unit else None)
+    work = Work(spec_platform, parse_flops(flops_per_unit, option="--flops-per-unit") if flops_per_unit else None)
     loads = task_loads(workflow, work)
     resources = Resources(nodes, nodes * cores, spec_platform.read_bytes_per_s,
                           spec_platform.write_bytes_per_s)

@@ -62,7 +62,7 @@ class PlanRequest:
         """How --cpu-work becomes seconds."""
         return Work(
             load_platform(self.platform) if self.platform else None,
-            parse_flops(self.flops_per_unit) if self.flops_per_unit else None,
+            parse_flops(self.flops_per_unit, option="--flops-per-unit") if self.flops_per_unit else None,
         )
 
 

@@ -39,14 +39,19 @@ _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15
 _QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKMGTP]?)(?:f|flops?)?\s*$")
 
 
-def parse_flops(text: str) -> float:
-    """``100Gf``, ``14.7Mf``, ``2.5e9`` or ``3 Gflop`` -> flops (SI prefixes, decimal)."""
+def parse_flops(text: str, *, option: str = "") -> float:
+    """``100Gf``, ``14.7Mf``, ``2.5e9`` or ``3 Gflop`` -> flops (SI prefixes, decimal).
+
+    option names where the text came from, so that the error says which value to fix even when
+    the text itself does not print (bytes that are not UTF-8).
+    """
+    where = f"{option}: " if option else ""
     match = _QUANTITY.match(text)
     if not match:
-        raise InputError(f"not a flop count: {text!r}", hint="e.g. 100Gf, 14.7Mf or 2.5e9")
+        raise InputError(f"{where}not a flop count: {text!r}", hint="e.g. 100Gf, 14.7Mf or 2.5e9")
     value = float(match.group(1)) * _PREFIX[match.group(2)]
     if not 0 < value < math.inf:  # '1e400' overflows to inf
-        raise InputError(f"flop count must be positive and finite: {text!r}")
+        raise InputError(f"{where}flop count must be positive and finite: {text!r}")
     return value
 
 

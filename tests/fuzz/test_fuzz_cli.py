@@ -310,6 +310,8 @@ OPTION_REGRESSIONS: list[tuple[str, list[str], str]] = [
     ("sort by --", ["report", "accuracy", "--sort=--"], "--sort"),  # argparse gave []: AttributeError
     ("top --", ["report", "models", "--top=--"], "--top"),
     ("group by a record separator", ["report", "accuracy", "--by=0\x1e0"], "--by"),  # two lines
+    ("flops not utf-8", ["estimate", "--platform=summit", "--nodes=2", "--cores=2", "--flops-per-unit=\udcff", FORK_PATH], "--flops-per-unit"),
+    ("plan flops not utf-8", ["plan", "--samples=3", "--platform=summit", "--flops-per-unit=\udcff", FORK_PATH], "--flops-per-unit"),
 ]  # fmt: skip
 
 
