@@ -51,8 +51,10 @@ def main(paths: list[str]) -> int:
         stats.update(statistics(path.read_text(errors="replace")))
         counts = path.with_suffix(".json")
         if counts.is_file():
+            found: dict[str, dict[str, int]] = defaultdict(dict)
             for row in json.loads(counts.read_text()):
-                calls[row["test"]][row["label"]] = row["calls"]
+                found[row["test"]][row["label"]] = row["calls"]
+            calls.update(found)  # a later file's run of a test (a rerun) replaces it whole
     print("| test | generated (passing) | failing | invalid | generate s | stopped because | exact calls by outcome |")
     print("| --- | ---: | ---: | ---: | ---: | --- | --- |")
     for test in sorted(set(stats) | {t for t in calls if t in stats}):

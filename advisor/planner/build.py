@@ -101,13 +101,21 @@ def recorded_nodes(workflows: Sequence[Workflow]) -> tuple[Node, ...]:
     return tuple(Node(name, cores, name) for name, cores in found.items())
 
 
-def alike_nodes(count: int, cores: int) -> tuple[Node, ...]:
-    """``count`` nodes of ``cores`` cores, named node001, node002, ..."""
+def check_node_counts(count: int, cores: int) -> None:
+    """Refuse ``--nodes``/``--cores`` that no machine has (plan and estimate alike).
+
+    Each node is a column of the runtime matrix: 10**12 nodes never finished planning, and
+    10**400 overflowed the estimators' floats.
+    """
     if count < 1 or cores < 1:
         raise InputError("--nodes and --cores must be at least 1")
     if count > MAX_ALIKE_NODES or cores > MAX_NODE_CORES:
-        # each node is a column of the runtime matrix: 10**12 nodes never finished planning
         raise InputError(f"--nodes: at most {MAX_ALIKE_NODES}, --cores: at most {MAX_NODE_CORES}")
+
+
+def alike_nodes(count: int, cores: int) -> tuple[Node, ...]:
+    """``count`` nodes of ``cores`` cores, named node001, node002, ..."""
+    check_node_counts(count, cores)
     width = max(3, len(str(count)))
     return tuple(Node(f"node{i + 1:0{width}d}", cores, "node") for i in range(count))
 

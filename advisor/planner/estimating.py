@@ -6,11 +6,10 @@ import math
 from typing import Any
 
 from advisor.errors import InputError
-from advisor.planner.build import MAX_ALIKE_NODES, Work, task_loads
+from advisor.planner.build import Work, check_node_counts, task_loads
 from advisor.planner.estimators import Resources, estimates
 from advisor.planner.inputs import load_workflow
 from advisor.planner.platform import load_platform, parse_flops
-from advisor.planner.problem import MAX_NODE_CORES
 
 
 def estimate_workflow(
@@ -21,10 +20,7 @@ def estimate_workflow(
     Task work is ``--cpu-work`` times the flops per unit; a task without it counts its
     recorded runtime as seconds of compute on one core.
     """
-    if nodes < 1 or cores < 1:
-        raise InputError("--nodes and --cores must be at least 1")
-    if nodes > MAX_ALIKE_NODES or cores > MAX_NODE_CORES:  # 10**400 nodes: OverflowError in float
-        raise InputError(f"--nodes: at most {MAX_ALIKE_NODES}, --cores: at most {MAX_NODE_CORES}")
+    check_node_counts(nodes, cores)
     workflow = load_workflow(spec)
     spec_platform = load_platform(platform)
     work = Work(spec_platform, parse_flops(flops_per_unit, option="--flops-per-unit") if flops_per_unit else None)
