@@ -1,0 +1,150 @@
+"""The task key of workflow managers' jobs, in Python and in slurm/job_submit.lua alike.
+
+tests/data/taskkey/cases.json holds the cases both implementations must agree on; the
+properties build job names and comments the way Nextflow and snakemake-executor-plugin-slurm
+do (their code is cited in advisor/taskkey.py's docstring and the report of issue 15).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from advisor.cli import main
+from advisor.imports.nextflow import read_trace
+from advisor.taskkey import nextflow_process_key, task_key
+from advisor.text import percent_encode
+from tests.conftest import TEST_DATA
+from tests.unit.test_wrapper_lua import NO_VAL, PARTS, run_cases
+from tests.unit.test_wrapper_store import NODES, PARTITIONS, train
+
+CASES: list[dict[str, Any]] = json.loads(
+    (TEST_DATA / "taskkey" / "cases.json").read_text(encoding="utf-8")
+)["cases"]
+
+#: AbstractGridExecutor.INVALID_NAME_CHARS as it works (its "\\n", "\\t", "\\r" match nothing).
+_NEXTFLOW_INVALID = " /:@*?="
+
+
+def nextflow_job_name(task_name: str) -> str:
+    """What Nextflow's getJobNameFor gives a task name (nextflow-io/nextflow, see the module)."""
+    return ("nf-" + "".join("_" if c in _NEXTFLOW_INVALID else c for c in task_name))[:256]
+
+
+def snakemake_comment(rule: str, wildcards: list[str]) -> str:
+    """What snakemake-executor-plugin-slurm's run_job gives a job as --comment."""
+    values = "_".join(wildcards).replace("/", "_")
+    return f"rule_{rule}_wildcards_{values}" if values else f"rule_{rule}"
+
+
+def test_every_shared_case_in_python() -> None:
+    wrong = [
+        (case["name"], case["comment"], task_key(case["name"], case["comment"]), case["key"])
+        for case in CASES
+        if task_key(case["name"], case["comment"]) != case["key"]
+    ]
+    assert wrong == []
+
+
+def test_every_shared_case_in_the_lua_plugin(tmp_path: Path) -> None:
+    """Each case's job gets the limit exported for its key, and a tag naming that key."""
+    keys = sorted({case["key"] for case in CASES if case["key"]})
+    limit = {key: 10 + index for index, key in enumerate(keys)}
+    export = {
+        "version": 1,
+        "tasks": {key: {"partitions": {"cpu": {"limit_min": limit[key]}}} for key in keys},
+        "users": {},
+    }
+    jobs = []
+    for case in CASES:
+        job = {"name": case["name"]}
+        if case["comment"] is not None:
+            job["comment"] = case["comment"]
+        jobs.append({"job": job, "parts": PARTS})
+    jobs[0]["export_text"] = json.dumps(export)
+    results = run_cases(tmp_path, jobs)
+    for case, result in zip(CASES, results, strict=True):
+        if not case["key"]:
+            assert (result["time_limit"], result["logs"]) == (NO_VAL, []), case
+            assert result["comment"] == (case["comment"] or ""), case
+            continue
+        assert result["time_limit"] == limit[case["key"]], case
+        tag = (
+            f"advisor:lua,action=set,limit={limit[case['key']]},task={percent_encode(case['key'])}"
+        )
+        mine = case["comment"]
+        assert result["comment"] == (f"{mine} {tag}" if mine else tag), case
+
+
+_PART = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,20}", fullmatch=True)
+_PROCESS = st.lists(_PART, min_size=1, max_size=4).map(":".join)
+_TAG = st.text(st.characters(blacklist_categories=("Cs",)), max_size=300)
+
+
+@given(process=_PROCESS, tag=st.one_of(st.none(), _TAG, st.integers(1, 10**6).map(str)))
+def test_a_nextflow_job_is_keyed_as_the_trace_keys_its_process(
+    process: str, tag: str | None
+) -> None:
+    """TaskRun.getName: 'PROCESS (tag)', 'PROCESS (index)', or 'PROCESS' for a singleton."""
+    name = nextflow_job_name(process if tag is None else f"{process} ({tag})")
+    assert task_key(name, "whatever the comment") == nextflow_process_key(process)
+
+
+@given(
+    rule=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,30}", fullmatch=True).filter(
+        lambda rule: "_wildcards_" not in f"{rule}_"
+    ),
+    wildcards=st.lists(st.text(max_size=20), max_size=3),
+)
+def test_a_snakemake_job_is_keyed_by_its_rule(rule: str, wildcards: list[str]) -> None:
+    comment = snakemake_comment(rule, wildcards)
+    if " " in comment or "\t" in comment:  # the rule is cut at the first blank
+        return
+    assert task_key(str(uuid.uuid4()), comment) == rule
+    assert task_key(str(uuid.uuid4()), f"{comment} advisor:lua,action=set,limit=3") == rule
+
+
+def test_a_nextflow_trace_names_its_processes_as_their_jobs_do(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.txt"
+    trace.write_text(
+        "task_id\thash\tprocess\tname\tstatus\trealtime\n"
+        "1\tab/cdef12\tNFCORE_X:QC:FASTQC\tNFCORE_X:QC:FASTQC (s1)\tCOMPLETED\t5s\n"
+        "2\tab/cdef13\t\tNFCORE_X:MULTIQC\tCOMPLETED\t7s\n"
+    )
+    tasks = [run.task for run in read_trace(trace)]
+    assert tasks == ["NFCORE_X_QC_FASTQC", "NFCORE_X_MULTIQC"]
+    assert task_key(nextflow_job_name("NFCORE_X:QC:FASTQC (s1)")) == tasks[0]
+    assert task_key(nextflow_job_name("NFCORE_X:MULTIQC")) == tasks[1]
+
+
+def test_a_process_name_longer_than_nextflows_cut_still_agrees() -> None:
+    process = "P" * 300
+    assert (
+        task_key(nextflow_job_name(f"{process} (1)")) == nextflow_process_key(process) == "P" * 253
+    )
+
+
+def test_a_nextflow_job_script_gets_the_model_its_processs_trace_taught(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = train(tmp_path / "cache.db", "align", PARTITIONS, NODES)
+    rows = ["task_id\thash\tprocess\tname\tstatus\trealtime\trchar\thostname"]
+    rows += [f"{i}\tab/{i:06x}\tNF_X:QC:FASTQC\tNF_X:QC:FASTQC (s{i})\tCOMPLETED\t{30 + 20 * i}s\t"
+             f"{(i + 1) * 100} MB\tc1" for i in range(12)]  # fmt: skip
+    trace = tmp_path / "trace.txt"
+    trace.write_text("\n".join(rows) + "\n")
+    imported = ["--db", str(cache), "runs", "import", str(trace), "--format", "nextflow"]
+    assert main([*imported, "--node-class", "small"]) == 0
+    assert main(["--db", str(cache), "learn"]) == 0
+    script = tmp_path / ".command.run"  # as Nextflow writes it: the name in a #SBATCH line
+    script.write_text("#!/bin/bash\n#SBATCH -J nf-NF_X_QC_FASTQC_(s99)\n#SBATCH -p cpu\nsleep 1\n")
+    capsys.readouterr()
+    assert main(["--db", str(cache), "sbatch", "--dry-run", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "--time=" in out and ",task=NF_X_QC_FASTQC" in out and "advisor:wrapper,action=set" in out
