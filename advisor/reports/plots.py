@@ -99,18 +99,22 @@ def save_error_cdf(errors: Mapping[str, Sequence[float]], path: str | Path, *, t
     save_figure(plt, figure, path)
 
 
+#: The limit-vs-runtime picture's two series.
+WITHOUT_ADVISOR, ADVISED = "limit without the advisor", "advisor's limit"
+
+
 def limit_points(jobs: Sequence[JobView]) -> dict[str, list[tuple[float, float, bool]]]:
     """(runtime s, limit s, timed out) per series: limits without the advisor, and the advisor's."""
-    out: dict[str, list[tuple[float, float, bool]]] = {"limit without the advisor": [], "advisor's limit": []}
+    out: dict[str, list[tuple[float, float, bool]]] = {WITHOUT_ADVISOR: [], ADVISED: []}
     for job in jobs:
         runtime = float(max(1, job.elapsed_s))
         advice = job.advice
         without = job.timelimit_s if advice is None else advice.without_s
         if without:
             killed = job.timed_out and (advice is None or not advice.applied)
-            out["limit without the advisor"].append((runtime, float(without), killed))
+            out[WITHOUT_ADVISOR].append((runtime, float(without), killed))
         if advice is not None:
-            out["advisor's limit"].append((runtime, float(advice.limit_s), job.timed_out and advice.applied))
+            out[ADVISED].append((runtime, float(advice.limit_s), job.timed_out and advice.applied))
     return out
 
 
@@ -125,12 +129,18 @@ def _time_axis(plt: Any, axis: Any, low: float, high: float) -> None:
 
 def save_limit_scatter(jobs: Sequence[JobView], path: str | Path, *, title: str) -> None:
     """Time limit against elapsed time, log-log, with the line limit = runtime."""
+    save_limit_series(limit_points(jobs), path, title=title)
+
+
+def save_limit_series(
+    series: Mapping[str, Sequence[tuple[float, float, bool]]], path: str | Path, *, title: str
+) -> None:
+    """The limit-vs-runtime picture of limit_points' two series (also the replay's)."""
     plt = pyplot()
-    series = limit_points(jobs)
     values = [v for points in series.values() for p in points for v in p[:2]]
     low, high = (min(values) / 2, max(values) * 2) if values else (1.0, 3600.0)
     figure, axes = plt.subplots(figsize=(7, 6))
-    styles = {"limit without the advisor": ("tab:blue", 14), "advisor's limit": ("tab:orange", 18)}
+    styles = {WITHOUT_ADVISOR: ("tab:blue", 14), ADVISED: ("tab:orange", 18)}
     for name, points in series.items():
         colour, size = styles[name]
         ran = [p for p in points if not p[2]]
