@@ -1,9 +1,10 @@
 """From a finished job to what the advisor learns: an observation, and SWF jobs as records.
 
-The task is the one in the advisor's comment tag (the wrapper knows it), else the job's task key
-(its name; a Nextflow job's process, a Snakemake job's rule: advisor.taskkey), which is also the
-name the history policy's keys know the job by; the node class comes from the cache's node table (a job over nodes of different classes has
-none); the input size comes from the tag when the wrapper recorded one.
+The task is the one in the advisor's comment tag (the wrapper knows it), else the job's task
+key (its name; a Nextflow job's process, a Snakemake job's rule: advisor.taskkey), which is
+also the name the history policy's keys know the job by; the node class comes from the cache's
+node table (a job over nodes of different classes has none); the input size comes from the tag
+when the wrapper recorded one.
 """
 
 from __future__ import annotations

@@ -9,16 +9,20 @@ a header and as the live query prints them.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from advisor.cli import main
 from advisor.history.replay import limit_series, policies, replay, replay_report
 from advisor.history.replay_job import sacct_replay_jobs
-from advisor.history.site_jobs import dump_jobs
+from advisor.history.site_jobs import dump_jobs, sacct_jobs
+from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
+from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.validate import validate
 from tests.captures import capture
 
@@ -73,7 +77,9 @@ def test_since_and_until_select_the_jobs_that_ended_in_between(tmp_path: Path) -
     late = dump_jobs(path, since=cut)
     assert len(early.jobs) + len(late.jobs) == 17
     assert {j.job_id for j in early.jobs} == {36, 37, 38, 39, 40, 41, 43, 48}
-    assert late.skipped == {"ended_outside_window": 8} and early.skipped == {"ended_outside_window": 9}
+    assert late.skipped == {"ended_outside_window": 8} and early.skipped == {
+        "ended_outside_window": 9
+    }
 
 
 def test_a_job_counted_twice_is_replayed_once(tmp_path: Path) -> None:
@@ -105,6 +111,55 @@ def test_the_picture_has_a_point_per_scored_job_before_and_after(tmp_path: Path)
     assert len(before) == len(after) == 15
     assert sum(killed for _, _, killed in before) == 1  # job 42 timed out at its own limit
     assert max(limit for _, limit, _ in before) == 70.0
+
+
+def _runner(stdout: str, calls: list[Sequence[str]]) -> Any:
+    def run(argv: Sequence[str], timeout_s: float, stdin: str | None = None) -> CommandResult:
+        calls.append(list(argv))
+        return CommandResult(list(argv), 0, stdout, "")
+
+    return run
+
+
+def test_live_sacct_and_the_dump_give_the_same_jobs(tmp_path: Path) -> None:
+    """The live path on the live query's recorded output, the file path on the dump."""
+    live = capture("sacct_replay_jobs_live.txt")
+    dump = tmp_path / "dump.txt"
+    dump.write_text(capture("sacct_replay_jobs.txt").body)
+    start = datetime.fromisoformat(live.header["command"].split("--starttime=")[1].split()[0])
+    end = datetime.fromisoformat(live.header["command"].split("--endtime=")[1].split()[0])
+    calls: list[Sequence[str]] = []
+    backend = CliBackend(SlurmCommands(_runner(live.body, calls)))
+    from_sacct = sacct_jobs(backend, since=start, until=end)
+    from_file = dump_jobs(dump, since=start, until=end)
+    assert len(calls) == 1 and f"--starttime={start.isoformat()}" in calls[0]
+    assert from_sacct.jobs == from_file.jobs and len(from_file.jobs) == 18
+    assert from_sacct.states == from_file.states
+
+
+def test_workflow_jobs_are_replayed_under_their_task_key(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.txt"
+    dump.write_text(capture("sacct_replay_jobs.txt").body)
+    names = {job.name for job in dump_jobs(dump).jobs}
+    assert any(name.startswith("RP") and name.endswith("_QC_FASTQC") for name in names)
+    assert any(name.startswith("sort_") for name in names)
+    assert not any(name.startswith("nf-") or len(name) == 36 for name in names)
+
+
+def test_a_baseline_changes_only_the_jobs_submitted_after_one_had_ended(tmp_path: Path) -> None:
+    """AVE2×1 on the recorded run: a job's limit drops to the 1-minute minimum once the user
+    has a job that ended before it was submitted (the integration test's second wave)."""
+    dump = tmp_path / "dump.txt"
+    dump.write_text(capture("sacct_replay_jobs.txt").body)
+    jobs = dump_jobs(dump).jobs
+    scores = replay(jobs, policies(), keep=("ave2x1",))
+    changed = {
+        index for index, limit, _ in scores["ave2x1"].limits or () if limit != jobs[index].request_s
+    }
+    ends = [job.submit_s + job.wait_s + (job.run_s or 0) for job in jobs]
+    after_one = {job.index for job in jobs if job.scored and min(ends) <= job.submit_s}
+    assert changed == after_one and len(changed) == 5  # 3 short + 2 Nextflow jobs; exit 3 ran 0 s
+    assert {limit for index, limit, _ in scores["ave2x1"].limits or () if index in changed} == {60}
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -7,8 +7,10 @@ do (their code is cited in advisor/taskkey.py's docstring and the report of issu
 
 from __future__ import annotations
 
+import getpass
 import json
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +18,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from advisor.accounting.sacct_file import format_sacct_row, read_sacct_dump
+from advisor.accounting.update import update_from_file
 from advisor.cli import main
 from advisor.imports.nextflow import read_trace
+from advisor.slurm.parsers import SACCT_FIELDS
+from advisor.store import Store
 from advisor.taskkey import nextflow_process_key, task_key
 from advisor.text import percent_encode
+from tests.captures import capture
 from tests.conftest import TEST_DATA
 from tests.unit.test_wrapper_lua import NO_VAL, PARTS, run_cases
 from tests.unit.test_wrapper_store import NODES, PARTITIONS, train
@@ -130,6 +137,54 @@ def test_a_process_name_longer_than_nextflows_cut_still_agrees() -> None:
     )
 
 
+def _recorded_workflow_jobs(tmp_path: Path, user: str) -> Path:
+    """tests/integration/test_workflow_jobs.py's recorded jobs, as if user had run them."""
+    dump = tmp_path / "recorded.txt"
+    dump.write_text(capture("sacct_workflow_jobs.txt").body)
+    jobs = [job._replace(user=user) for _, job in read_sacct_dump(dump)]
+    mine = tmp_path / "sacct.txt"
+    mine.write_text(
+        "|".join(SACCT_FIELDS) + "\n" + "".join(f"{format_sacct_row(j)}\n" for j in jobs)
+    )
+    return mine
+
+
+def test_recorded_workflow_jobs_are_learned_per_process_and_rule(tmp_path: Path) -> None:
+    dump = tmp_path / "recorded.txt"
+    dump.write_text(capture("sacct_workflow_jobs.txt").body)
+    names = [job.name for _, job in read_sacct_dump(dump)]
+    assert sum(name.startswith("nf-") for name in names) == 6 and len(set(names)) == 7
+    with Store.open(tmp_path / "cache.db") as store:
+        update_from_file(store, dump, kind="sacct")
+        tasks = Counter(row["task"] for row in store.query("SELECT task FROM observations"))
+        keys = {row["name"] for row in store.query("SELECT name FROM history_keys") if row["name"]}
+    process, rule = (key for key, count in tasks.most_common(2))
+    assert sorted(tasks.values()) == [1, 5, 5] and keys == set(tasks)
+    assert process.startswith("WF") and process.endswith("_QC_FASTQC")
+    assert rule.startswith("bwa_map_")
+
+
+def test_the_wrapper_gives_a_recorded_rules_next_job_its_history_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    user = getpass.getuser()
+    cache = train(tmp_path / "cache.db", "align", PARTITIONS, NODES)
+    with Store.open(cache) as store:
+        update_from_file(store, _recorded_workflow_jobs(tmp_path, user), kind="sacct")
+        (rule,) = {
+            row["task"]
+            for row in store.query("SELECT task FROM observations")
+            if row["task"].startswith("bwa_map_")
+        }
+    comment = f"rule_{rule}_wildcards_sample_7"
+    argv = ["--db", str(cache), "sbatch", "--dry-run", "-p", "cpu", "-J", str(uuid.uuid4()),
+            "--comment", comment, "--wrap", "true"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "--time=01:01:00" in out  # five runs of 1-2 s: + 1 h, in whole minutes
+    assert f"--comment={comment} advisor:history,action=set,limit=61,task={rule}" in out
+
+
 def test_a_nextflow_job_script_gets_the_model_its_processs_trace_taught(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -147,4 +202,6 @@ def test_a_nextflow_job_script_gets_the_model_its_processs_trace_taught(
     capsys.readouterr()
     assert main(["--db", str(cache), "sbatch", "--dry-run", str(script)]) == 0
     out = capsys.readouterr().out
-    assert "--time=" in out and ",task=NF_X_QC_FASTQC" in out and "advisor:wrapper,action=set" in out
+    assert (
+        "--time=" in out and ",task=NF_X_QC_FASTQC" in out and "advisor:wrapper,action=set" in out
+    )
