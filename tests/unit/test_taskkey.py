@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import random
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -87,6 +88,41 @@ def test_every_shared_case_in_the_lua_plugin(tmp_path: Path) -> None:
         )
         mine = case["comment"]
         assert result["comment"] == (f"{mine} {tag}" if mine else tag), case
+
+
+def _tricky(rng: random.Random) -> tuple[str, str | None]:
+    """A name and comment built from the pieces the rules look at, in random order."""
+    pieces = ["nf-", "_(", "(", ")", "_", ":", " ", "\t", "\u00e9", "-", "rule_", "_wildcards_",
+              "A", "b", "7", "advisor:lua,action=set"]  # fmt: skip
+
+    def text(prefixes: list[str]) -> str:
+        rest = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 5)))
+        return rng.choice(prefixes) + rest
+
+    uuid_text = str(uuid.UUID(int=rng.getrandbits(128)))
+    name = rng.choice([text(["nf-", "nf-A", "NF-", ""]), uuid_text, uuid_text.upper()])
+    comment = text(["rule_", "rule_b", " rule_", ""]) if rng.random() < 0.85 else None
+    return name, comment
+
+
+def test_python_and_lua_agree_on_random_tricky_names(tmp_path: Path) -> None:
+    """400 names and comments made of the rules' own pieces (fixed seed)."""
+    rng = random.Random(15)
+    cases = [_tricky(rng) for _ in range(400)]
+    keys = [task_key(name, comment) for name, comment in cases]
+    limit = {key: 10 + i for i, key in enumerate(sorted(set(keys) - {""}))}
+    export = {
+        "version": 1,
+        "tasks": {k: {"partitions": {"cpu": {"limit_min": m}}} for k, m in limit.items()},
+    }
+    jobs: list[dict[str, Any]] = []
+    for name, comment in cases:
+        job = {"name": name} if comment is None else {"name": name, "comment": comment}
+        jobs.append({"job": job, "parts": PARTS})
+    jobs[0]["export_text"] = json.dumps(export)
+    results = run_cases(tmp_path, jobs)
+    lua = [r["time_limit"] for r in results]
+    assert lua == [limit.get(key, NO_VAL) for key in keys]
 
 
 _PART = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,20}", fullmatch=True)
