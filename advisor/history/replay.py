@@ -31,7 +31,6 @@ from advisor.history.book import HistoryBook
 from advisor.history.keys import HistoryKey
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig, Proposal, clamp
 from advisor.history.replay_job import ReplayJob
-from advisor.reports.plots import ADVISED, WITHOUT_ADVISOR
 
 
 class ReplayPolicy(Protocol):
@@ -247,4 +246,4 @@ def limit_series(
             out.append((float(max(1, job.run_s or 0)), float(limit), timed_out))
         return out
 
-    return {WITHOUT_ADVISOR: points(UserRequest.name), ADVISED: points(AdvisorPolicy.name)}
+    return {"the users' limits": points(UserRequest.name), "the advisor's": points(AdvisorPolicy.name)}

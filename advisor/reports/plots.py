@@ -99,22 +99,18 @@ def save_error_cdf(errors: Mapping[str, Sequence[float]], path: str | Path, *, t
     save_figure(plt, figure, path)
 
 
-#: The limit-vs-runtime picture's two series.
-WITHOUT_ADVISOR, ADVISED = "limit without the advisor", "advisor's limit"
-
-
 def limit_points(jobs: Sequence[JobView]) -> dict[str, list[tuple[float, float, bool]]]:
     """(runtime s, limit s, timed out) per series: limits without the advisor, and the advisor's."""
-    out: dict[str, list[tuple[float, float, bool]]] = {WITHOUT_ADVISOR: [], ADVISED: []}
+    out: dict[str, list[tuple[float, float, bool]]] = {"limit without the advisor": [], "advisor's limit": []}
     for job in jobs:
         runtime = float(max(1, job.elapsed_s))
         advice = job.advice
         without = job.timelimit_s if advice is None else advice.without_s
         if without:
             killed = job.timed_out and (advice is None or not advice.applied)
-            out[WITHOUT_ADVISOR].append((runtime, float(without), killed))
+            out["limit without the advisor"].append((runtime, float(without), killed))
         if advice is not None:
-            out[ADVISED].append((runtime, float(advice.limit_s), job.timed_out and advice.applied))
+            out["advisor's limit"].append((runtime, float(advice.limit_s), job.timed_out and advice.applied))
     return out
 
 
@@ -135,14 +131,13 @@ def save_limit_scatter(jobs: Sequence[JobView], path: str | Path, *, title: str)
 def save_limit_series(
     series: Mapping[str, Sequence[tuple[float, float, bool]]], path: str | Path, *, title: str
 ) -> None:
-    """The limit-vs-runtime picture of limit_points' two series (also the replay's)."""
+    """The limit-vs-runtime picture of two series, the limits before the advisor and its own."""
     plt = pyplot()
     values = [v for points in series.values() for p in points for v in p[:2]]
     low, high = (min(values) / 2, max(values) * 2) if values else (1.0, 3600.0)
     figure, axes = plt.subplots(figsize=(7, 6))
-    styles = {WITHOUT_ADVISOR: ("tab:blue", 14), ADVISED: ("tab:orange", 18)}
-    for name, points in series.items():
-        colour, size = styles[name]
+    styles = (("tab:blue", 14), ("tab:orange", 18))
+    for (name, points), (colour, size) in zip(series.items(), styles, strict=True):
         ran = [p for p in points if not p[2]]
         killed = [p for p in points if p[2]]
         if ran:

@@ -107,7 +107,7 @@ def test_the_picture_has_a_point_per_scored_job_before_and_after(tmp_path: Path)
     jobs = dump_jobs(allocations(tmp_path)).jobs
     scores = replay(jobs, policies(), keep=("user", "advisor"))
     series = limit_series(jobs, scores)
-    before, after = series["limit without the advisor"], series["advisor's limit"]
+    before, after = series["the users' limits"], series["the advisor's"]
     assert len(before) == len(after) == 15
     assert sum(killed for _, _, killed in before) == 1  # job 42 timed out at its own limit
     assert max(limit for _, limit, _ in before) == 70.0
