@@ -33,7 +33,7 @@ from advisor.history.replay_job import ReplayJob, sacct_replay_jobs
 from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.records import JobRecord
 
-#: A dump's records are sorted out in chunks of this many (memory stays flat in the file).
+#: A dump's records are sorted out in chunks of this many: only the jobs stay in memory.
 _CHUNK = 10_000
 
 
@@ -85,6 +85,8 @@ def dump_jobs(
     if until is None:
         latest = _latest_end(file)  # a first pass over the file, so that memory stays flat
         until = latest + timedelta(seconds=1) if latest is not None else datetime.max
+    if since is not None and since >= until:
+        raise InputError(f"--since {since.isoformat()} is not before --until {until.isoformat()}")
     window = Window(since or datetime.min, until)
     skipped: Counter[str] = Counter()
     records = (job for _, job in read_sacct_dump(file))

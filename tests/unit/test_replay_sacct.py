@@ -187,6 +187,10 @@ def test_the_command_replays_a_dump_by_user_as_json(
         (["replay", "x.swf", "--since", "7d"], "an SWF log takes no"),
         (["replay", "--since", "tomorrow"], "--since 'tomorrow': not a date"),
         (["replay", "--since", "2099-01-01"], "is not before"),
+        (
+            ["replay", "--sacct-file", "x", "--since", "2024-02-01", "--until", "2024-01-01"],
+            "is not before --until",
+        ),
     ],
 )
 def test_usage_errors_say_what_to_give(
