@@ -2,8 +2,8 @@
 job_submit.lua: slurm-advisor's time limits for jobs submitted with plain sbatch.
 
 slurmctld runs this for every submission (Lua 5.1, as user slurm). When a job comes without a
-time limit and the limits file written by `advisor export` knows its job name, the job gets the
-advised limit of its partition(s), clamped to the partition's MaxTime, an `advisor:lua,...` tag
+time limit and the limits file written by `advisor export` knows its task (its job name; a
+Nextflow job's process, a Snakemake job's rule: task_key), the job gets the advised limit of its partition(s), clamped to the partition's MaxTime, an `advisor:lua,...` tag
 appended to its comment (so accounting can match it), and one line for the user on stderr.
 Anything else - no file, an unreadable or corrupt file, an unknown name, a job with --time, any
 error at all - lets the job through unchanged: this plugin never rejects a job.
@@ -135,6 +135,29 @@ local function partitions(job_desc, part_list)
 	return names
 end
 
+-- The task a job is advised under, as advisor/taskkey.py (which says why) and the cache know it:
+-- a Nextflow job "nf-PROCESS_(tag)" is its process, a Snakemake job (the run's UUID as name,
+-- "rule_RULE[_wildcards_...]" as comment) its rule, any other job its name.
+local UUID = "^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$"
+local function task_key(name, comment)
+	if name:sub(1, 3) == "nf-" then
+		local rest = name:sub(4)
+		local cut = rest:find("_(", 1, true) -- a process name has no '(': the first opens the tag
+		local process = cut and rest:sub(1, cut - 1) or rest
+		if process:find("^[A-Za-z0-9_]+$") then
+			return process
+		end
+	elseif type(comment) == "string" and name:find(UUID) and comment:sub(1, 5) == "rule_" then
+		local body = comment:match("^rule_([^ \t\n\v\f\r]*)")
+		local cut = body:find("_wildcards_", 1, true)
+		local rule = cut and body:sub(1, cut - 1) or body
+		if rule ~= "" then
+			return rule
+		end
+	end
+	return name
+end
+
 local function encode(text)
 	return (text:gsub("[^A-Za-z0-9%._~%-]", function(char)
 		return string.format("%%%02X", string.byte(char))
@@ -150,6 +173,7 @@ local function advice(job_desc, part_list, submit_uid)
 	if type(name) ~= "string" or name == "" then
 		return nil
 	end
+	name = task_key(name, job_desc.comment)
 	local doc = limits()
 	if not doc then
 		return nil

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from advisor.accounting.censored import update_censored
-from advisor.accounting.mapping import job_observation, job_tag, was_advised
+from advisor.accounting.mapping import history_name, job_observation, job_tag, was_advised
 from advisor.history.book import HistoryBook
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
@@ -98,7 +98,7 @@ class Ingestor:
         new = self._new(list(jobs))
         if not new:
             return 0
-        keys = {key for job in new for key in keys_for(job.user, job.name, job.partition)}
+        keys = {key for job in new for key in keys_for(job.user, history_name(job), job.partition)}
         book = HistoryBook(
             load_key_states(self.store, sorted(keys)), load_site(self.store), config=self.config
         )
@@ -119,12 +119,13 @@ class Ingestor:
     @staticmethod
     def _learn_history(book: HistoryBook, job: JobRecord) -> None:
         advised = was_advised(job, job_tag(job))
+        name = history_name(job)
         key: HistoryKey | None = None
         if advised:
-            key = book.propose_key(keys_for(job.user, job.name, job.partition))
+            key = book.propose_key(keys_for(job.user, name, job.partition))
         book.learn(
             job.user,
-            job.name,
+            name,
             job.partition,
             runtime_s=float(job.elapsed_s),
             state=job.state,

@@ -1,8 +1,10 @@
 """From a finished job to what the advisor learns: an observation, and SWF jobs as records.
 
-The task is the one in the advisor's comment tag (the wrapper knows it), else the job name;
-the node class comes from the cache's node table (a job over nodes of different classes has
-none); the input size comes from the tag when the wrapper recorded one.
+The task is the one in the advisor's comment tag (the wrapper knows it), else the job's task
+key (its name; a Nextflow job's process, a Snakemake job's rule: advisor.taskkey), which is
+also the name the history policy's keys know the job by; the node class comes from the cache's
+node table (a job over nodes of different classes has none); the input size comes from the tag
+when the wrapper recorded one.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from advisor.accounting.swf import MAX_TIME_S, SwfJob
 from advisor.slurm.records import JobRecord
 from advisor.store.observations import Observation
+from advisor.taskkey import task_key
 from advisor.wrapper.tag import Tag, parse_tag
 
 #: SWF jobs are stored under cluster ``swf:<log name>``.
@@ -22,6 +25,11 @@ SWF_CLUSTER_PREFIX = "swf:"
 def job_tag(job: JobRecord) -> Tag | None:
     """The advisor tag in the job's comment, if any."""
     return parse_tag(job.comment) if job.comment else None
+
+
+def history_name(job: JobRecord) -> str:
+    """The name the history policy's keys know the job by: its task key."""
+    return task_key(job.name, job.comment)
 
 
 def was_advised(job: JobRecord, tag: Tag | None) -> bool:
@@ -54,7 +62,7 @@ def job_observation(job: JobRecord, classes: Mapping[str, str]) -> Observation:
     return Observation(
         source=observation_source(job.cluster),
         source_key=job.job_id,
-        task=(tag.task if tag is not None and tag.task else None) or job.name,
+        task=(tag.task if tag is not None and tag.task else None) or history_name(job),
         runtime_s=float(job.elapsed_s),
         node=job.nodes[0] if len(job.nodes) == 1 else None,
         node_class=node_class_of(job.nodes, classes) if job.nodes else None,

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
+from typing import Any
 
 from advisor.accounting.swf import read_swf
-from advisor.history.replay import replay_report
-from advisor.history.replay_job import replay_jobs
+from advisor.errors import UsageError
+from advisor.history.replay import GROUPS, limit_series, policies, replay, scores_report
+from advisor.history.replay_job import ReplayJob, replay_jobs
+from advisor.history.site_jobs import dump_jobs, sacct_jobs
 from advisor.progress import Progress
 from advisor.render import Result, Table
+from advisor.reports.period import parse_moment
+from advisor.slurm.backend import CliBackend
 
-COLUMNS = (
-    "policy",
+FIGURES = (
     "killed_completed_pct",
     "killed_all_pct",
     "freed_pct",
@@ -19,6 +24,7 @@ COLUMNS = (
     "accuracy",
     "changed_pct",
 )
+COLUMNS = ("policy", *FIGURES)
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -26,28 +32,126 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser = sub.add_parser(
         "replay",
         parents=parents,
-        help="replay an SWF log: the advisor's limits against the user's, AVE2 and MAX5",
-        description="Replays a Standard Workload Format log online, in submit order, once per "
-        "policy under the same rules: a job is known to a policy only once it ended; "
-        "limit = min(request, max(1 min, proposal rounded up to minutes)); a job running past a "
-        "lower limit is killed there and teaches only a TIMEOUT.  Scores the advisor's "
-        "history policy, the user's request, AVE2×1, AVE2×3 and MAX5×3.",
+        help="replay an SWF log or the site's own sacct history: the advisor's limits against "
+        "the user's, AVE2 and MAX5",
+        description="Replays a log online, in submit order, once per policy under the same "
+        "rules: a job is known to a policy only once it ended; limit = min(request, max(1 min, "
+        "proposal rounded up to minutes)); a job running past a lower limit is killed there and "
+        "teaches only a TIMEOUT.  Scores the advisor's history policy, the user's request, "
+        "AVE2×1, AVE2×3 and MAX5×3.  The log is a Standard Workload Format file, a saved sacct "
+        "dump (--sacct-file), or the cluster's own accounting read live from sacct (--since): "
+        "the final allocations 'advisor update' would ingest, with their states, partitions, "
+        "users, time limits (the request) and job names (a Nextflow job's process, a Snakemake "
+        "job's rule).",
     )
-    parser.add_argument("log", metavar="FILE.swf", help="the log (Parallel Workloads Archive SWF)")
+    parser.add_argument(
+        "log", nargs="?", metavar="FILE.swf", help="an SWF log (Parallel Workloads Archive)"
+    )
+    parser.add_argument(
+        "--sacct-file",
+        metavar="DUMP",
+        help="a saved 'sacct -a -X --parsable2' dump whose first line names the fields (as "
+        "'advisor update --sacct-file' reads it)",
+    )
+    parser.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="the jobs that ended at or after WHEN, read live from sacct (with --sacct-file: "
+        "in the dump): YYYY-MM-DD[THH:MM[:SS]], or a span back from now: 30m, 12h, 90d, 2w",
+    )
+    parser.add_argument(
+        "--until",
+        metavar="WHEN",
+        help="the jobs that ended before WHEN (default, live: 5 minutes ago; in a dump: all)",
+    )
+    parser.add_argument(
+        "--by", choices=sorted(GROUPS), help="also the same figures per partition or per user"
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="draw every scored job's limit against its runtime, under the users' limits and "
+        "under the advisor's (needs matplotlib)",
+    )
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> Result:
-    """Read, replay, lay out."""
-    jobs = replay_jobs(read_swf(args.log))
-    with Progress("replay", len(jobs)) as bar:
-        data = replay_report(jobs, source=args.log, progress=bar)
-    rows = [{"policy": name, **figures} for name, figures in data["policies"].items()]
-    return Result(
-        data=data,
-        tables=(Table(rows, columns=COLUMNS),),
-        notes=(
-            f"{data['jobs']} jobs, {data['scored']} scored, {data['completed']} completed "
-            "(the harm set); percentages in %",
-        ),
+def _when(text: str | None, option: str) -> datetime | None:
+    # sacct's times are the cluster's local time, without an offset
+    return (
+        datetime.fromisoformat(parse_moment(text, option=option, now=datetime.now()))
+        if text
+        else None
     )
+
+
+def _jobs(args: argparse.Namespace) -> tuple[list[ReplayJob], dict[str, Any]]:
+    """The jobs to replay and what the output says of their source."""
+    if args.log and (args.sacct_file or args.since or args.until):
+        raise UsageError(
+            "advisor replay: an SWF log takes no --sacct-file, --since or --until",
+            hint="replay either FILE.swf, --sacct-file DUMP, or live sacct with --since WHEN",
+        )
+    if args.log:
+        return replay_jobs(read_swf(args.log)), {"log": args.log, "source": "swf"}
+    since, until = _when(args.since, "--since"), _when(args.until, "--until")
+    if args.sacct_file:
+        site = dump_jobs(args.sacct_file, since=since, until=until)
+    elif since is not None:
+        site = sacct_jobs(CliBackend(), since=since, until=until)
+    else:
+        raise UsageError(
+            "advisor replay: what to replay?",
+            hint="give an SWF log, --sacct-file DUMP, or --since WHEN (e.g. --since 90d) for sacct",
+        )
+    about = {
+        "log": site.label,
+        "source": site.source,
+        "skipped": site.skipped,
+        "states": site.states,
+    }
+    return site.jobs, about
+
+
+def run(args: argparse.Namespace) -> Result:
+    """Read, replay, lay out (and draw)."""
+    if args.plot:
+        from advisor.reports.plots import pyplot
+
+        pyplot()  # without matplotlib, stop before the work
+    jobs, about = _jobs(args)
+    with Progress("replay", len(jobs)) as bar:
+        scores = replay(
+            jobs,
+            policies(),
+            progress=bar,
+            group=GROUPS[args.by] if args.by else None,
+            keep=("user", "advisor") if args.plot else (),
+        )
+    data = {**scores_report(jobs, scores, source=about["log"], by=args.by), **about}
+    tables = [Table(_rows(data), columns=COLUMNS)]
+    if args.by:
+        rows = [
+            {args.by: group["group"], "jobs": group["jobs"], "scored": group["scored"], **row}
+            for group in data["groups"]
+            for row in _rows(group)
+        ]
+        tables.append(
+            Table(rows, columns=(args.by, "jobs", "scored", *COLUMNS), title=f"per {args.by}")
+        )
+    notes = [
+        f"{data['jobs']} jobs, {data['scored']} scored, {data['completed']} completed "
+        "(the harm set); percentages in %"
+    ]
+    if data.get("skipped"):
+        notes.append("left out: " + ", ".join(f"{n} {why}" for why, n in data["skipped"].items()))
+    if args.plot:
+        from advisor.reports.plots import save_limit_series
+
+        save_limit_series(limit_series(jobs, scores), args.plot, title=f"replay of {data['log']}")
+        notes.append(f"wrote {args.plot}")
+    return Result(data=data, tables=tuple(tables), notes=tuple(notes))
+
+
+def _rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"policy": name, **values} for name, values in figures["policies"].items()]

@@ -11,6 +11,10 @@ The rules (so that figures are comparable across tools):
   scored, but their runtimes are learned); requests are clipped at the log's longest runtime;
 * completed (the harm set) = status completed and runtime < max(0.9 × request, request − 120 s);
 * freed % = Σ[max(0, request − run) − max(0, limit − run)] / Σ max(0, request − run).
+
+The log is an SWF file or the site's own sacct records (advisor.history.site_jobs); with a
+grouping (``--by partition|user``) every policy still learns from all jobs in order, and each
+scored job also counts for its group's figures.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import heapq
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -94,11 +98,17 @@ class Score:
     slack_s: float = 0.0
     accuracy: float = 0.0
     ratios: list[float] = field(default_factory=list)
+    #: Per group (``replay(group=...)``), the same sums over the group's jobs.
+    groups: dict[str, Score] = field(default_factory=dict)
+    #: (job index, limit s, killed) of every scored job, when asked for (``replay(keep=...)``).
+    limits: list[tuple[int, int, bool]] | None = None
 
     def add(self, job: ReplayJob, limit: int) -> bool:
         """Score one job under limit; True when it is killed."""
         request, run = job.request_s or 0, job.run_s or 0
         killed = run > limit and limit < request
+        if self.limits is not None:
+            self.limits.append((job.index, limit, killed))
         harm = job.completed and run < max(0.9 * request, request - 120)
         self.scored += 1
         self.harm += harm
@@ -127,14 +137,27 @@ def _pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole else 0.0
 
 
+#: What ``--by`` groups the figures by.
+GROUPS: dict[str, Callable[[ReplayJob], str]] = {
+    "partition": lambda job: job.partition,
+    "user": lambda job: job.user,
+}
+
+
 def replay(
     jobs: Sequence[ReplayJob],
     contenders: Sequence[ReplayPolicy],
     *,
     progress: Callable[[int, int], None] | None = None,
+    group: Callable[[ReplayJob], str] | None = None,
+    keep: Collection[str] = (),
 ) -> dict[str, Score]:
-    """Replay the jobs (in submit order) once through every policy; a Score per policy."""
-    scores = {policy.name: Score() for policy in contenders}
+    """Replay the jobs (in submit order) once through every policy; a Score per policy.
+
+    group: also score each job in its group's Score; keep: the policies whose limit of every
+    scored job is kept (``Score.limits``, for the limit-vs-runtime picture).
+    """
+    scores = {p.name: Score(limits=[] if p.name in keep else None) for p in contenders}
     pending: dict[str, list[tuple[float, int, float, str]]] = {p.name: [] for p in contenders}
     for number, job in enumerate(jobs, start=1):
         start = job.submit_s + job.wait_s
@@ -153,8 +176,12 @@ def replay(
                     if proposal is None or job.request_s is None
                     else clamp(proposal, request_s=job.request_s, max_time_s=None)
                 )
-                if limit is not None and scores[policy.name].add(job, limit):
-                    runtime, state = float(limit), "TIMEOUT"
+                if limit is not None:
+                    score = scores[policy.name]
+                    if group is not None:
+                        score.groups.setdefault(group(job), Score()).add(job, limit)
+                    if score.add(job, limit):
+                        runtime, state = float(limit), "TIMEOUT"
             heapq.heappush(ends, (start + runtime, job.index, runtime, state))
         if progress is not None:
             progress(number, len(jobs))
@@ -167,14 +194,56 @@ def replay_report(
     source: str,
     config: PolicyConfig = DEFAULT_CONFIG,
     progress: Callable[[int, int], None] | None = None,
+    by: str | None = None,
 ) -> dict[str, Any]:
-    """The replay's output (schemas/replay-output.json)."""
-    scores = replay(jobs, policies(config), progress=progress)
+    """The replay's output (schemas/replay-output.json); by: 'partition' or 'user' groups."""
+    scores = replay(jobs, policies(config), progress=progress, group=GROUPS[by] if by else None)
+    return scores_report(jobs, scores, source=source, by=by)
+
+
+def _figures(jobs: int, scores: Mapping[str, Score]) -> dict[str, Any]:
     first = next(iter(scores.values()), Score())
     return {
-        "log": source,
-        "jobs": len(jobs),
+        "jobs": jobs,
         "scored": first.scored,
         "completed": first.harm,
         "policies": {name: score.result() for name, score in scores.items()},
     }
+
+
+def scores_report(
+    jobs: Sequence[ReplayJob], scores: Mapping[str, Score], *, source: str, by: str | None = None
+) -> dict[str, Any]:
+    """The replay's output from its scores; with by, the same figures for every group."""
+    report: dict[str, Any] = {"log": source, **_figures(len(jobs), scores)}
+    if by:
+        sizes = Counter(GROUPS[by](job) for job in jobs)
+        report["by"] = by
+        report["groups"] = [
+            {
+                "group": name,
+                **_figures(size, {p: s.groups.get(name, Score()) for p, s in scores.items()}),
+            }
+            for name, size in sorted(sizes.items())
+        ]
+    return report
+
+
+def limit_series(
+    jobs: Sequence[ReplayJob], scores: Mapping[str, Score]
+) -> dict[str, list[tuple[float, float, bool]]]:
+    """(runtime s, limit s, killed at it) of every scored job, before and after the advisor.
+
+    Needs the scores of a replay that kept the 'user' and 'advisor' limits.  Before, a job
+    killed at its limit is one that timed out for real; after, also one the replay killed.
+    """
+
+    def points(policy: str) -> list[tuple[float, float, bool]]:
+        out = []
+        for index, limit, killed in scores[policy].limits or ():
+            job = jobs[index]
+            timed_out = killed or (limit == job.request_s and job.state == "TIMEOUT")
+            out.append((float(max(1, job.run_s or 0)), float(limit), timed_out))
+        return out
+
+    return {"the users' limits": points(UserRequest.name), "the advisor's": points(AdvisorPolicy.name)}

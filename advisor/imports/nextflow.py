@@ -2,7 +2,8 @@
 
 The trace is tab-separated with a header (https://www.nextflow.io/docs/latest/reports.html).
 The task is the process name: the ``process`` column when the trace has it, else ``name``
-without its `` (tag)`` suffix.  ``realtime`` is the runtime; ``rchar`` (characters read, after
+without its `` (tag)`` suffix, keyed as the process's Slurm jobs are (``:`` scopes become ``_``,
+advisor.taskkey), so that the jobs Nextflow submits find the model learned from its trace.  ``realtime`` is the runtime; ``rchar`` (characters read, after
 decompression by the tool, so close to Lotaru's uncompressed input size) is the input size.
 Durations come as ``1h 2m 3s``/``350ms``/``1.5s`` or, with ``trace.raw``, as milliseconds;
 sizes as ``1.2 GB`` or, raw, bytes.  Failed or aborted tasks are skipped; a malformed value in
@@ -19,6 +20,7 @@ from pathlib import Path
 from advisor.errors import InputError
 from advisor.imports.csv_table import read_table
 from advisor.store.observations import Observation
+from advisor.taskkey import nextflow_process_key
 
 REQUIRED_COLUMNS = ("name", "realtime")
 KEPT_STATUSES = frozenset({"COMPLETED", "CACHED"})
@@ -88,7 +90,7 @@ def read_trace(
                 size = parse_size(row["rchar"])
             except ValueError:
                 raise InputError(f"rchar {row['rchar']!r} is not a size", source=at) from None
-        task = (row.get("process") or "").strip() or process_name(row["name"])
+        task = nextflow_process_key((row.get("process") or "").strip() or process_name(row["name"]))
         if not task:
             raise InputError("the task has no name", source=at)
         cpus = (row.get("cpus") or "").strip()

@@ -125,14 +125,19 @@ def _time_axis(plt: Any, axis: Any, low: float, high: float) -> None:
 
 def save_limit_scatter(jobs: Sequence[JobView], path: str | Path, *, title: str) -> None:
     """Time limit against elapsed time, log-log, with the line limit = runtime."""
+    save_limit_series(limit_points(jobs), path, title=title)
+
+
+def save_limit_series(
+    series: Mapping[str, Sequence[tuple[float, float, bool]]], path: str | Path, *, title: str
+) -> None:
+    """The limit-vs-runtime picture of two series, the limits before the advisor and its own."""
     plt = pyplot()
-    series = limit_points(jobs)
     values = [v for points in series.values() for p in points for v in p[:2]]
     low, high = (min(values) / 2, max(values) * 2) if values else (1.0, 3600.0)
     figure, axes = plt.subplots(figsize=(7, 6))
-    styles = {"limit without the advisor": ("tab:blue", 14), "advisor's limit": ("tab:orange", 18)}
-    for name, points in series.items():
-        colour, size = styles[name]
+    styles = (("tab:blue", 14), ("tab:orange", 18))
+    for (name, points), (colour, size) in zip(series.items(), styles, strict=True):
         ran = [p for p in points if not p[2]]
         killed = [p for p in points if p[2]]
         if ran:

@@ -156,7 +156,7 @@ def history_plan(
 ) -> Plan:
     """The plan from the history policy's (limit, why) per candidate partition.
 
-    The task is the job name: the history keys and accounting know the job by it.
+    The task is the job name's task key: the history keys and accounting know the job by it.
     """
     limits = []
     for name in candidate_partitions(request, snapshot):

@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from advisor.lite import NamedTuple
+from advisor.taskkey import task_key
 from advisor.wrapper.argv import Option
 
 #: The input environment variables of sbatch 22.05 that concern the advisor (sbatch(1)).
@@ -88,11 +89,16 @@ def job_request(
 
 
 def task_name(explicit: str | None, request: JobRequest, script: str | None) -> str | None:
-    """``--task``, else the job name, else what sbatch names the job: the script's file name."""
+    """``--task``, else the job name's task key, else what sbatch names the job: the script's name.
+
+    The task key (advisor.taskkey) is a Nextflow job's process or a Snakemake job's rule (from
+    its comment), as accounting and the Lua plugin know the job; any other name as it is.
+    """
     if explicit:
         return explicit
     if request.job_name is not None and request.job_name.value:
-        return request.job_name.value
+        comment = request.comment.value if request.comment is not None else None
+        return task_key(request.job_name.value, comment)
     if request.wrap:
         return "wrap"
     if script:

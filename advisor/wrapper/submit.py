@@ -159,8 +159,8 @@ def _from_history(
 ) -> Plan:
     """The history policy's plan for a task without a model (accounting issue), if it has one.
 
-    Its keys know the job by the name Slurm gives it (``-J``, else the script's name), which
-    is what accounting reports, not by ``--task``.
+    Its keys know the job by the name Slurm gives it (``-J``, else the script's name; a
+    workflow manager's job by its task key), as accounting does, not by ``--task``.
     """
     sbatch = cmd.sbatch
     job_name = task_name(None, request, sbatch.script if sbatch.script is not None else "sbatch")

@@ -121,7 +121,7 @@ def test_a_bad_file_among_good_ones_imports_nothing(
 def test_predict_queries_with_absurd_numbers(
     cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    queries = write(tmp_path / "q.csv", "task,node,input_bytes\nNFCORE_BACASS:BACASS:FASTQC,n2-node-7,1e300\n")
+    queries = write(tmp_path / "q.csv", "task,node,input_bytes\nNFCORE_BACASS_BACASS_FASTQC,n2-node-7,1e300\n")
     assert main(["predict", "--queries", str(queries), "--db", str(cache)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert str(queries) in line and ":2" in line
@@ -157,7 +157,7 @@ FORK_PATH = str(TEST_DATA / "workflows" / "fork-1.4.json")
 SWF_GOOD = str(TEST_DATA / "traces" / "kth-sp2-excerpt.swf")
 TRACE_PATH = str(TEST_DATA / "imports" / "trace.txt")
 LOTARU_PATH = str(TEST_DATA / "imports" / "lotaru_local_eager_excerpt.csv")
-KNOWN_TASK = "NFCORE_BACASS:BACASS:FASTQC"
+KNOWN_TASK = "NFCORE_BACASS_BACASS_FASTQC"  # the trace's process, keyed as its jobs
 CLI_QUERIES = ["task,node,input_bytes,cores", f"{KNOWN_TASK},n2-node-7,65101034,2",
                f"{KNOWN_TASK},,1000,", "fastqc,local,1,1"]  # fmt: skip
 

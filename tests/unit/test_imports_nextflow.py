@@ -70,11 +70,11 @@ def test_process_name_drops_the_tag() -> None:
 def test_trace_rows_become_observations() -> None:
     runs = read_trace(TRACE, workflow="bacass")
     assert [r.task for r in runs] == [
-        "NFCORE_BACASS:BACASS:FASTQC",
-        "NFCORE_BACASS:BACASS:SKEWER",
-        "NFCORE_BACASS:BACASS:PROKKA",
-        "NFCORE_BACASS:BACASS:FASTQC",
-    ]  # the FAILED KRAKEN2 run is skipped
+        "NFCORE_BACASS_BACASS_FASTQC",
+        "NFCORE_BACASS_BACASS_SKEWER",
+        "NFCORE_BACASS_BACASS_PROKKA",
+        "NFCORE_BACASS_BACASS_FASTQC",
+    ]  # the FAILED KRAKEN2 run is skipped; ':' as in the processes' Slurm job names
     first = runs[0]
     assert first.runtime_s == 62.0
     assert first.input_bytes == int(1.2 * 1024**3)

@@ -31,7 +31,7 @@ PACKAGES = frozenset({"advisor", "advisor.cli", "advisor.wrapper", "advisor.mode
                       "advisor.store", "advisor.slurm", "advisor.profiling"})  # fmt: skip
 #: Light modules it may import (advisor.insitu for --steps' MAX_STEPS: its __init__ is a constant).
 LEAVES = frozenset({"advisor.errors", "advisor.lite", "advisor.text", "advisor.inputs",
-                    "advisor.factors", "advisor.insitu"})  # fmt: skip
+                    "advisor.factors", "advisor.insitu", "advisor.taskkey"})  # fmt: skip
 
 
 def _modules_after(tmp_path: Path, *argv: str) -> tuple[set[str], str]:
