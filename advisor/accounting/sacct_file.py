@@ -57,6 +57,11 @@ KNOWN_STATES = frozenset(
 
 #: A row split by line breaks in a name is joined over at most this many lines.
 MAX_JOINED_LINES = 16
+#: Fields of user text: a line break in the last one continues it on the next line.
+TEXT_FIELDS = frozenset(
+    {"AdminComment", "Comment", "Constraints", "Extra", "JobName", "SubmitLine", "SystemComment",
+     "WorkDir"}
+)  # fmt: skip
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
@@ -160,6 +165,8 @@ class _TextDump:
         # lines end with \r\n: decided by the header, or by the first whole row of a dump
         # without one (a \r before a line break in a name must not make a dump CRLF)
         self.crlf: bool | None = None
+        # rows end with the delimiter (sacct --parsable): decided the same way
+        self.trailing: bool | None = None
 
     def _pull(self) -> bool:
         try:
@@ -200,7 +207,8 @@ class _TextDump:
                 )
             self.delimiter = found
         values = line.split(self.delimiter)
-        if len(values) > 1 and values[-1] == "":
+        self.trailing = len(values) > 1 and values[-1] == ""
+        if self.trailing:
             values.pop()  # sacct --parsable ends every line with the delimiter
         self.fields = dump_fields(values, source=self.source, line=number)
         self.header = self.fields
@@ -226,7 +234,6 @@ class _TextDump:
         return classify(job, where, has_partition="Partition" in self.fields)
 
     def rows(self) -> Iterator[Row]:
-        expected = len(self.fields)
         while self.buffer or self._pull():
             number, line = self.buffer[0]
             if not line.strip():
@@ -236,42 +243,55 @@ class _TextDump:
             if self._is_header(parts[:-1] if len(parts) > 1 and not parts[-1] else parts):
                 self.buffer.popleft()
                 self._take_header(number, line, initial=False)
-                expected = len(self.fields)
                 yield number, Skipped("header_lines")
                 continue
-            values = row_values(line, self.delimiter, expected)
-            if len(values) < expected:
-                joined = self._joined(line, expected)
-                if joined is not None:
-                    yield number, joined
-                    continue
-            self.buffer.popleft()
-            if len(values) != expected:
-                yield number, Skipped(
-                    "malformed",
-                    f"{self.source}:{number}: expected {expected} fields, found {len(values)} "
-                    "(a job name or comment with the delimiter in it?)",
-                )
-                continue
-            yield number, self._record(number, values)
+            yield number, self._row()
 
-    def _joined(self, line: str, expected: int) -> JobRecord | Skipped | None:
-        """The row a line break in a name split, read over the next lines; None if none."""
-        number, text, taken = self.buffer[0][0], line, 1
-        while taken < MAX_JOINED_LINES and (len(self.buffer) > taken or self._pull()):
-            text += "\n" + self.buffer[taken][1]
-            taken += 1
-            values = row_values(text, self.delimiter, expected)
-            if len(values) > expected:
-                return None
-            if len(values) == expected:
-                record = self._record(number, values)
-                if isinstance(record, Skipped) and record.reason == "malformed":
-                    return None
-                for _ in range(taken):
-                    self.buffer.popleft()
-                return record
-        return None
+    def _next(self, taken: int) -> str | None:
+        """The text of the line after the first ``taken`` of the buffer (None at the end)."""
+        if len(self.buffer) <= taken and not self._pull():
+            return None
+        return self.buffer[taken][1]
+
+    def _row(self) -> JobRecord | Skipped:
+        r"""The row starting at the buffer's first line, over the lines a line break split it in.
+
+        Lines are joined while the row has too few fields (a \n in a name or comment); a row
+        whose last field is text goes on over the lines without a delimiter that follow it.
+        A row that joining does not make whole, or that then does not parse, costs its first
+        line only: the next line is read as a row of its own.
+        """
+        expected = len(self.fields)
+        number, text = self.buffer[0]
+        taken = 1
+        if self.trailing is None and len(text.split(self.delimiter)) > expected:
+            self.trailing = text.endswith(self.delimiter)  # sacct --parsable, without a header
+        width = expected + 1 if self.trailing else expected
+        while len(text.split(self.delimiter)) < width and taken < MAX_JOINED_LINES:
+            following = self._next(taken)
+            if following is None:
+                break
+            text, taken = f"{text}\n{following}", taken + 1
+        found = len(text.split(self.delimiter))
+        if found == width and not self.trailing and self.fields[-1] in TEXT_FIELDS:
+            following = self._next(taken)
+            while following and self.delimiter not in following and taken < MAX_JOINED_LINES:
+                text, taken = f"{text}\n{following}", taken + 1
+                following = self._next(taken)
+        values = row_values(text, self.delimiter, expected)
+        record = self._record(number, values) if len(values) == expected else None
+        if record is None or (taken > 1 and isinstance(record, Skipped) and record.reason == "malformed"):
+            first = row_values(self.buffer.popleft()[1], self.delimiter, expected)
+            if len(first) == expected:  # whole, but does not parse
+                return self._record(number, first)
+            return Skipped(
+                "malformed",
+                f"{self.source}:{number}: expected {expected} fields, found {len(first)} "
+                "(a job name or comment with the delimiter in it?)",
+            )
+        for _ in range(taken):
+            self.buffer.popleft()
+        return record
 
 
 def _json_rows(path: Path, source: str, dump: DumpFormat) -> Iterator[Row]:

@@ -14,6 +14,7 @@ import pytest
 from advisor.accounting.update import dump_format, update_from_file
 from advisor.errors import InputError
 from advisor.store import Store
+from advisor.validate import validate
 from tests.conftest import TEST_DATA
 
 PUBLIC = TEST_DATA / "slurm" / "public"
@@ -115,6 +116,7 @@ def test_each_recording_loads_or_is_refused_in_one_line(tmp_path: Path, name: st
         assert "\n" not in line
         return
     result = ingest(tmp_path, name, **expected.options)
+    validate({**result, "spool": None}, "update-output", source=name)
     assert result["stored"] == expected.stored
     assert result["skipped"] == expected.skipped
     assert len(result["warnings"]) == expected.skipped.get("malformed", 0)  # type: ignore[union-attr]

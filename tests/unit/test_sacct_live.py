@@ -30,6 +30,7 @@ from advisor.slurm.runner import (
 )
 from advisor.slurm.sacct_text import parse_sacct_records, split_records
 from advisor.store import Store
+from advisor.validate import validate
 from tests.captures import capture
 from tests.unit.test_sacct_dumps import SEPARATORS
 
@@ -125,6 +126,7 @@ def test_update_stores_names_with_line_breaks_and_every_other_job(tmp_path: Path
                                    since="2026-11-29T00:00", until="2026-11-30T00:00")  # fmt: skip
         names = {r["job_id"]: r["name"] for r in store.query("SELECT job_id, name FROM accounting_jobs")}
     assert result["stored"] == len(JOBS) and result["warnings"] == []
+    validate({**result, "spool": None}, "update-output", source="advisor update")
     assert names == {job.job_id: job.name for job in hostile}
 
 
