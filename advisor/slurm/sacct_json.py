@@ -1,13 +1,15 @@
 """One job of ``sacct --json`` as a JobRecord, for every layout Slurm has printed.
 
-Handled (checked on recordings, see tests/data/slurm/public/PROVENANCE.md):
+Handled (checked on recordings: our 22.05 and 24.11 captures, and other sites' 21.08 to 25.05
+ones, see tests/data/slurm/public/PROVENANCE.md):
 
 * ``openapi/dbv0.0.37`` (21.08) and ``openapi/dbv0.0.38`` (22.05): numbers are plain,
   ``time.limit`` is in minutes, ``state.current`` a string, ``exit_code.return_code`` a number.
-* ``data_parser/v0.0.39`` (23.02) to ``v0.0.42`` (24.11) and later: numbers may be
+* ``data_parser/v0.0.39`` (23.02) to ``v0.0.43`` (25.05): numbers may be
   ``{"set", "infinite", "number"}`` objects (``time.limit``, ``array.task_id``,
   ``exit_code.return_code``...), ``state.current`` and ``exit_code.status`` may be lists,
-  ``required`` holds ``memory_per_cpu``/``memory_per_node``.
+  ``required`` holds ``memory_per_cpu``/``memory_per_node``; 24.11 gives an array's pending
+  tasks as a bitmap (``0xC``) and a never-started job's start as NO_VAL.
 
 The record says what the text of the same Slurm says: the key is JobID (``<array>_<task>``,
 ``<het>+<offset>``), ReqMem is the job's requested total (``tres.requested``), CPUs are the
@@ -83,8 +85,8 @@ def _object(value: object, field: str) -> Mapping[str, Any]:
 
 def _time(value: object, field: str) -> datetime | None:
     seconds = _whole(value, field)
-    if not seconds:  # 0: not happened (a running job's end)
-        return None
+    if not seconds or seconds in (_NO_VAL, _INFINITE):  # not happened (a running job's end,
+        return None  # the start of a job that never ran: NO_VAL in 24.11)
     if seconds > _MAX_EPOCH:
         raise InputError(f"{field} is past the year 9999: {seconds}")
     return datetime.fromtimestamp(seconds)
@@ -124,13 +126,41 @@ def json_job_id(job: Mapping[str, Any]) -> tuple[str, int]:
             return f"{array_id}_{task}", raw
         pending = _text(array.get("task"), "array.task")
         if pending:
-            return f"{array_id}_[{pending}]", raw
+            return f"{array_id}_[{_task_ranges(pending)}{_throttle(array)}]", raw
     het = _object(job.get("het"), "het")
     het_id = _whole(het.get("job_id"), "het.job_id")
     offset = _whole(het.get("job_offset"), "het.job_offset")
     if het_id and offset is not None:
         return f"{het_id}+{offset}", raw
     return str(raw), raw
+
+
+def _task_ranges(tasks: str) -> str:
+    """An array's pending tasks as sacct prints them: ``0xC`` (24.11's bitmap) -> ``2-3``."""
+    if not tasks.lower().startswith("0x"):
+        return tasks  # 21.08-23.x print the ranges themselves
+    try:
+        bits = int(tasks, 16)
+    except ValueError:
+        return tasks
+    ranges: list[str] = []
+    task = 0
+    while bits >> task and len(ranges) < 1000:
+        if bits >> task & 1:
+            first = task
+            while bits >> (task + 1) & 1:
+                task += 1
+            ranges.append(str(first) if first == task else f"{first}-{task}")
+        task += 1
+    return ",".join(ranges)
+
+
+def _throttle(array: Mapping[str, Any]) -> str:
+    """``%N`` when at most N of the array's tasks may run at once (``--array=1-3%1``)."""
+    limits = _object(_object(_object(array.get("limits"), "array.limits").get("max"),
+                             "array.limits.max").get("running"), "array.limits.max.running")  # fmt: skip
+    tasks = _whole(limits.get("tasks"), "array.limits.max.running.tasks")
+    return f"%{tasks}" if tasks else ""
 
 
 def _limit(job: Mapping[str, Any]) -> int | NoLimit | None:
@@ -178,8 +208,8 @@ def json_record(job: object, *, where: str = "sacct --json", cluster: str = "") 
     try:
         times = _object(job.get("time"), "time")
         limit = _limit(job)
-        cpus = _tres(job, "allocated", "cpu")
-        if cpus is None:
+        cpus = _tres(job, "allocated", "cpu")  # AllocCPUS: 0 for a job that never ran
+        if cpus is None and "allocated" not in _object(job.get("tres"), "tres"):
             cpus = _whole(_object(job.get("required"), "required").get("CPUs"), "required.CPUs")
         req_mem_mb, req_mem_per = _memory(job)
         exit_code, exit_signal = _exit(job)

@@ -25,6 +25,7 @@ from advisor.errors import InputError, UsageError
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct, parse_sacct_line
 from advisor.slurm.records import JobRecord
+from advisor.slurm.sacct_json import json_job_id
 from advisor.slurm.sacct_text import parse_req_mem
 from advisor.slurm.timestamps import parse_timestamp
 from advisor.store import Store
@@ -327,20 +328,52 @@ def test_json_items_carry_the_line_they_start_on(tmp_path: Path) -> None:
         assert own == f'      "job_id": {item["job_id"]},'  # type: ignore[index]
 
 
-def test_json_of_the_22_05_cluster_gives_the_jobs_of_its_text_dump(tmp_path: Path) -> None:
-    path = _write(tmp_path / "dump.json", _json_body())
+#: What Slurm's JSON says otherwise than its text of the same jobs: no uid of whoever cancelled a
+#: job; in 22.05 (dbv0.0.38) a user without an association is null and the exit code of
+#: 'exit 3' reads 0.
+JSON_DIFFERS = {
+    "22.05": {"43": {"state_by_uid"}, "51": {"user"}, "41": {"exit_code"}},
+    "24.11": {"13": {"state_by_uid"}, "25_1": {"state_by_uid"}},
+}
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_json_of_the_cluster_gives_the_jobs_of_its_text_dump(tmp_path: Path, version: str) -> None:
+    prefix = "" if version == "22.05" else f"{version}/"
+    assert capture(f"{prefix}sacct.json").header["slurm version"].startswith(f"slurm-wlm {version}")
+    path = _write(tmp_path / "dump.json", capture(f"{prefix}sacct.json").body)
+    text = _write(tmp_path / "dump.txt", capture(f"{prefix}sacct_allocations_x1f.txt").body)
     from_json = {job.job_id: job for job in _records(path, DumpFormat(cluster="x"))}
-    from_text = {job.job_id: job for job in _x1f_jobs()}
-    assert set(from_json) == set(from_text)
+    from_text = {job.job_id: job for job in _records(
+        text, DumpFormat(delimiter="\x1f", fields=SACCT_FIELDS, cluster="x"))}  # fmt: skip
+    assert set(from_json) == set(from_text) and len(from_json) >= 18
     for job_id, job in from_json.items():
-        text = from_text[job_id]
-        differs = {field for field in JobRecord._fields if getattr(job, field) != getattr(text, field)}
-        # what 22.05's JSON says otherwise: no uid of the canceller, a user without an
-        # association is null, the exit code of 'exit 3' is 0 (dbv0.0.38's own difference)
-        allowed = {"state_by_uid"} if job_id == "43" else set()
-        allowed |= {"user"} if job_id == "51" else set()
-        allowed |= {"exit_code"} if job_id == "41" else set()
-        assert differs <= allowed, (job_id, differs)
+        differs = {f for f in JobRecord._fields if getattr(job, f) != getattr(from_text[job_id], f)}
+        assert differs <= JSON_DIFFERS[version].get(job_id, set()), (job_id, differs)
+
+
+def test_the_24_11_capture_keeps_the_job_named_with_a_line_break(tmp_path: Path) -> None:
+    text = _write(tmp_path / "dump.txt", capture("24.11/sacct_allocations_x1f.txt").body)
+    jobs = {job.job_id: job for job in _records(
+        text, DumpFormat(delimiter="\x1f", fields=SACCT_FIELDS, cluster="x"))}  # fmt: skip
+    assert jobs["24"].name == "two\nlines" and jobs["24"].state == "COMPLETED"
+    assert jobs["26"].state == "DEADLINE" and jobs["26"].start is None  # never started
+
+
+@pytest.mark.parametrize("name", ["sacct_array_pending.txt", "sacct_array_pending.json"])
+def test_the_24_11_throttled_array_remainder_is_skipped(tmp_path: Path, name: str) -> None:
+    body = capture(f"24.11/{name}").body
+    if name.endswith(".json"):  # 24.11 gives the pending tasks as a bitmap: 0xC is 2-3
+        remainder = json.loads(body)["jobs"][-1]
+        assert (remainder["array"]["task"], json_job_id(remainder)) == ("0xC", ("25_[2-3%1]", 25))
+    else:
+        assert "|25_[2-3%1]|" in body
+    path = _write(tmp_path / name, body)
+    dump = DumpFormat(fields=SACCT_FIELDS) if name.endswith(".txt") else None
+    assert [row for _, row in read_sacct_dump(path, dump)] == [
+        Skipped("not_finished"),  # task 1 running
+        Skipped("array_pending"),
+    ]
 
 
 def test_truncated_json_is_refused_with_its_line_and_nothing_is_stored(tmp_path: Path) -> None:
