@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "--sacct-file",
         metavar="FILE",
         help="a saved 'sacct --parsable2' (or --parsable) dump whose first line names the fields "
-        f"(any order; needed: {NEEDED_TEXT}), or 'sacct --json' output (Slurm 21.08 to 24.11)",
+        f"(any order; needed: {NEEDED_TEXT}), or 'sacct --json' output (Slurm 21.08 to 25.05)",
     )
     source.add_argument("--swf", metavar="FILE", help="a Standard Workload Format log")
     dump = parser.add_argument_group("saved sacct dumps (--sacct-file)")
