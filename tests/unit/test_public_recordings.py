@@ -6,16 +6,18 @@ asserted below were read off the recordings by hand.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
 from advisor.accounting.update import dump_format, update_from_file
+from advisor.cli import main
 from advisor.errors import InputError
 from advisor.store import Store
 from advisor.validate import validate
-from tests.conftest import TEST_DATA
+from tests.conftest import REPO, TEST_DATA
 
 PUBLIC = TEST_DATA / "slurm" / "public"
 GC3PIE = "jobid,exitcode,state,ncpus,elapsed,totalcpu,submit,start,end,maxrss,maxvmsize"
@@ -186,3 +188,32 @@ def test_gc3pie_parsable_dump_with_a_trailing_delimiter(tmp_path: Path) -> None:
     (job,) = stored(tmp_path).values()
     assert (job["job_id"], job["cpus"], job["elapsed_s"], job["exit_code"]) == ("123", 64, 23, 0)
     assert job["start"] == "2012-09-04T11:18:24" and job["end"] == "2012-09-04T11:18:47"
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_skipped_rows_are_counted_in_every_output_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # issue #15: "Skipped rows show only in --format json" (gc3pie's CSCS dump printed with
+    # SLURM_TIME_FORMAT=relative: its job cannot be read, its step is no job)
+    path = PUBLIC / "gc3pie-sacct-done-relative-timestamps.txt"
+    argv = ["update", "--sacct-file", str(path), "--fields", GC3PIE, "--cluster", "cscs"]
+    assert main([*argv, "--format", fmt, "--db", str(tmp_path / "cache.db")]) == 0
+    out, err = capsys.readouterr()
+    (warning,) = err.splitlines()
+    assert warning.startswith(f"advisor: warning: {path}:1: job 123: Submit is not a timestamp")
+    if fmt == "json":
+        assert json.loads(out)["skipped"] == {"malformed": 1, "steps": 1}
+    else:
+        assert "rows skipped" in out or "reason,rows" in out
+        assert ("malformed,1" if fmt == "csv" else "malformed       1") in out
+
+
+def test_help_says_which_fields_a_dump_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue #15: "--help and the README do not say which fields are needed"
+    with pytest.raises(SystemExit):
+        main(["update", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "needed: JobID (or JobIDRaw), State, Elapsed (or ElapsedRaw) and End (or Start)" in text
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "JobID (or JobIDRaw), State, Elapsed (or ElapsedRaw) and End (or Start)" in readme
