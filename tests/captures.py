@@ -27,7 +27,10 @@ class Capture:
 def capture(name: str) -> Capture:
     header: dict[str, str] = {}
     body: list[str] = []
-    for line in (TEST_DATA / "slurm" / name).read_text().splitlines(keepends=True):
+    path = TEST_DATA / "slurm" / name
+    with path.open(encoding="utf-8", newline="") as stream:  # a \r in a job name stays a \r
+        text = stream.read()
+    for line in text.splitlines(keepends=True):
         if not body and line.startswith("# "):
             key, _, value = line[2:].partition(":")
             header[key.strip()] = value.strip()

@@ -1,27 +1,49 @@
-"""Saved ``sacct --parsable2`` dumps: read one row at a time, and write rows back.
+r"""Saved sacct dumps, text or JSON: read one record at a time, and write rows back.
 
-The first line must name the fields (sacct prints it unless ``--noheader``), so any field
-order works; the fields the advisor needs must be there.  Job steps (``36.batch``) are
-skipped: only allocations are jobs.  Make a dump the advisor reads with e.g.
-``sacct -a -X --parsable2 --format=JobIDRaw,JobID,JobName,User,Account,Partition,NodeList,
-AllocCPUS,ReqMem,Elapsed,ElapsedRaw,Timelimit,TimelimitRaw,State,ExitCode,Submit,Start,End,
-Comment,Cluster -S 2024-01-01``.
+A text dump is what ``sacct --parsable2`` (or ``--parsable``) printed: its first line names
+the fields (any order, any delimiter: it is read from that line), or the fields are given
+(``--noheader`` dumps, ``DumpFormat.fields``).  Only ``NEEDED_TEXT`` must be there; a dump
+that lacks one of them is refused before anything is read.  A ``sacct --json`` dump (the
+file starts with ``{``) is streamed job by job.
+
+Each row comes back as a record or as the reason it is not one (``Skipped``): job steps,
+array remainders still pending (``49_[1-2]``), records not final; rows that are wrong (an
+unknown state, a malformed field, too many fields) carry a warning naming ``file:line``.
+Concatenated dumps are fine: a header line in the middle is skipped, and a different one
+changes the fields from there on.
+
+Rows end at ``\n`` only: ``\r``, ``\v``, ``\f``, ``\x1c``-``\x1e``, ``\x85``,
+``\u2028``, ``\u2029`` are kept in the field they are in.  A ``\n`` in a job name or comment
+splits its row in two; a row with too few fields is joined with the next lines while that
+gives exactly the header's number of fields and a row that parses.  sacct prints such text raw,
+so a user can forge a row of a text dump with a job name: read the dump of a cluster whose
+users you do not trust from ``sacct --json`` (names are escaped there), or let ``advisor
+update`` query sacct itself.
 """
 
 from __future__ import annotations
 
+import re
+from collections import deque
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
-from advisor.accounting.files import open_text
+from advisor.accounting.files import open_text, read_json_array
 from advisor.errors import InputError
-from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct_line
-from advisor.slurm.records import JobRecord
+from advisor.slurm.records import FINAL_STATES, JobRecord
+from advisor.slurm.sacct_json import json_record
+from advisor.slurm.sacct_text import (
+    NEEDED_TEXT,
+    SACCT_FIELDS,
+    canonical_field,
+    is_header,
+    missing_fields,
+    row_values,
+    sacct_record,
+)
 from advisor.slurm.timefmt import format_duration
-
-#: Fields without which a row cannot become an observation (jobs are keyed by cluster and id).
-NEEDED_FIELDS = frozenset({"JobIDRaw", "JobID", "State", "End", "Partition", "Cluster"})
 
 #: Every state sacct(1) documents ("JOB STATE CODES"); anything else is a corrupt row.
 KNOWN_STATES = frozenset(
@@ -33,28 +55,33 @@ KNOWN_STATES = frozenset(
     }
 )  # fmt: skip
 
+#: A row split by line breaks in a name is joined over at most this many lines.
+MAX_JOINED_LINES = 16
+#: Fields of user text: a line break in the last one continues it on the next line.
+TEXT_FIELDS = frozenset(
+    {"AdminComment", "Comment", "Constraints", "Extra", "JobName", "SubmitLine", "SystemComment",
+     "WorkDir"}
+)  # fmt: skip
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
-def check_state(job: JobRecord, where: str) -> JobRecord:
-    """The record, or an InputError when its state is none that sacct documents."""
-    if job.state not in KNOWN_STATES:
-        raise InputError(f"job {job.job_id}: unknown state {job.state!r}", source=where)
-    return job
+
+class Skipped(NamedTuple):
+    """A row that is no finished job: why (the key it is counted under), and what was wrong."""
+
+    reason: str
+    warning: str | None = None
 
 
-def header_fields(line: str, *, source: str, delimiter: str = "|") -> tuple[str, ...]:
-    """The field names of a dump's first line; InputError if it is not a usable header."""
-    fields = tuple(name.strip() for name in line.rstrip("\r\n").split(delimiter))
-    missing = NEEDED_FIELDS - set(fields)
-    if missing:
-        raise InputError(
-            f"line 1: the header lacks {', '.join(sorted(missing))}",
-            source=source,
-            hint="dump with sacct --parsable2 (without --noheader) and --format="
-            + ",".join(SACCT_FIELDS),
-        )
-    if "Elapsed" not in fields and "ElapsedRaw" not in fields:
-        raise InputError("line 1: the header lacks Elapsed (or ElapsedRaw)", source=source)
-    return fields
+class DumpFormat(NamedTuple):
+    """How to read a dump: what the user said about it, and what stands in for what it lacks."""
+
+    delimiter: str | None = None  # None: the one the header line uses ('|' without a header)
+    fields: tuple[str, ...] | None = None  # a --noheader dump's fields, in order
+    cluster: str = "default"  # for rows without Cluster
+    time_format: str | None = None  # a strptime form for SLURM_TIME_FORMAT set to another
+
+
+Row = tuple[int, "JobRecord | Skipped"]
 
 
 def is_step(job: JobRecord) -> bool:
@@ -62,28 +89,255 @@ def is_step(job: JobRecord) -> bool:
     return "." in job.job_id
 
 
-def read_sacct_dump(path: str | Path, *, delimiter: str = "|") -> Iterator[tuple[int, JobRecord]]:
-    """(line number, allocation record) for every row, streamed; InputError names the line."""
-    source = str(path)
-    with open_text(path) as stream:
+def not_a_job(job: JobRecord, where: str) -> Skipped | None:
+    """Why the record is no job to learn from whatever its state, or None."""
+    if is_step(job):
+        return Skipped("steps")
+    if "[" in job.job_id:  # 4103947_[1-3]: the array's tasks that have not started
+        return Skipped("array_pending")
+    if job.state not in KNOWN_STATES:
+        return Skipped(
+            "unknown_state", f"{where}: job {job.job_id[:40]}: unknown state {job.state[:40]!r}"
+        )
+    return None
+
+
+def classify(job: JobRecord, where: str, *, has_partition: bool = True) -> JobRecord | Skipped:
+    """The record when it is a finished job, else why not.
+
+    An empty Partition in a dump that has the field is slurmdbd's record still in flight.
+    """
+    skipped = not_a_job(job, where)
+    if skipped is not None:
+        return skipped
+    if job.state not in FINAL_STATES or job.end is None:
+        return Skipped("not_finished")
+    if has_partition and not job.partition:
+        return Skipped("in_flight")
+    return job
+
+
+def header_delimiter(line: str) -> str | None:
+    """The delimiter between the field names of a header line (None: not one delimiter)."""
+    gaps = _NAME.split(line)
+    between = gaps[1:-1]
+    if not between:
+        return "|"  # one field: any delimiter reads it
+    if len(set(between)) == 1 and between[0] and gaps[0] == "" and gaps[-1] in ("", between[0]):
+        return between[0]
+    return None
+
+
+def dump_fields(
+    values: Sequence[str], *, source: str, line: int | None = None
+) -> tuple[str, ...]:
+    """The canonical field names of a header line (or of ``--fields`` when line is None).
+
+    Refused, in one line naming what is missing, when a needed field is not there.
+    """
+    fields = tuple(canonical_field(value) for value in values)
+    missing = missing_fields(fields)
+    if missing:
+        what = "--fields lacks" if line is None else f"line {line}: the header lacks"
+        raise InputError(
+            f"{what} {', '.join(missing)}; a dump needs {NEEDED_TEXT}",
+            source=source,
+            hint="dump with sacct --parsable2 --format=... (without --noheader), or give "
+            "--fields for a --noheader dump",
+        )
+    return fields
+
+
+def _physical_lines(stream: Iterator[str], first: int) -> Iterator[tuple[int, str]]:
+    for number, line in enumerate(stream, start=first):
+        yield number, line.removesuffix("\n")
+
+
+class _TextDump:
+    """The rows of a text dump, rows split by line breaks in names joined back."""
+
+    def __init__(self, lines: Iterator[tuple[int, str]], source: str, dump: DumpFormat) -> None:
+        self.lines, self.source, self.dump = lines, source, dump
+        self.buffer: deque[tuple[int, str]] = deque()
+        self.fields: tuple[str, ...] = ()
+        self.header: tuple[str, ...] = ()
+        self.delimiter = dump.delimiter or "|"
+        # lines end with \r\n: decided by the header, or by the first whole row of a dump
+        # without one (a \r before a line break in a name must not make a dump CRLF)
+        self.crlf: bool | None = None
+        # rows end with the delimiter (sacct --parsable): decided the same way
+        self.trailing: bool | None = None
+
+    def _pull(self) -> bool:
         try:
-            first = stream.readline()
-            if not first.strip():
-                raise InputError("line 1: empty file, expected a header line", source=source)
-            fields = header_fields(first, source=source, delimiter=delimiter)
-            for number, line in enumerate(stream, start=2):
-                if not line.strip():
-                    continue
-                where = f"{source}:{number}"
-                job = parse_sacct_line(line, fields, delimiter=delimiter, where=where)
-                if not is_step(job):
-                    yield number, check_state(job, where)
-        except UnicodeDecodeError as error:
-            raise InputError(f"not UTF-8 text ({error.reason})", source=source) from None
+            number, line = next(self.lines)
+        except StopIteration:
+            return False
+        if self.crlf is None and (
+            not self.fields or len(line.split(self.delimiter)) >= len(self.fields)
+        ):
+            self.crlf = line.endswith("\r")
+        # only a dump written with \r\n loses its \r: elsewhere it belongs to a name
+        self.buffer.append((number, line[:-1] if self.crlf and line.endswith("\r") else line))
+        return True
+
+    def start(self) -> bool:
+        """Take the fields from --fields or the header line; False for a file with no row."""
+        if self.dump.fields is not None:
+            self.fields = dump_fields(self.dump.fields, source=self.source)
+            self.header = self.fields
+            return True
+        while self._pull():
+            number, line = self.buffer.popleft()
+            if not line.strip():
+                continue
+            self._take_header(number, line, initial=True)
+            return True
+        return False
+
+    def _take_header(self, number: int, line: str, *, initial: bool) -> None:
+        if initial and self.dump.delimiter is None:
+            found = header_delimiter(line)
+            if found is None:
+                raise InputError(
+                    f"line {number}: not a header line of 'sacct --parsable2' "
+                    f"(field names joined by one delimiter): {line[:80]!r}",
+                    source=self.source,
+                    hint="dump with sacct --parsable2; for a --noheader dump give --fields",
+                )
+            self.delimiter = found
+        values = line.split(self.delimiter)
+        self.trailing = len(values) > 1 and values[-1] == ""
+        if self.trailing:
+            values.pop()  # sacct --parsable ends every line with the delimiter
+        self.fields = dump_fields(values, source=self.source, line=number)
+        self.header = self.fields
+
+    def _is_header(self, values: Sequence[str]) -> bool:
+        return tuple(canonical_field(v) for v in values) == self.header or is_header(values)
+
+    def _record(self, number: int, values: list[str]) -> JobRecord | Skipped:
+        where = f"{self.source}:{number}"
+        row = dict(zip(self.fields, values, strict=True))
+        job_id = row.get("JobID", "") or row.get("JobIDRaw", "")
+        if "." in job_id:  # a step: not parsed at all (its fields are often odd: ExitCode -2:0)
+            return Skipped("steps")
+        try:
+            job = sacct_record(
+                row,
+                where=where,
+                cluster=self.dump.cluster,
+                time_format=self.dump.time_format,
+            )
+        except InputError as error:
+            return Skipped("malformed", error.message)
+        return classify(job, where, has_partition="Partition" in self.fields)
+
+    def rows(self) -> Iterator[Row]:
+        while self.buffer or self._pull():
+            number, line = self.buffer[0]
+            if not line.strip():
+                self.buffer.popleft()
+                continue
+            parts = line.split(self.delimiter)
+            if self._is_header(parts[:-1] if len(parts) > 1 and not parts[-1] else parts):
+                self.buffer.popleft()
+                self._take_header(number, line, initial=False)
+                yield number, Skipped("header_lines")
+                continue
+            yield number, self._row()
+
+    def _next(self, taken: int) -> str | None:
+        """The text of the line after the first ``taken`` of the buffer (None at the end)."""
+        if len(self.buffer) <= taken and not self._pull():
+            return None
+        return self.buffer[taken][1]
+
+    def _row(self) -> JobRecord | Skipped:
+        r"""The row starting at the buffer's first line, over the lines a line break split it in.
+
+        Lines are joined while the row has too few fields (a \n in a name or comment); a row
+        whose last field is text goes on over the lines without a delimiter that follow it.
+        A row that joining does not make whole, or that then does not parse, costs its first
+        line only: the next line is read as a row of its own.
+        """
+        expected = len(self.fields)
+        number, text = self.buffer[0]
+        taken = 1
+        if self.trailing is None and len(text.split(self.delimiter)) > expected:
+            self.trailing = text.endswith(self.delimiter)  # sacct --parsable, without a header
+        width = expected + 1 if self.trailing else expected
+        while len(text.split(self.delimiter)) < width and taken < MAX_JOINED_LINES:
+            following = self._next(taken)
+            if following is None:
+                break
+            text, taken = f"{text}\n{following}", taken + 1
+        found = len(text.split(self.delimiter))
+        if found == width and not self.trailing and self.fields[-1] in TEXT_FIELDS:
+            following = self._next(taken)
+            while following and self.delimiter not in following and taken < MAX_JOINED_LINES:
+                text, taken = f"{text}\n{following}", taken + 1
+                following = self._next(taken)
+        values = row_values(text, self.delimiter, expected)
+        record = self._record(number, values) if len(values) == expected else None
+        if record is None or (taken > 1 and isinstance(record, Skipped) and record.reason == "malformed"):
+            first = row_values(self.buffer.popleft()[1], self.delimiter, expected)
+            if len(first) == expected:  # whole, but does not parse
+                return self._record(number, first)
+            return Skipped(
+                "malformed",
+                f"{self.source}:{number}: expected {expected} fields, found {len(first)} "
+                "(a job name or comment with the delimiter in it?)",
+            )
+        for _ in range(taken):
+            self.buffer.popleft()
+        return record
+
+
+def _json_rows(path: Path, source: str, dump: DumpFormat) -> Iterator[Row]:
+    for line, item in read_json_array(path, "jobs"):
+        where = f"{source}:{line}"
+        try:
+            job = json_record(item, where=where, cluster=dump.cluster)
+        except InputError as error:
+            yield line, Skipped("malformed", error.message)
+            continue
+        yield line, classify(job, where)
+
+
+def is_json(path: str | Path) -> bool:
+    """True when the file's first character after white space is ``{`` (sacct --json)."""
+    with open_text(path, lines_end_at="\n") as stream:
+        head = stream.read(4096)
+        while head and not head.strip():
+            head = stream.read(4096)
+    return head.lstrip().startswith("{")
+
+
+def read_sacct_dump(path: str | Path, dump: DumpFormat | None = None) -> Iterator[Row]:
+    """(line, record or Skipped) for every row, streamed; InputError when the file is refused."""
+    dump = dump or DumpFormat()
+    source = str(path)
+    if is_json(path):
+        if dump.fields is not None or dump.delimiter is not None:
+            raise InputError(
+                "--fields and --delimiter are for text dumps; this one is sacct --json",
+                source=source,
+            )
+        yield from _json_rows(Path(path), source, dump)
+        return
+    with open_text(path, lines_end_at="\n") as stream:
+        text = _TextDump(_physical_lines(stream, 1), source, dump)
+        if not text.start():
+            raise InputError("line 1: empty file, expected a header line", source=source)
+        yield from text.rows()
 
 
 def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S") if moment is not None else "Unknown"
+
+
+_MEM_SUFFIX = {"cpu": "c", "node": "n", None: ""}
 
 
 def format_sacct_row(
@@ -91,6 +345,7 @@ def format_sacct_row(
 ) -> str:
     """The record as one ``sacct --parsable2`` row (the inverse of parse_sacct_line)."""
     limit_min = job.timelimit_s // 60 if job.timelimit_s is not None else None
+    memory = f"{job.req_mem_mb:g}M{_MEM_SUFFIX[job.req_mem_per]}" if job.req_mem_mb is not None else ""
     values = {
         "JobIDRaw": str(job.job_id_raw),
         "JobID": job.job_id,
@@ -100,7 +355,8 @@ def format_sacct_row(
         "Partition": job.partition,
         "NodeList": ",".join(job.nodes) if job.nodes else "None assigned",
         "AllocCPUS": str(job.cpus),
-        "ReqMem": f"{job.req_mem_mb:g}M" if job.req_mem_mb is not None else "",
+        "NCPUS": str(job.cpus),
+        "ReqMem": memory,
         "Elapsed": format_duration(job.elapsed_s),
         "ElapsedRaw": str(job.elapsed_s),
         "Timelimit": format_duration(job.timelimit_s) if job.timelimit_s is not None else "",

@@ -7,14 +7,18 @@ size, and a re-run (or a run resumed after a kill) learns the jobs in the same o
 window is one transaction with the watermark: a crash loses at most the window in progress.
 A record slurmdbd has not filled yet (no partition) holds the watermark at its time and stops
 the run there; the next run fetches it again.  Transient sacct failures are retried by the
-adapter; a window that still fails (or holds a malformed row) is reported by its bounds, and
-nothing of it is stored.
+adapter; a window that still fails is reported by its bounds, and nothing of it is stored.
+One record that cannot be read (or has a state sacct does not document) is skipped, counted
+and named in a warning; the window's other records are stored (``strict`` fails the window
+instead): no user's job can stop the site's update.
 
-From a file: two streamed passes, so memory does not grow with the file.  The first only reads
-and checks every row: a malformed one is reported with its line before anything is stored.
-The second stores batches, each in its own transaction (other writers, such as the sbatch
-wrapper recording its advice, wait for one batch at most); a re-run after a kill skips what is
-stored and learns the rest in the same order.
+From a file (a text dump, ``sacct --json``, or SWF): two streamed passes, so memory does not
+grow with the file.  The first reads and checks every row: a file that cannot be read (no
+header with the needed fields, broken JSON), or with ``strict`` any row skipped with a
+warning, is refused before anything is stored.  The second stores batches, each in its own
+transaction (other writers, such as the sbatch wrapper recording its advice, wait for one
+batch at most); a re-run after a kill skips what is stored and learns the rest in the same
+order.
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ from typing import Any
 
 from advisor.accounting.ingest import Ingestor
 from advisor.accounting.mapping import swf_epoch, swf_record
-from advisor.accounting.sacct_file import KNOWN_STATES, is_step, read_sacct_dump
+from advisor.accounting.sacct_file import DumpFormat, Skipped, not_a_job, read_sacct_dump
 from advisor.accounting.swf import read_swf, swf_header
-from advisor.errors import AdvisorError, InputError, SlurmError
+from advisor.errors import AdvisorError, InputError, SlurmError, UsageError
 from advisor.slurm.backend import SlurmBackend
+from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.records import FINAL_STATES, JobRecord
+from advisor.slurm.timestamps import local_time
 from advisor.store.accounting import get_watermark, set_watermark
 from advisor.store.connection import Store
 
@@ -45,6 +51,10 @@ SETTLE = timedelta(minutes=5)
 STUCK_AFTER = timedelta(hours=1)
 #: Records of a file stored per transaction.
 BATCH = 5000
+#: Warnings kept in the result (every skipped row is counted in ``skipped`` all the same).
+MAX_WARNINGS = 100
+#: The cluster of dump rows without a Cluster field when neither --cluster nor slurm.conf names one.
+DEFAULT_CLUSTER = "default"
 
 Progress = Callable[[int, int | None], None]
 
@@ -88,19 +98,28 @@ class WindowJobs:
     final: list[JobRecord]
     hold: JobRecord | None
     skipped: Counter[str]
+    warnings: list[str]
 
 
-def sort_window(records: Iterable[JobRecord], window: Window, *, until: datetime) -> WindowJobs:
-    """The final records that ended in the window, and the earliest record still in flight."""
+def sort_window(
+    records: Iterable[JobRecord], window: Window, *, until: datetime, where: str = "sacct"
+) -> WindowJobs:
+    """The final records that ended in the window, and the earliest record still in flight.
+
+    Steps, pending array remainders and records in an undocumented state are skipped (the
+    last with a warning).
+    """
     final: list[JobRecord] = []
     hold: JobRecord | None = None
     skipped: Counter[str] = Counter()
+    warnings: list[str] = []
     for job in records:
-        if is_step(job):
-            skipped["steps"] += 1
+        skip = not_a_job(job, where)
+        if skip is not None:
+            skipped[skip.reason] += 1
+            if skip.warning:
+                warnings.append(skip.warning)
             continue
-        if job.state not in KNOWN_STATES:
-            raise InputError(f"job {job.job_id}: unknown state {job.state!r}")
         moment = _moment(job)
         stuck = moment is not None and until - moment > STUCK_AFTER
         if job.partition or stuck:
@@ -117,18 +136,16 @@ def sort_window(records: Iterable[JobRecord], window: Window, *, until: datetime
         if hold is None or when < (_moment(hold) or window.start):
             hold = job
         skipped["in_flight"] += 1
-    return WindowJobs(final, hold, skipped)
+    return WindowJobs(final, hold, skipped, warnings)
 
 
 def _parse_when(text: str | None, what: str) -> datetime | None:
     if text is None:
         return None
     try:
-        moment = datetime.fromisoformat(text)
-        if moment.tzinfo is not None:
-            # sacct prints and reads the cluster's local time without an offset; comparing an
-            # aware time with the naive clock raised TypeError
-            moment = moment.astimezone().replace(tzinfo=None)
+        # sacct prints and reads the cluster's local time without an offset; comparing an
+        # aware time with the naive clock raised TypeError
+        moment = local_time(datetime.fromisoformat(text))
     except (ValueError, OverflowError, OSError):  # OverflowError: an offset past year 1 or 9999
         raise InputError(f"{what}: not a time {text!r} (expected e.g. 2024-05-01T08:00)") from None
     return moment
@@ -143,8 +160,12 @@ def update_from_sacct(
     window: timedelta = DEFAULT_WINDOW,
     now: Callable[[], datetime] = datetime.now,
     progress: Progress | None = None,
+    strict: bool = False,
 ) -> dict[str, Any]:
-    """Ingest every window from the watermark (or --since) to --until (default: now − settle)."""
+    """Ingest every window from the watermark (or --since) to --until (default: now − settle).
+
+    With ``strict``, a record that cannot be read fails its window (nothing of it stored).
+    """
     stored_mark = _parse_when(get_watermark(store, WATERMARK_SOURCE), "stored watermark")
     start = _parse_when(since, "--since") or stored_mark
     if start is None:
@@ -158,11 +179,16 @@ def update_from_sacct(
     ingestor = Ingestor(store)
     done: list[dict[str, Any]] = []
     skipped: Counter[str] = Counter()
+    warnings: list[str] = []
     mark, held = stored_mark, None
     for number, current in enumerate(windows, start=1):
         try:
-            records = backend.accounting(current.start, current.end)
-            sorted_out = sort_window(records, current, until=end)
+            rows = backend.accounting_rows(current.start, current.end)
+            where = f"window {current.label()}"
+            sorted_out = sort_window(rows.records, current, until=end, where=where)
+            problems = [f"{where}: {problem}" for problem in rows.problems] + sorted_out.warnings
+            if strict and problems:
+                raise InputError(f"{problems[0].removeprefix(where + ': ')} (--strict)")
         except InputError as error:
             raise InputError(
                 f"window {current.label()}: {error.message}; nothing of it was stored",
@@ -184,11 +210,15 @@ def update_from_sacct(
                 set_watermark(store, WATERMARK_SOURCE, target.isoformat())
                 mark = target
         skipped.update(sorted_out.skipped)
+        skipped["malformed"] += len(rows.problems)
+        warnings.extend(problems[: max(0, MAX_WARNINGS - len(warnings))])
         done.append(
             {
                 "start": current.start.isoformat(),
                 "end": current.end.isoformat(),
-                "records": len(sorted_out.final) + sum(sorted_out.skipped.values()),
+                "records": len(sorted_out.final)
+                + sum(sorted_out.skipped.values())
+                + len(rows.problems),
                 "final": len(sorted_out.final),
                 "stored": stored,
             }
@@ -201,13 +231,19 @@ def update_from_sacct(
     return {
         "source": "sacct",
         "path": None,
+        "cluster": None,
         "records": sum(w["records"] for w in done),
         "windows": done,
         "watermark": mark.isoformat() if mark else None,
         "held_back_by": held,
-        "skipped": dict(sorted(skipped.items())),
+        "skipped": _counts(skipped),
+        "warnings": warnings,
         **ingestor.stats.as_dict(),
     }
+
+
+def _counts(skipped: Counter[str]) -> dict[str, int]:
+    return {reason: count for reason, count in sorted(skipped.items()) if count}
 
 
 def _batches(records: Iterable[JobRecord], size: int) -> Iterator[list[JobRecord]]:
@@ -221,25 +257,42 @@ def _batches(records: Iterable[JobRecord], size: int) -> Iterator[list[JobRecord
         yield batch
 
 
+class _Tally:
+    """What a pass over a file skipped, and the warnings it gave (the first MAX_WARNINGS)."""
+
+    def __init__(self, *, strict: bool = False) -> None:
+        self.skipped: Counter[str] = Counter()
+        self.warnings: list[str] = []
+        self.strict = strict
+
+    def skip(self, row: Skipped) -> None:
+        self.skipped[row.reason] += 1
+        if row.warning:
+            if self.strict:
+                raise InputError(f"{row.warning}; --strict: nothing was stored")
+            if len(self.warnings) < MAX_WARNINGS:
+                self.warnings.append(row.warning)
+
+
 def _dump_records(
-    path: Path, skipped: Counter[str], tick: Callable[[int], None]
+    path: Path, dump: DumpFormat, tally: _Tally, tick: Callable[[int], None]
 ) -> Iterator[JobRecord]:
-    for line, job in read_sacct_dump(path):
+    for line, row in read_sacct_dump(path, dump):
         tick(line)
-        if job.state in FINAL_STATES and job.end is not None and job.partition:
-            yield job
+        if isinstance(row, Skipped):
+            tally.skip(row)
         else:
-            skipped["in_flight" if not job.partition else "not_finished"] += 1
+            yield row
 
 
 def _swf_records(
-    path: Path, skipped: Counter[str], tick: Callable[[int], None]
+    path: Path, dump: DumpFormat, tally: _Tally, tick: Callable[[int], None]
 ) -> Iterator[JobRecord]:
     epoch = swf_epoch(swf_header(path))
     for job in read_swf(path):
         tick(job.line)
         if job.run_s is None or job.state not in FINAL_STATES:
-            skipped["unknown_runtime" if job.run_s is None else "not_finished"] += 1
+            tally.skip(Skipped("unknown_runtime" if job.run_s is None else "not_finished"))
             continue
         yield swf_record(job, log=path.stem, epoch=epoch)
 
@@ -250,12 +303,45 @@ def count_lines(path: Path) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: stream.read(1 << 20), b""))
 
 
+def dump_format(
+    *,
+    delimiter: str | None = None,
+    fields: str | None = None,
+    cluster: str | None = None,
+    time_format: str | None = None,
+) -> DumpFormat:
+    """How to read a dump from the command's options; the cluster defaults to the local one."""
+    if delimiter == "":
+        raise UsageError("--delimiter must not be empty")
+    names = tuple(name.strip() for name in fields.split(",")) if fields is not None else None
+    if names is not None and not all(names):
+        raise UsageError(f"--fields: an empty field name in {fields!r}")
+    if time_format is not None and not any(f"%{c}" in time_format for c in "YyG"):
+        raise UsageError(
+            f"--time-format {time_format!r} has no year (%Y): such times cannot be read back",
+            hint="e.g. --time-format '%d/%m/%Y %H:%M:%S'",
+        )
+    return DumpFormat(
+        delimiter=delimiter,
+        fields=names,
+        cluster=cluster or local_cluster_name() or DEFAULT_CLUSTER,
+        time_format=time_format,
+    )
+
+
 def update_from_file(
-    store: Store, path: str | Path, *, kind: str, progress: Progress | None = None
+    store: Store,
+    path: str | Path,
+    *,
+    kind: str,
+    dump: DumpFormat | None = None,
+    strict: bool = False,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Ingest a saved sacct dump (kind 'sacct') or an SWF log (kind 'swf')."""
+    """Ingest a saved sacct dump, text or JSON (kind 'sacct'), or an SWF log (kind 'swf')."""
     file = Path(path)
     reader = _dump_records if kind == "sacct" else _swf_records
+    dump = dump or DumpFormat(cluster=local_cluster_name() or DEFAULT_CLUSTER)
     total = count_lines(file) if progress is not None and file.is_file() else None
 
     def ticker(offset: int) -> Callable[[int], None]:
@@ -265,12 +351,12 @@ def update_from_file(
 
         return tick
 
-    for _ in reader(file, Counter(), ticker(0)):
+    for _ in reader(file, dump, _Tally(strict=strict), ticker(0)):
         pass  # the first pass: every row is read and checked before anything is stored
-    skipped: Counter[str] = Counter()
+    tally = _Tally()
     ingestor = Ingestor(store)
     records = 0
-    for batch in _batches(reader(file, skipped, ticker(total or 0)), BATCH):
+    for batch in _batches(reader(file, dump, tally, ticker(total or 0)), BATCH):
         records += len(batch)
         with store.write():
             ingestor.add(batch)
@@ -279,10 +365,12 @@ def update_from_file(
     return {
         "source": "sacct-file" if kind == "sacct" else "swf",
         "path": str(file),
-        "records": records + sum(skipped.values()),
+        "cluster": dump.cluster if kind == "sacct" else None,
+        "records": records + sum(tally.skipped.values()),
         "windows": [],
         "watermark": None,
         "held_back_by": None,
-        "skipped": dict(sorted(skipped.items())),
+        "skipped": _counts(tally.skipped),
+        "warnings": tally.warnings,
         **ingestor.stats.as_dict(),
     }

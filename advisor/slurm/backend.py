@@ -6,25 +6,30 @@ installed Slurm exists; ``CliBackend`` implements it with the command-line tools
 
 from __future__ import annotations
 
+import logging
 import math
+import secrets
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from advisor.errors import SlurmCommandError
-from advisor.slurm.parsers import (
-    SACCT_FIELDS,
-    parse_job_id,
-    parse_nodes,
-    parse_partitions,
-    parse_sacct,
-    parse_test_only,
-)
+from advisor.errors import InputError, SlurmCommandError
+from advisor.slurm.parsers import parse_job_id, parse_nodes, parse_partitions, parse_test_only
 from advisor.slurm.records import JobRecord, Node, Partition, StartEstimate
 from advisor.slurm.runner import CommandResult, Runner, SlurmCommands, TransientSlurmError
+from advisor.slurm.sacct_text import SACCT_FIELDS, SacctRows, parse_sacct_records
 
-#: ASCII unit separator: job names and comments are user text and may contain ``|``.
-SACCT_DELIMITER = "\x1f"
+log = logging.getLogger(__name__)
+
+
+def sacct_delimiter() -> str:
+    """A field delimiter for one sacct call, drawn at random.
+
+    Job names and comments are user text and may hold any byte, the unit separator and line
+    breaks included; a user cannot put a delimiter they cannot know into a name, so no name
+    can shift a field or forge a record (``split_records``).
+    """
+    return f"\x1f{secrets.token_hex(4)}\x1f"
 
 
 class SlurmBackend(Protocol):
@@ -50,6 +55,12 @@ class SlurmBackend(Protocol):
         self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
     ) -> list[JobRecord]:
         """Allocation records of all users that were active between start and end."""
+        ...
+
+    def accounting_rows(
+        self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
+    ) -> SacctRows:
+        """The same records, and those that could not be read."""
         ...
 
 
@@ -83,22 +94,44 @@ class CliBackend:
     def accounting(
         self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
     ) -> list[JobRecord]:
-        """One sacct query for the window: allocations only, all users, explicit fields."""
+        """The records of ``accounting_rows``; those that could not be read are logged."""
+        rows = self.accounting_rows(start, end, job_ids=job_ids)
+        for problem in rows.problems:
+            log.warning("%s", problem)
+        return rows.records
+
+    def accounting_rows(
+        self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
+    ) -> SacctRows:
+        """One sacct query for the window: allocations only, all users, explicit fields.
+
+        sacct runs in the runner's query environment (no SACCT_FORMAT, standard times); the
+        delimiter is new for every call.  Output whose delimiters do not make whole records (a
+        name held this call's delimiter: a 1 in 2**32 guess) is asked for once more, with
+        another delimiter no name can hold, since names were set before the call.
+        """
+        try:
+            return parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
+        except InputError:
+            return parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
+
+    def _sacct(self, start: datetime, end: datetime, job_ids: Sequence[int]) -> tuple[str, str]:
+        """(output, delimiter) of one sacct call."""
+        delimiter = sacct_delimiter()
         argv = [
             "sacct",
             "--allusers",
             "--allocations",
             "--parsable2",
             "--noheader",
-            f"--delimiter={SACCT_DELIMITER}",
+            f"--delimiter={delimiter}",
             f"--format={','.join(SACCT_FIELDS)}",
             f"--starttime={_sacct_time(start)}",
             f"--endtime={_sacct_time(end)}",
         ]
         if job_ids:
             argv.append(f"--jobs={','.join(str(job) for job in job_ids)}")
-        text = self.commands.run(argv).stdout
-        return parse_sacct(text, SACCT_FIELDS, delimiter=SACCT_DELIMITER, source="sacct")
+        return self.commands.run(argv).stdout, delimiter
 
     def run_on_node(
         self,

@@ -1,47 +1,26 @@
-"""Pure parsers of Slurm's text output; every failure is an InputError naming the record."""
+"""Pure parsers of Slurm's text output; every failure is an InputError naming the record.
+
+sacct's rows are parsed in ``advisor.slurm.sacct_text`` (its names are re-exported here).
+"""
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterator, Sequence
-from datetime import datetime
+from collections.abc import Iterator
 
 from advisor.errors import InputError
 from advisor.slurm.hostlist import expand_hostlist
-from advisor.slurm.records import JobRecord, Node, Partition, StartEstimate
-from advisor.slurm.timefmt import NoLimit, parse_duration, parse_timelimit
-from advisor.text import storable
-
-#: The sacct fields the advisor asks for, in order (``sacct --format``).
-SACCT_FIELDS: tuple[str, ...] = (
-    "JobIDRaw",
-    "JobID",
-    "JobName",
-    "User",
-    "Account",
-    "Partition",
-    "NodeList",
-    "AllocCPUS",
-    "ReqMem",
-    "Elapsed",
-    "ElapsedRaw",
-    "Timelimit",
-    "TimelimitRaw",
-    "State",
-    "ExitCode",
-    "Submit",
-    "Start",
-    "End",
-    "Comment",
-    "Cluster",
+from advisor.slurm.records import Node, Partition, StartEstimate
+from advisor.slurm.sacct_text import (
+    SACCT_FIELDS,
+    parse_req_mem_mb,
+    parse_sacct,
+    parse_sacct_line,
+    parse_state,
 )
-_REQUIRED = {"JobIDRaw", "JobID", "Elapsed", "State"}
-_TIME_UNKNOWN = {"", "Unknown", "None", "N/A"}
-_MEM = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)", re.IGNORECASE)
-_MEM_MB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
-_STATE = re.compile(r"([A-Z_]+)(?: by (\d{1,18}))?\+?")
-_EXIT = re.compile(r"(\d{1,3}):(\d{1,3})")
+from advisor.slurm.timefmt import parse_timelimit
+from advisor.slurm.timestamps import parse_timestamp
+
 _KV = re.compile(r"(?:^|\s)([A-Za-z][\w:/.]*)=(.*?)(?=\s[A-Za-z][\w:/.]*=|$)")
 _TEST_ONLY = re.compile(
     r"Job (\d{1,18}) to start at (\S+) using (\d{1,18}) processors on nodes (\S+) in partition (\S+)"
@@ -52,111 +31,6 @@ def _int(value: str, field: str, where: str) -> int:
     if not re.fullmatch(r"\d{1,18}", value.strip()):
         raise InputError(f"{where}: field {field} is not a whole number: {value!r}")
     return int(value)
-
-
-def _when(value: str, field: str, where: str) -> datetime | None:
-    if value.strip() in _TIME_UNKNOWN:
-        return None
-    try:
-        return datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise InputError(f"{where}: field {field} is not a timestamp: {value!r}") from None
-
-
-def parse_req_mem_mb(value: str) -> float | None:
-    """Megabytes in sacct's ReqMem (``100M``, ``2G``; pre-21.08 suffixes ``n``/``c`` too)."""
-    value = value.strip()
-    if not value or value.endswith("?"):  # '16?': slurmdbd has not filled the record yet
-        return None
-    match = _MEM.fullmatch(value)
-    if not match:
-        raise InputError(f"ReqMem: not a memory size {value!r}")
-    megabytes = float(match.group(1)) * _MEM_MB[match.group(2).upper()]
-    if not math.isfinite(megabytes):  # 400 digits overflow float() to inf
-        raise InputError(f"ReqMem: not a memory size {value!r}")
-    return megabytes
-
-
-def parse_state(value: str) -> tuple[str, int | None]:
-    """``CANCELLED by 0`` -> (``CANCELLED``, 0)."""
-    match = _STATE.fullmatch(value.strip())
-    if not match:
-        raise InputError(f"State: not a job state {value!r}")
-    return match.group(1), int(match.group(2)) if match.group(2) else None
-
-
-def parse_sacct_line(
-    line: str, fields: Sequence[str] = SACCT_FIELDS, *, delimiter: str = "|", where: str = "sacct"
-) -> JobRecord:
-    """One ``sacct --parsable2`` row, zipped strictly to the requested fields."""
-    values = storable(line).rstrip("\r\n").split(delimiter)  # a job name may hold any bytes
-    if len(values) != len(fields):
-        raise InputError(
-            f"{where}: expected {len(fields)} fields, found {len(values)}",
-            hint="a job name or comment may contain the delimiter; use --delimiter",
-        )
-    row = dict(zip(fields, values, strict=True))
-    missing = _REQUIRED - row.keys()
-    if missing:
-        raise InputError(f"{where}: sacct format lacks {', '.join(sorted(missing))}")
-    job = row["JobID"] or row["JobIDRaw"]
-    where = f"{where}: job {job}"
-    limit: int | NoLimit | None = None
-    if row.get("TimelimitRaw", "").strip().isdigit():
-        limit = _int(row["TimelimitRaw"], "TimelimitRaw", where) * 60
-    elif row.get("Timelimit", "").strip():
-        limit = parse_timelimit(row["Timelimit"], field=f"{where}: Timelimit")
-    try:  # these parsers do not know the record: name it, as every other field error does
-        state, by_uid = parse_state(row["State"])
-        nodes = expand_hostlist(row.get("NodeList", ""))
-        req_mem_mb = parse_req_mem_mb(row.get("ReqMem", ""))
-    except InputError as error:
-        raise InputError(f"{where}: {error.message}") from None
-    exit_code = exit_signal = None
-    if row.get("ExitCode", "").strip():
-        match = _EXIT.fullmatch(row["ExitCode"].strip())
-        if not match:
-            raise InputError(f"{where}: ExitCode is not CODE:SIGNAL: {row['ExitCode']!r}")
-        exit_code, exit_signal = int(match.group(1)), int(match.group(2))
-    if row.get("ElapsedRaw", "").strip():
-        elapsed = _int(row["ElapsedRaw"], "ElapsedRaw", where)
-    else:
-        elapsed = parse_duration(row["Elapsed"], field=f"{where}: Elapsed")
-    cpus = row.get("AllocCPUS", "").strip()
-    return JobRecord(
-        cluster=row.get("Cluster", ""),
-        job_id=row["JobID"],
-        job_id_raw=_int(row["JobIDRaw"].split(".")[0], "JobIDRaw", where),
-        name=row.get("JobName", ""),
-        user=row.get("User", ""),
-        account=row.get("Account", ""),
-        partition=row.get("Partition", ""),
-        nodes=nodes,
-        cpus=_int(cpus, "AllocCPUS", where) if cpus else 0,
-        req_mem_mb=req_mem_mb,
-        elapsed_s=elapsed,
-        timelimit_s=limit if isinstance(limit, int) else None,
-        timelimit_kind=limit if isinstance(limit, NoLimit) else None,
-        state=state,
-        state_by_uid=by_uid,
-        exit_code=exit_code,
-        exit_signal=exit_signal,
-        submit=_when(row.get("Submit", ""), "Submit", where),
-        start=_when(row.get("Start", ""), "Start", where),
-        end=_when(row.get("End", ""), "End", where),
-        comment=row.get("Comment", ""),
-    )
-
-
-def parse_sacct(
-    text: str, fields: Sequence[str] = SACCT_FIELDS, *, delimiter: str = "|", source: str = "sacct"
-) -> list[JobRecord]:
-    """Every row of a ``sacct --parsable2 --noheader`` output (blank lines skipped)."""
-    return [
-        parse_sacct_line(line, fields, delimiter=delimiter, where=f"{source}:{number}")
-        for number, line in enumerate(text.splitlines(), start=1)
-        if line.strip()
-    ]
 
 
 def parse_key_values(line: str) -> dict[str, str]:
@@ -235,7 +109,10 @@ def parse_test_only(text: str) -> StartEstimate:
     match = _TEST_ONLY.search(text)
     if not match:
         raise InputError(f"sbatch --test-only: no start estimate in {text.strip()[:200]!r}")
-    start = _when(match.group(2), "start", "sbatch --test-only")
+    try:
+        start = parse_timestamp(match.group(2), field="start")
+    except InputError as error:
+        raise InputError(f"sbatch --test-only: {error.message}") from None
     if start is None:
         raise InputError(f"sbatch --test-only: no start time in {text.strip()[:200]!r}")
     return StartEstimate(
@@ -254,3 +131,17 @@ def parse_job_id(text: str) -> int:
     if not match:
         raise InputError(f"sbatch --parsable: no job id in {text.strip()[:200]!r}")
     return int(match.group(1))
+
+
+__all__ = [
+    "SACCT_FIELDS",
+    "parse_job_id",
+    "parse_key_values",
+    "parse_nodes",
+    "parse_partitions",
+    "parse_req_mem_mb",
+    "parse_sacct",
+    "parse_sacct_line",
+    "parse_state",
+    "parse_test_only",
+]

@@ -77,6 +77,9 @@ class JobRecord(NamedTuple):
     start: datetime | None
     end: datetime | None
     comment: str
+    #: What req_mem_mb is per: 'cpu' or 'node' (sacct before 21.08: ``4000Mc``, ``16Gn``);
+    #: None for the job's total, which sacct prints since 21.08.
+    req_mem_per: str | None = None
 
     @property
     def is_final(self) -> bool:

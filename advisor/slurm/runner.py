@@ -10,9 +10,10 @@ tenacity and logging (~20 ms to import) load only once an attempt has failed tra
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from advisor.errors import SlurmCommandError, SlurmError, SlurmUnavailableError
 from advisor.lite import NamedTuple
@@ -32,6 +33,50 @@ TRANSIENT_MARKERS: tuple[str, ...] = (
     "Resource temporarily unavailable",
     "Communication connection failure",
 )
+
+
+#: The tools whose output the advisor parses: they run in ``query_environment``.
+QUERY_TOOLS = frozenset({"sacct", "scontrol", "sinfo", "squeue"})
+#: Variables that change what those tools print: sacct(1) "ENVIRONMENT VARIABLES" (and
+#: SACCT_FORMAT, which sacct reads as well), and every SACCT_/SINFO_/SQUEUE_ default.
+#: SLURM_CONF stays: it says which cluster to ask.
+QUERY_ENV_DROPPED = frozenset(
+    {
+        "SLURM_BITSTR_LEN",  # shortens array task lists: 4103947_[1-3...]
+        "SLURM_CLUSTERS",  # other clusters' records, and "CLUSTER:" lines
+        "SLURM_DEBUG_FLAGS",
+        "SLURM_FEDERATION",
+        "SLURM_TIME_FORMAT",  # set to "standard" instead
+    }
+)
+QUERY_ENV_PREFIXES = ("SACCT_", "SINFO_", "SQUEUE_", "SCONTROL_")
+
+
+def query_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment without what changes the output of the tools the advisor parses.
+
+    Times come as ``SLURM_TIME_FORMAT=standard`` (``2024-05-01T08:00:00``) whatever the site set.
+    """
+    environ = os.environ if environ is None else environ
+    kept = {
+        name: value
+        for name, value in environ.items()
+        if name not in QUERY_ENV_DROPPED and not name.startswith(QUERY_ENV_PREFIXES)
+    }
+    kept["SLURM_TIME_FORMAT"] = "standard"
+    return kept
+
+
+def tool_environment(argv: Sequence[str]) -> dict[str, str] | None:
+    """The environment a Slurm command runs in: None (the caller's) unless its output is parsed.
+
+    A submission keeps the caller's environment, since the job inherits it; ``sbatch
+    --test-only`` creates no job and its start time is parsed, so it gets the query's.
+    """
+    name = os.path.basename(argv[0]) if argv else ""
+    if name in QUERY_TOOLS or (name == "sbatch" and list(argv[1:2]) == ["--test-only"]):
+        return query_environment()
+    return None
 
 
 class CommandResult(NamedTuple):
@@ -58,7 +103,7 @@ def run_subprocess(
     Every byte in and out survives: text is decoded and encoded as UTF-8 with ``surrogateescape``, so output that is not UTF-8
     (a job name in Latin-1) is written back unchanged, and a script read from our stdin reaches
     sbatch's stdin byte for byte.  An infinite timeout_s waits as long as the command runs
-    (``sbatch --wait``).
+    (``sbatch --wait``).  Query tools run in ``query_environment`` (``tool_environment``).
     """
     try:
         done = subprocess.run(
@@ -68,6 +113,7 @@ def run_subprocess(
             timeout=None if math.isinf(timeout_s) else timeout_s,
             check=False,
             stdin=None if stdin is not None else subprocess.DEVNULL,
+            env=tool_environment(argv),
         )
     except FileNotFoundError:
         raise SlurmUnavailableError(
@@ -238,5 +284,7 @@ __all__ = [
     "TransientSlurmError",
     "is_transient",
     "no_resubmit",
+    "query_environment",
     "run_subprocess",
+    "tool_environment",
 ]

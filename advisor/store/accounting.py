@@ -35,13 +35,15 @@ def _row(job: JobRecord, now: str) -> tuple[object, ...]:
         _iso(job.end),
         job.comment,
         now,
+        job.req_mem_per,
     )
 
 
 _INSERT = (
     "INSERT INTO accounting_jobs (cluster, job_id, job_id_raw, name, user, account, partition, "
     "nodes, cpus, req_mem_mb, elapsed_s, timelimit_s, state, exit_code, submit, start, end, "
-    "comment, ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "comment, ingested_at, req_mem_per) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (cluster, job_id) DO NOTHING"
 )
 
@@ -94,6 +96,7 @@ def save_jobs(
             "end": _iso(job.end),
             "comment": job.comment,
             "ingested_at": now,
+            "req_mem_per": job.req_mem_per,
         }
         for job in jobs
         if job.is_final

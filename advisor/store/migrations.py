@@ -206,4 +206,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE advice ADD COLUMN p90_s REAL;
     ALTER TABLE advice ADD COLUMN p95_s REAL;
     """,
+    # 5: what ReqMem was per (issue #15): sacct before 21.08 printed '4000Mc' (per CPU) and
+    # '16Gn' (per node), and dropping the suffix made every such size wrong by a factor.
+    # NULL: the job's total, as sacct prints it since 21.08 (and for rows stored before).
+    """
+    ALTER TABLE accounting_jobs ADD COLUMN req_mem_per TEXT CHECK (req_mem_per IN ('cpu', 'node'));
+    """,
 )

@@ -4,7 +4,8 @@ them, and job names or comments that no UTF-8 reader (nor SQLite) accepts."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -12,15 +13,31 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from advisor.accounting.ingest import Ingestor
+from advisor.accounting.sacct_file import DumpFormat, Skipped, format_sacct_row, read_sacct_dump
 from advisor.accounting.swf import parse_swf_line, read_swf
-from advisor.accounting.update import update_from_file
+from advisor.accounting.update import update_from_file, update_from_sacct
 from advisor.errors import InputError
 from advisor.history.replay import replay_report
 from advisor.history.replay_job import replay_jobs
-from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct_line
+from advisor.slurm.backend import CliBackend, sacct_delimiter
+from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct, parse_sacct_line
+from advisor.slurm.records import JobRecord
+from advisor.slurm.runner import CommandResult, SlurmCommands
+from advisor.slurm.sacct_text import parse_sacct_records
+from advisor.slurm.timestamps import parse_timestamp
 from advisor.store import Store
 from tests.captures import capture
-from tests.fuzz.hostile import HOSTILE_NUMBERS, budget, cell, field, outcome, write
+from tests.conftest import TEST_DATA
+from tests.fuzz.hostile import (
+    HOSTILE_NUMBERS,
+    budget,
+    cell,
+    count,
+    field,
+    mutated_json,
+    outcome,
+    write,
+)
 
 pytestmark = pytest.mark.fuzz
 
@@ -157,3 +174,130 @@ def test_every_hostile_number_in_every_swf_field(number: str) -> None:
         parts = SWF_LINES[0].split()
         parts[index] = number
         outcome(parse_swf_line, " ".join(parts))
+
+
+# --- sacct --json dumps, delimiters and headers, epoch times, separators in names ---------------
+
+SACCT_JSON = json.loads(capture("sacct.json").body)
+PUBLIC_JSON = [
+    json.loads(path.read_text())
+    for path in sorted((TEST_DATA / "slurm" / "public").glob("*.json"))
+]
+#: One job of each layout (21.08 to 25.05): mutated one value at a time.
+JSON_DOCS = [{**SACCT_JSON, "jobs": SACCT_JSON["jobs"][:3]}, *PUBLIC_JSON]
+JOB_KEYS = ("job_id", "state", "time", "array", "het", "tres", "required", "name", "comment")
+SEPARATORS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028", "\u2029")
+DELIMITERS = ("|", "\t", "\x1f", "^|^", "☃", ";", "::")
+REAL_JOBS = [
+    job for job in parse_sacct(capture("sacct_allocations_x1f.txt").body, delimiter="\x1f")
+]
+
+
+@budget(200)
+@given(text=st.one_of(mutated_json(JSON_DOCS, JOB_KEYS),
+                      st.sampled_from(JSON_DOCS).map(json.dumps).flatmap(
+                          lambda t: st.integers(0, len(t)).map(lambda n: t[:n]))))  # fmt: skip
+@example(text='{"jobs": [{"job_id": 1, "state": {"current": []}}]}')
+@example(text='{"jobs": [{"job_id": 18446744073709551616}]}')
+@example(text='{"jobs": ' + "[" * 5000 + "]" * 5000 + "}")
+def test_sacct_json_dumps_for_update(store: Store, scratch: Path, text: str) -> None:
+    """A mutated or cut sacct --json dump: a summary, or the file refused naming itself."""
+    ingested(store, write(scratch / "dump.json", text), "sacct")
+
+
+def _hostile_name(draw: st.DrawFn) -> str:
+    pieces = draw(st.lists(st.text(st.characters(blacklist_categories=("Cs",),
+                                                 blacklist_characters="\x00"), max_size=6),
+                           min_size=1, max_size=4))  # fmt: skip
+    glue = draw(st.lists(st.sampled_from(SEPARATORS), min_size=len(pieces) - 1,
+                         max_size=len(pieces) - 1))  # fmt: skip
+    return "".join(p + g for p, g in zip(pieces, [*glue, ""], strict=True))
+
+
+@st.composite
+def separated_dump(draw: st.DrawFn) -> tuple[str, list[JobRecord], DumpFormat]:
+    """Real jobs with line separators in names and comments, in any delimiter, with or without a
+    header (or with it repeated), times as sacct prints them or as epoch seconds."""
+    delimiter = draw(st.sampled_from(DELIMITERS))
+    jobs = draw(st.lists(st.sampled_from(REAL_JOBS), min_size=1, max_size=4, unique=True))
+    jobs = [job._replace(name=_hostile_name(draw), comment=_hostile_name(draw)) for job in jobs]
+    # a multi-character delimiter next to one of its characters in a name is ambiguous
+    jobs = [job for job in jobs if not set(delimiter) & set(job.name + job.comment)]
+    epoch = draw(st.booleans())
+    rows = []
+    for job in jobs:
+        values = format_sacct_row(job, delimiter="\x00").split("\x00")
+        if epoch:
+            for index in (15, 16, 17):  # Submit, Start, End: SLURM_TIME_FORMAT=%s
+                if values[index] != "Unknown":
+                    values[index] = str(int(datetime.fromisoformat(values[index]).timestamp()))
+        rows.append(delimiter.join(values))
+    header = delimiter.join(SACCT_FIELDS)
+    noheader = draw(st.booleans())
+    if draw(st.booleans()) and rows:
+        rows.insert(draw(st.integers(0, len(rows))), header)  # a concatenated dump
+    text = "\n".join(rows if noheader else [header, *rows]) + "\n"
+    dump = DumpFormat(delimiter=delimiter if noheader or draw(st.booleans()) else None,
+                      fields=SACCT_FIELDS if noheader else None, cluster="fuzz")  # fmt: skip
+    return text, jobs, dump
+
+
+@budget(300)
+@given(case=separated_dump())
+def test_separators_in_names_keep_every_record_and_the_record(scratch: Path, case: tuple[str, list[JobRecord], DumpFormat]) -> None:  # fmt: skip
+    """issue #16 finding 3, on the file path: every record comes back, its name and comment intact."""
+    text, jobs, dump = case
+    path = write(scratch / "dump.txt", text)
+    rows = [row for _, row in read_sacct_dump(path, dump)]
+    records = [row for row in rows if not isinstance(row, Skipped)]
+    assert records == jobs, [row for row in rows if isinstance(row, Skipped)]
+    count("separated dump: every record")
+
+
+@budget(300)
+@given(jobs=st.lists(st.sampled_from(REAL_JOBS), min_size=1, max_size=6),
+       names=st.lists(st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))),
+                      min_size=6, max_size=6))  # fmt: skip
+def test_live_sacct_records_are_exact_whatever_the_names(jobs: list[JobRecord], names: list[str]) -> None:
+    """The live query: any text in names and comments (delimiter bytes, line breaks) is kept."""
+    delimiter = sacct_delimiter()
+    hostile = [job._replace(name=names[i], comment=names[-1 - i]) for i, job in enumerate(jobs)]
+    text = "".join(format_sacct_row(job, delimiter=delimiter) + "\n" for job in hostile)
+    rows = parse_sacct_records(text, delimiter, SACCT_FIELDS)
+    assert rows.records == hostile and rows.problems == []
+
+
+@budget(200)
+@given(jobs=st.lists(st.sampled_from(REAL_JOBS), min_size=1, max_size=5),
+       broken=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 19), cell), max_size=4))  # fmt: skip
+@example(jobs=REAL_JOBS[:2], broken=[(0, 13, "FOO"), (1, 0, "1" * 5000)])
+def test_root_update_never_fails_because_of_one_record(
+    jobs: list[JobRecord], broken: list[tuple[int, int, str]]
+) -> None:
+    """Records with any field broken are skipped and named; the others are stored; exit 0."""
+    def sacct(argv: Sequence[str], timeout_s: float, stdin: str | None) -> CommandResult:
+        delimiter = next(a for a in argv if a.startswith("--delimiter=")).split("=", 1)[1]
+        rows = [format_sacct_row(job, delimiter=delimiter).split(delimiter) for job in jobs]
+        for row, index, value in broken:
+            if row < len(rows) and delimiter not in value:
+                rows[row][index] = value
+        return CommandResult(tuple(argv), 0, "".join(delimiter.join(r) + "\n" for r in rows), "")
+
+    with Store.open(":memory:") as fresh:
+        result = update_from_sacct(fresh, CliBackend(SlurmCommands(sacct)),
+                                   since="2026-11-29T00:00", until="2026-11-30T00:00")  # fmt: skip
+        json.dumps(result, allow_nan=False)
+    intact = {job.job_id for i, job in enumerate(jobs) if all(row != i for row, _, _ in broken)}
+    assert result["stored"] + result["already_stored"] >= len(intact)
+    assert len(result["warnings"]) == sum(result["skipped"].get(k, 0) for k in ("malformed", "unknown_state"))
+
+
+@budget(400)
+@given(text=st.one_of(field, st.integers(-(10**13), 10**13).map(str),
+                      st.datetimes().map(str), st.datetimes().map(lambda d: d.isoformat())))  # fmt: skip
+@example(text="9" * 11)
+@example(text="253402300800")
+@example(text="0001-01-01T00:00:00+14:00")
+def test_timestamps_give_a_time_none_or_an_input_error(text: str) -> None:
+    result = outcome(parse_timestamp, text, field="End")
+    assert result is None or isinstance(result, (datetime, InputError))

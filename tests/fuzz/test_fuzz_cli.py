@@ -66,10 +66,9 @@ CASES: list[tuple[str, list[str], str, str | bytes]] = [
     ("swf replay bytes", ["replay"], "log.swf", SWF_OK.encode() + b"\n\xff\xfe\n"),
     ("swf header bytes", ["update", "--swf"], "log.swf", b"; Note: \xff\n" + SWF_OK.encode()),
     ("swf update", ["update", "--swf"], "log.swf", SWF_OK + "\n" + SWF_OK.replace("1 7 1", "1" * 5000 + " 7 1") + "\n"),
-    ("sacct update", ["update", "--sacct-file"], "dump.txt",
-     SACCT_HEADER + "\n" + SACCT_OK + "\n" + SACCT_OK.replace("COMPLETED", "CANCELLED by " + "9" * 5000) + "\n"),
-    ("sacct update bytes", ["update", "--sacct-file"], "dump.txt",
-     (SACCT_HEADER + "\n" + SACCT_OK + "\n").encode() + b"6|6|\xff|a|cpu|00:00:01|1|1|COMPLETED||c\n"),
+    ("sacct header", ["update", "--sacct-file"], "dump.txt",
+     SACCT_HEADER.replace("|State", "") + "\n" + SACCT_OK + "\n"),
+    ("sacct json", ["update", "--sacct-file"], "dump.json", '{"jobs": [' + "[" * 100_000),
 ]  # fmt: skip
 
 
@@ -105,6 +104,38 @@ def test_hostile_files_exit_2_with_one_line_naming_the_file(
     assert len(lines) == 1 and lines[0].startswith("advisor: error: "), err
     assert str(path) in lines[0]
     assert _rows(cache) == before
+
+
+def test_one_hostile_sacct_row_is_a_warning_and_strict_refuses_the_dump(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue #15: one bad row (here a 5000-digit uid in the state) rejected the whole dump
+    bad = SACCT_OK.replace("5|5", "6|6").replace("COMPLETED", "CANCELLED by " + "9" * 5000)
+    path = write(tmp_path / "dump.txt", f"{SACCT_HEADER}\n{SACCT_OK}\n{bad}\n")
+    db = tmp_path / "cache.db"
+    assert main(["update", "--sacct-file", str(path), "--strict", "--db", str(db)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"advisor: error: {path}:3: job 6: State: not a job state")
+    assert line.endswith("--strict: nothing was stored")
+    assert main(["update", "--sacct-file", str(path), "--format", "csv", "--db", str(db)]) == 0
+    captured = capsys.readouterr()
+    (warning,) = captured.err.splitlines()
+    assert warning.startswith(f"advisor: warning: {path}:3: job 6: State: not a job state")
+    assert "reason,rows\nmalformed,1" in captured.out  # counted in the CSV output too
+    assert _rows(db)["accounting_jobs"] == 1
+
+
+def test_a_job_name_that_is_not_utf8_does_not_refuse_the_dump(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # sacct prints a name as its bytes: one user's Latin-1 name refused every site's dump
+    row = b"6|6|\xff|a|cpu|00:00:01|1|1|COMPLETED|2026-01-01T00:00:01|c\n"
+    path = write(tmp_path / "dump.txt", (SACCT_HEADER + "\n" + SACCT_OK + "\n").encode() + row)
+    db = tmp_path / "cache.db"
+    assert main(["update", "--sacct-file", str(path), "--db", str(db)]) == 0, capsys.readouterr().err
+    with Store.open(db, readonly=True) as store:
+        names = {r["job_id"]: r["name"] for r in store.query("SELECT job_id, name FROM accounting_jobs")}
+    assert names == {"5": "j", "6": "\ufffd"}
 
 
 def test_a_bad_file_among_good_ones_imports_nothing(

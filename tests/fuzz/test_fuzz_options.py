@@ -19,6 +19,7 @@ from advisor.reports import accuracy, limits
 from advisor.reports.period import parse_moment
 from advisor.reports.shaping import parse_by
 from advisor.slurm.records import JobRecord
+from advisor.slurm.sacct_text import SacctRows
 from advisor.store import Store
 from tests.fuzz.hostile import HOSTILE_STRINGS, budget, field, outcome, rejected
 
@@ -89,6 +90,9 @@ class Accounting:
         if len(self.windows) == 3:
             raise _Enough
         return []
+
+    def accounting_rows(self, start: datetime, end: datetime, *, job_ids: object = ()) -> SacctRows:
+        return SacctRows(self.accounting(start, end, job_ids=job_ids), [])
 
 
 @pytest.fixture(scope="module")

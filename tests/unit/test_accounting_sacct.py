@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from advisor.accounting.sacct_file import format_sacct_row, read_sacct_dump
+from advisor.accounting.sacct_file import DumpFormat, Skipped, format_sacct_row, read_sacct_dump
 from advisor.accounting.update import Window, sort_window, update_from_file
 from advisor.errors import InputError
 from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct, parse_sacct_line
@@ -34,6 +34,12 @@ def _rows(name: str, delimiter: str = "|") -> list[JobRecord]:
     return parse_sacct(capture(name).body, delimiter=delimiter)
 
 
+def _jobs(path: Path, dump: DumpFormat | None = None) -> dict[str, JobRecord]:
+    return {
+        job.job_id: job for _, job in read_sacct_dump(path, dump) if not isinstance(job, Skipped)
+    }
+
+
 def test_the_captured_header_line_names_the_fields_the_advisor_asks_for() -> None:
     assert capture("sacct_header.txt").body.splitlines()[0] == HEADER
 
@@ -42,8 +48,8 @@ def test_x1f_dump_of_the_real_cluster_is_ingested_with_states_and_steps_left_out
     tmp_path: Path,
 ) -> None:
     path = _dump(tmp_path, capture("sacct_allocations_x1f.txt").body, header=X1F.join(SACCT_FIELDS))
-    rows = dict(read_sacct_dump(path, delimiter=X1F))
-    jobs = {job.job_id: job for job in rows.values()}
+    jobs = _jobs(path)  # the delimiter is the one between the header's names
+    assert _jobs(path, DumpFormat(delimiter=X1F)) == jobs
     assert jobs["47"].name == "name|with|pipe"  # the delimiter keeps user text intact
     assert jobs["42"].state == "TIMEOUT"
     assert jobs["43"].state == "CANCELLED" and jobs["43"].state_by_uid == 0
@@ -51,17 +57,32 @@ def test_x1f_dump_of_the_real_cluster_is_ingested_with_states_and_steps_left_out
     assert len(jobs) == 18
 
 
-def test_pipe_in_a_job_name_breaks_a_parsable2_row_and_is_reported_with_its_line(
+def test_pipe_in_a_job_name_skips_its_row_with_its_line_and_keeps_the_others(
     tmp_path: Path,
 ) -> None:
+    # issue #15: one bad row (a '|' inside a job name) rejected the whole file
+    body = capture("sacct_allocations.txt").body
+    path = _dump(tmp_path, body)
+    bad_line = 1 + next(i for i, line in enumerate(body.splitlines(), 1) if line.startswith("47|"))
+    with Store.open(tmp_path / "cache.db") as store:
+        result = update_from_file(store, path, kind="sacct")
+        assert result["skipped"] == {"malformed": 1}
+        (warning,) = result["warnings"]
+        assert warning.startswith(f"{path}:{bad_line}: expected 20 fields, found 24")
+        assert result["stored"] == 17
+        assert store.query("SELECT COUNT(*) AS n FROM observations")[0]["n"] == 17
+
+
+def test_strict_refuses_the_dump_with_the_pipe_and_stores_nothing(tmp_path: Path) -> None:
     body = capture("sacct_allocations.txt").body
     path = _dump(tmp_path, body)
     bad_line = 1 + next(i for i, line in enumerate(body.splitlines(), 1) if line.startswith("47|"))
     with Store.open(tmp_path / "cache.db") as store:
         with pytest.raises(InputError) as info:
-            update_from_file(store, path, kind="sacct")
+            update_from_file(store, path, kind="sacct", strict=True)
         assert f"{path}:{bad_line}" in info.value.one_line()
         assert "expected 20 fields, found 24" in info.value.one_line()
+        assert "--strict: nothing was stored" in info.value.one_line()
         assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == 0
         assert store.query("SELECT COUNT(*) AS n FROM observations")[0]["n"] == 0
 
@@ -101,8 +122,12 @@ def test_steps_are_not_jobs(tmp_path: Path) -> None:
         .body.replace("name|with|pipe", "n")
         .replace("comment|with|pipe", "c"),
     )
-    ids = [job.job_id for _, job in read_sacct_dump(path)]
+    rows = [row for _, row in read_sacct_dump(path)]
+    ids = [job.job_id for job in rows if not isinstance(job, Skipped)]
     assert ids and all("." not in job_id for job_id in ids)
+    body = capture("sacct_steps.txt").body
+    steps = sum(1 for line in body.splitlines() if line and "." in line.split("|")[1])
+    assert rows.count(Skipped("steps")) == steps > 0
 
 
 def test_in_flight_record_holds_the_window_and_the_final_one_is_ingested() -> None:
@@ -159,24 +184,32 @@ def test_jobs_belong_to_the_window_they_ended_in() -> None:
     ],
     ids=["truncated", "unknown-state", "garbage-time", "garbage-elapsed"],
 )
-def test_bad_rows_name_their_line_and_nothing_is_stored(
+def test_bad_rows_are_skipped_with_their_line_or_refused_with_strict(
     tmp_path: Path, row: str, expected: str
 ) -> None:
     good = capture("sacct_inflight_final.txt").body
-    path = _dump(tmp_path, good + row + "\n")
+    path = _dump(tmp_path, row + "\n" + good)  # the bad row first: the good one after it is kept
     with Store.open(tmp_path / "cache.db") as store:
         with pytest.raises(InputError) as info:
-            update_from_file(store, path, kind="sacct")
+            update_from_file(store, path, kind="sacct", strict=True)
         message = info.value.one_line()
-        assert f"{path}:3" in message and expected in message
+        assert f"{path}:2" in message and expected in message
         assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == 0
         assert get_watermark(store, "sacct") is None
+        result = update_from_file(store, path, kind="sacct")
+        assert result["stored"] == 1 and sum(result["skipped"].values()) == 1
+        (warning,) = result["warnings"]
+        assert warning.startswith(f"{path}:2") and expected in warning
 
 
-def test_a_header_without_the_needed_fields_is_refused(tmp_path: Path) -> None:
+def test_a_header_without_the_needed_fields_is_refused_in_one_line(tmp_path: Path) -> None:
     path = _dump(tmp_path, "36|COMPLETED\n", header="JobID|State")
-    with pytest.raises(InputError, match="header lacks"):
+    with pytest.raises(InputError) as info:
         list(read_sacct_dump(path))
+    assert info.value.one_line().startswith(
+        f"{path}: line 1: the header lacks Elapsed (or ElapsedRaw), End (or Start); a dump needs "
+    )
+    assert "\n" not in info.value.one_line()
 
 
 _names = st.text(

@@ -19,7 +19,7 @@ from advisor.accounting.sacct_file import format_sacct_row
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.accounting.update import update_from_sacct
 from advisor.errors import AdvisorError, InputError
-from advisor.slurm.backend import SACCT_DELIMITER, CliBackend
+from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord
 from advisor.slurm.runner import CommandResult, RetryPolicy, SlurmCommands
@@ -78,7 +78,7 @@ class FakeSacct:
             return CommandResult(tuple(argv), 1, "", failure)
         fields = options["--format"].split(",")
         rows = [
-            format_sacct_row(job, fields, delimiter=SACCT_DELIMITER)
+            format_sacct_row(job, fields, delimiter=options["--delimiter"])
             for job in active(self.records, start, end)
         ]
         return CommandResult(tuple(argv), 0, "".join(f"{row}\n" for row in rows), "")
@@ -185,7 +185,24 @@ def test_a_transient_failure_is_retried_and_nothing_is_lost(cache_path: Path) ->
     assert sleeps == [0.5]
 
 
-def test_a_malformed_row_names_its_window_and_nothing_of_the_window_is_stored(
+def test_a_record_in_an_unknown_state_is_skipped_with_a_warning_and_the_window_stored(
+    cache_path: Path,
+) -> None:
+    bad = RECORDS[5]._replace(state="EXPLODED")
+    records = [*RECORDS[:5], bad, *RECORDS[6:]]
+    with Store.open(cache_path) as store:
+        result = update_from_sacct(store, backend(FakeSacct(records)), since=SINCE.isoformat(),
+                                   until=UNTIL.isoformat(), window=365 * 24 * HOUR)  # fmt: skip
+        assert result["stored"] == len(RECORDS) - 1
+        assert result["skipped"]["unknown_state"] == 1
+        assert result["warnings"] == [
+            f"window {SINCE.isoformat()} – {UNTIL.isoformat()}: job {bad.job_id}: "
+            "unknown state 'EXPLODED'"
+        ]
+        assert get_watermark(store, "sacct") == UNTIL.isoformat()
+
+
+def test_strict_fails_the_window_of_a_bad_record_and_stores_nothing_of_it(
     cache_path: Path,
 ) -> None:
     bad = RECORDS[5]._replace(state="EXPLODED")
@@ -193,7 +210,8 @@ def test_a_malformed_row_names_its_window_and_nothing_of_the_window_is_stored(
     with Store.open(cache_path) as store:
         with pytest.raises(InputError) as info:
             update_from_sacct(store, backend(FakeSacct(records)), since=SINCE.isoformat(),
-                              until=UNTIL.isoformat(), window=365 * 24 * HOUR)  # fmt: skip
+                              until=UNTIL.isoformat(), window=365 * 24 * HOUR,
+                              strict=True)  # fmt: skip
         assert "unknown state 'EXPLODED'" in info.value.one_line()
         assert f"window {SINCE.isoformat()}" in info.value.one_line()
         assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == 0

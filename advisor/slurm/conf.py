@@ -1,0 +1,38 @@
+"""What the advisor reads from the local slurm.conf: the cluster's name.
+
+A saved dump without a Cluster field belongs to the cluster the advisor runs on, which is the
+one Slurm's own tools would name: ``ClusterName`` in ``$SLURM_CONF`` (else
+``/etc/slurm/slurm.conf``).  Keys are case-insensitive, ``#`` starts a comment, and the last
+setting wins, as in Slurm's parser; ``include`` files are not followed (ClusterName belongs
+in the main file).  Slurm keeps cluster names in lower case, so this does too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+DEFAULT_CONF = "/etc/slurm/slurm.conf"
+_CLUSTER = re.compile(r"\s*ClusterName\s*=\s*(\S+)", re.IGNORECASE)
+
+
+def slurm_conf_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$SLURM_CONF``, else Slurm's default location."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("SLURM_CONF") or DEFAULT_CONF)
+
+
+def local_cluster_name(environ: Mapping[str, str] | None = None) -> str | None:
+    """ClusterName of the local slurm.conf, or None (no file, unreadable, or not set)."""
+    try:
+        text = slurm_conf_path(environ).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    name = None
+    for line in text.splitlines():
+        match = _CLUSTER.match(line.split("#", 1)[0])
+        if match:
+            name = match.group(1).lower()
+    return name
