@@ -139,6 +139,25 @@ def sort_window(
     return WindowJobs(final, hold, skipped, warnings)
 
 
+def fetch_window(
+    backend: SlurmBackend, window: Window, *, until: datetime, strict: bool = False
+) -> WindowJobs:
+    """One window's records from sacct, sorted out.
+
+    A record sacct's output did not give whole counts as malformed, with a warning naming the
+    window (with ``strict``: InputError).
+    """
+    rows = backend.accounting_rows(window.start, window.end)
+    where = f"window {window.label()}"
+    sorted_out = sort_window(rows.records, window, until=until, where=where)
+    problems = [f"{where}: {problem}" for problem in rows.problems] + sorted_out.warnings
+    if strict and problems:
+        raise InputError(f"{problems[0].removeprefix(where + ': ')} (--strict)")
+    if rows.problems:
+        sorted_out.skipped["malformed"] += len(rows.problems)
+    return WindowJobs(sorted_out.final, sorted_out.hold, sorted_out.skipped, problems)
+
+
 def _parse_when(text: str | None, what: str) -> datetime | None:
     if text is None:
         return None
@@ -183,12 +202,7 @@ def update_from_sacct(
     mark, held = stored_mark, None
     for number, current in enumerate(windows, start=1):
         try:
-            rows = backend.accounting_rows(current.start, current.end)
-            where = f"window {current.label()}"
-            sorted_out = sort_window(rows.records, current, until=end, where=where)
-            problems = [f"{where}: {problem}" for problem in rows.problems] + sorted_out.warnings
-            if strict and problems:
-                raise InputError(f"{problems[0].removeprefix(where + ': ')} (--strict)")
+            sorted_out = fetch_window(backend, current, until=end, strict=strict)
         except InputError as error:
             raise InputError(
                 f"window {current.label()}: {error.message}; nothing of it was stored",
@@ -210,15 +224,12 @@ def update_from_sacct(
                 set_watermark(store, WATERMARK_SOURCE, target.isoformat())
                 mark = target
         skipped.update(sorted_out.skipped)
-        skipped["malformed"] += len(rows.problems)
-        warnings.extend(problems[: max(0, MAX_WARNINGS - len(warnings))])
+        warnings.extend(sorted_out.warnings[: max(0, MAX_WARNINGS - len(warnings))])
         done.append(
             {
                 "start": current.start.isoformat(),
                 "end": current.end.isoformat(),
-                "records": len(sorted_out.final)
-                + sum(sorted_out.skipped.values())
-                + len(rows.problems),
+                "records": len(sorted_out.final) + sum(sorted_out.skipped.values()),
                 "final": len(sorted_out.final),
                 "stored": stored,
             }
@@ -257,7 +268,7 @@ def _batches(records: Iterable[JobRecord], size: int) -> Iterator[list[JobRecord
         yield batch
 
 
-class _Tally:
+class SkipTally:
     """What a pass over a file skipped, and the warnings it gave (the first MAX_WARNINGS)."""
 
     def __init__(self, *, strict: bool = False) -> None:
@@ -266,6 +277,7 @@ class _Tally:
         self.strict = strict
 
     def skip(self, row: Skipped) -> None:
+        """Count the row; keep its warning (with ``strict``: refuse the file)."""
         self.skipped[row.reason] += 1
         if row.warning:
             if self.strict:
@@ -274,9 +286,10 @@ class _Tally:
                 self.warnings.append(row.warning)
 
 
-def _dump_records(
-    path: Path, dump: DumpFormat, tally: _Tally, tick: Callable[[int], None]
+def dump_records(
+    path: Path, dump: DumpFormat, tally: SkipTally, tick: Callable[[int], None]
 ) -> Iterator[JobRecord]:
+    """The dump's finished jobs, in file order; the other rows go to the tally."""
     for line, row in read_sacct_dump(path, dump):
         tick(line)
         if isinstance(row, Skipped):
@@ -286,7 +299,7 @@ def _dump_records(
 
 
 def _swf_records(
-    path: Path, dump: DumpFormat, tally: _Tally, tick: Callable[[int], None]
+    path: Path, dump: DumpFormat, tally: SkipTally, tick: Callable[[int], None]
 ) -> Iterator[JobRecord]:
     epoch = swf_epoch(swf_header(path))
     for job in read_swf(path):
@@ -340,7 +353,7 @@ def update_from_file(
 ) -> dict[str, Any]:
     """Ingest a saved sacct dump, text or JSON (kind 'sacct'), or an SWF log (kind 'swf')."""
     file = Path(path)
-    reader = _dump_records if kind == "sacct" else _swf_records
+    reader = dump_records if kind == "sacct" else _swf_records
     dump = dump or DumpFormat(cluster=local_cluster_name() or DEFAULT_CLUSTER)
     total = count_lines(file) if progress is not None and file.is_file() else None
 
@@ -351,9 +364,9 @@ def update_from_file(
 
         return tick
 
-    for _ in reader(file, dump, _Tally(strict=strict), ticker(0)):
+    for _ in reader(file, dump, SkipTally(strict=strict), ticker(0)):
         pass  # the first pass: every row is read and checked before anything is stored
-    tally = _Tally()
+    tally = SkipTally()
     ingestor = Ingestor(store)
     records = 0
     for batch in _batches(reader(file, dump, tally, ticker(total or 0)), BATCH):

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from advisor.accounting.swf import read_swf
+from advisor.cli.common import add_dump_options, dump_format_of, warn_skipped
 from advisor.errors import UsageError
 from advisor.history.replay import GROUPS, limit_series, policies, replay, scores_report
 from advisor.history.replay_job import ReplayJob, replay_jobs
@@ -15,6 +16,7 @@ from advisor.progress import Progress
 from advisor.render import Result, Table
 from advisor.reports.period import parse_moment
 from advisor.slurm.backend import CliBackend
+from advisor.slurm.sacct_text import NEEDED_TEXT
 
 FIGURES = (
     "killed_completed_pct",
@@ -50,8 +52,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.add_argument(
         "--sacct-file",
         metavar="DUMP",
-        help="a saved 'sacct -a -X --parsable2' dump whose first line names the fields (as "
-        "'advisor update --sacct-file' reads it)",
+        help="a saved sacct dump, text or 'sacct --json', read as 'advisor update --sacct-file' "
+        f"reads it (needed: {NEEDED_TEXT})",
     )
     parser.add_argument(
         "--since",
@@ -73,6 +75,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="draw every scored job's limit against its runtime, under the users' limits and "
         "under the advisor's (needs matplotlib)",
     )
+    add_dump_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -87,6 +90,7 @@ def _when(text: str | None, option: str) -> datetime | None:
 
 def _jobs(args: argparse.Namespace) -> tuple[list[ReplayJob], dict[str, Any]]:
     """The jobs to replay and what the output says of their source."""
+    dump = dump_format_of(args)
     if args.log and (args.sacct_file or args.since or args.until):
         raise UsageError(
             "advisor replay: an SWF log takes no --sacct-file, --since or --until",
@@ -96,9 +100,9 @@ def _jobs(args: argparse.Namespace) -> tuple[list[ReplayJob], dict[str, Any]]:
         return replay_jobs(read_swf(args.log)), {"log": args.log, "source": "swf"}
     since, until = _when(args.since, "--since"), _when(args.until, "--until")
     if args.sacct_file:
-        site = dump_jobs(args.sacct_file, since=since, until=until)
+        site = dump_jobs(args.sacct_file, dump=dump, strict=args.strict, since=since, until=until)
     elif since is not None:
-        site = sacct_jobs(CliBackend(), since=since, until=until)
+        site = sacct_jobs(CliBackend(), since=since, until=until, strict=args.strict)
     else:
         raise UsageError(
             "advisor replay: what to replay?",
@@ -109,7 +113,9 @@ def _jobs(args: argparse.Namespace) -> tuple[list[ReplayJob], dict[str, Any]]:
         "source": site.source,
         "skipped": site.skipped,
         "states": site.states,
+        "warnings": site.warnings,
     }
+    warn_skipped(site.warnings, site.skipped)
     return site.jobs, about
 
 

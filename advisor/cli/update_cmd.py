@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from datetime import timedelta
 
 from advisor.accounting.spool import ingest_spool
-from advisor.accounting.update import dump_format, update_from_file, update_from_sacct
-from advisor.errors import UsageError
+from advisor.accounting.update import update_from_file, update_from_sacct
+from advisor.cli.common import add_dump_options, dump_format_of, warn_skipped
 from advisor.progress import Progress
 from advisor.render import Result, Table
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.sacct_text import NEEDED_TEXT
 from advisor.spool import SPOOL_ENV
 from advisor.store import Store
-
-#: Warnings printed to stderr (the JSON output keeps up to update.MAX_WARNINGS).
-SHOWN_WARNINGS = 20
-_DUMP_OPTIONS = ("delimiter", "fields", "cluster", "time_format")
 
 
 def _hours(text: str) -> timedelta:
@@ -76,36 +71,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         f"(any order; needed: {NEEDED_TEXT}), or 'sacct --json' output (Slurm 21.08 to 25.05)",
     )
     source.add_argument("--swf", metavar="FILE", help="a Standard Workload Format log")
-    dump = parser.add_argument_group("saved sacct dumps (--sacct-file)")
-    dump.add_argument(
-        "--delimiter",
-        metavar="TEXT",
-        help="the dump's field delimiter, as given to sacct --delimiter (default: the one "
-        "between the header's field names, else '|')",
-    )
-    dump.add_argument(
-        "--fields",
-        metavar="A,B,...",
-        help="the fields of a --noheader dump, in order (its sacct --format)",
-    )
-    dump.add_argument(
-        "--cluster",
-        metavar="NAME",
-        help="the cluster of rows without a Cluster field (default: ClusterName in the local "
-        "slurm.conf, $SLURM_CONF honoured, else 'default')",
-    )
-    dump.add_argument(
-        "--time-format",
-        metavar="FMT",
-        help="a strptime format for times printed with another SLURM_TIME_FORMAT, e.g. "
-        "'%%d/%%m/%%Y %%H:%%M:%%S' (epoch seconds and ISO 8601 forms are read without it)",
-    )
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse a dump with any unreadable row (non-zero exit, nothing stored), or fail "
-        "the sacct window that holds one, instead of skipping it with a warning",
-    )
+    add_dump_options(parser)
     parser.add_argument(
         "--spool",
         metavar="DIR",
@@ -118,10 +84,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def run(args: argparse.Namespace) -> Result:
     """Ingest and summarise."""
-    given = [f"--{name.replace('_', '-')}" for name in _DUMP_OPTIONS if getattr(args, name) is not None]
-    if given and not args.sacct_file:
-        raise UsageError(f"{', '.join(given)}: only with --sacct-file")
-    dump = dump_format(**{name: getattr(args, name) for name in _DUMP_OPTIONS})
+    dump = dump_format_of(args)
     with Store.open(getattr(args, "db", None)) as store, Progress("update") as bar:
         spool = ingest_spool(store, args.spool) if args.spool else None
         if args.sacct_file or args.swf:
@@ -134,7 +97,7 @@ def run(args: argparse.Namespace) -> Result:
                 progress=bar, strict=args.strict,
             )  # fmt: skip
     data["spool"] = spool
-    _warn(data["warnings"], sum(data["skipped"].get(k, 0) for k in ("malformed", "unknown_state")))
+    warn_skipped(data["warnings"], data["skipped"])
     states = [{"state": state, "jobs": count} for state, count in data["states"].items()]
     tables = [Table(states, columns=("state", "jobs"), title="new jobs by state")]
     if data["skipped"]:
@@ -164,20 +127,3 @@ def run(args: argparse.Namespace) -> Result:
         held = data["held_back_by"]
         notes.append(f"held back by job {held['job_id']} (record not final yet); run again later")
     return Result(data=data, tables=tuple(tables), notes=tuple(notes))
-
-
-def _warn(warnings: list[str], total: int) -> None:
-    """Each skipped row's warning on stderr (the first SHOWN_WARNINGS), whatever --format."""
-    for warning in warnings[:SHOWN_WARNINGS]:
-        print(f"advisor: warning: {_one_line(warning)}", file=sys.stderr)
-    if total > SHOWN_WARNINGS:
-        print(
-            f"advisor: warning: {total - SHOWN_WARNINGS} more rows skipped with a warning "
-            "(--format json lists the first 100)",
-            file=sys.stderr,
-        )
-
-
-def _one_line(text: str) -> str:
-    """The text with every character that is not printable escaped (line separators included)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -113,10 +113,13 @@ def test_the_picture_has_a_point_per_scored_job_before_and_after(tmp_path: Path)
     assert max(limit for _, limit, _ in before) == 70.0
 
 
-def _runner(stdout: str, calls: list[Sequence[str]]) -> Any:
+def _runner(stdout: str, calls: list[Sequence[str]], recorded: str = "\x1f") -> Any:
+    """sacct's recorded output, its delimiter replaced by the one this call asked for."""
+
     def run(argv: Sequence[str], timeout_s: float, stdin: str | None = None) -> CommandResult:
         calls.append(list(argv))
-        return CommandResult(list(argv), 0, stdout, "")
+        asked = next(a for a in argv if a.startswith("--delimiter=")).split("=", 1)[1]
+        return CommandResult(list(argv), 0, stdout.replace(recorded, asked), "")
 
     return run
 
@@ -199,3 +202,77 @@ def test_usage_errors_say_what_to_give(
     code, out, err = _cli(capsys, *argv)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) <= 2 and message in err
+
+
+def _replay_json(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
+    code = main(["--format", "json", "replay", *args])
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if code == 0 else None, err
+
+
+def test_replay_reads_a_dump_as_update_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same jobs from the dump as recorded, without Cluster and JobIDRaw, with another
+    delimiter, and --noheader with --fields: the replay takes update's reader and its options."""
+    text = capture("sacct_replay_jobs.txt").body
+    header, *rows = text.splitlines(keepends=True)
+    fields = header.rstrip("\n").split("|")
+    keep = [i for i, name in enumerate(fields) if name not in ("Cluster", "JobIDRaw")]
+
+    def dump(name: str, delimiter: str, *, with_header: bool = True) -> Path:
+        lines = [[line.rstrip("\n").split("|")[i] for i in keep] for line in [header, *rows]]
+        path = tmp_path / name
+        path.write_text("".join(delimiter.join(v) + "\n" for v in lines[0 if with_header else 1 :]))
+        return path
+
+    (tmp_path / "whole.txt").write_text(text)
+    code, whole, _ = _replay_json("--sacct-file", str(tmp_path / "whole.txt"), capsys=capsys)
+    assert code == 0 and whole["jobs"] == 18
+    bare = dump("bare.txt", "|")
+    tabs = dump("tabs.txt", "\t")
+    noheader = dump("noheader.txt", "|", with_header=False)
+    names = ",".join(fields[i] for i in keep)
+    for args in (
+        (str(bare),),
+        (str(tabs),),
+        (str(noheader), "--fields", names),
+        (str(tabs), "--delimiter", "\t", "--cluster", "other"),
+    ):
+        code, data, err = _replay_json("--sacct-file", *args, capsys=capsys)
+        assert code == 0, err
+        assert data["policies"] == whole["policies"] and data["jobs"] == whole["jobs"]
+
+
+def test_replay_skips_or_refuses_an_unreadable_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = capture("sacct_replay_jobs.txt").body
+    header, first, *rest = text.splitlines(keepends=True)
+    state = header.rstrip("\n").split("|").index("State")
+    values = first.rstrip("\n").split("|")
+    values[state] = "FOO"
+    path = tmp_path / "foo.txt"
+    path.write_text("".join([header, "|".join(values) + "\n", *rest]))
+    code, data, err = _replay_json("--sacct-file", str(path), capsys=capsys)
+    assert code == 0
+    assert data["skipped"]["unknown_state"] == 1 and data["jobs"] == 17
+    assert f"{path}:2" in err and "FOO" in err and f"{path}:2" in data["warnings"][0]
+    code, _, err = _replay_json("--sacct-file", str(path), "--strict", capsys=capsys)
+    assert code == 2 and f"{path}:2" in err and "--strict" in err
+
+
+def test_replay_reads_sacct_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """sacct --json of the recorded separator jobs: every job replayed, names intact."""
+    path = tmp_path / "jobs.json"
+    path.write_text(capture("forms/sacct_separators.json").body)
+    code, data, err = _replay_json("--sacct-file", str(path), capsys=capsys)
+    assert code == 0, err
+    assert data["source"] == "sacct-file" and data["jobs"] == 12
+    code, _, err = _replay_json("--sacct-file", str(path), "--delimiter", ";", capsys=capsys)
+    assert code == 2 and "text dumps" in err
+
+
+def test_dump_options_need_a_dump(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["replay", "--since", "1d", "--fields", "JobID"])
+    assert code == 2 and "only with --sacct-file" in capsys.readouterr().err
