@@ -1,9 +1,11 @@
 """Which sbatch options take a value: needed to find the script in an argv without running sbatch.
 
-The table was read off the installed sbatch (slurm-wlm 22.05.8) by probing it: ``--NAME=x`` and
-``--NAME`` for every option name in the man pages and in libslurmfull's strings, ``-X`` and
-``-Xq`` for every letter; getopt's own messages ("requires an argument", "doesn't allow an
-argument") say which is which.  tests/integration/test_wrapper.py probes again and compares.
+The table was read off the installed sbatch (slurm-wlm 22.05.8, then 24.11.5) by probing it:
+``--NAME=x`` and ``--NAME`` for every option name in the man pages and in libslurmfull's strings,
+``-X`` and ``-Xq`` for every letter; getopt's own messages ("requires an argument", "doesn't
+allow an argument") say which is which.  It holds the options of both versions (the short ones
+are the same), so that one table serves every cluster; ``ONLY_IN`` names those one version
+lacks.  tests/integration/test_wrapper.py probes the installed sbatch again and compares.
 
 sbatch parses with ``getopt_long`` in POSIX mode: options stop at the first non-option (the
 script) or at ``--``; a long option may be abbreviated to any unambiguous prefix; an optional
@@ -39,12 +41,22 @@ _REQUIRED = (
     "time time-min tmp uid wait-all-nodes wckey wrap"
 )
 _OPTIONAL = "exclusive get-user-env nice no-kill propagate"
+# Added after 22.05 (present in 24.11).
+_NONE_NEW = "stepmgr"
+_REQUIRED_NEW = "container-id segment tres-bind tres-per-task"
+_OPTIONAL_NEW = "oom-kill-step resv-ports"
 
-#: Every long option of sbatch 22.05 and whether it takes a value.
+#: Every long option of sbatch 22.05 and 24.11 and whether it takes a value.
 LONG_OPTIONS: dict[str, Arg] = {
-    **dict.fromkeys(_NONE.split(), Arg.NONE),
-    **dict.fromkeys(_REQUIRED.split(), Arg.REQUIRED),
-    **dict.fromkeys(_OPTIONAL.split(), Arg.OPTIONAL),
+    **dict.fromkeys(f"{_NONE} {_NONE_NEW}".split(), Arg.NONE),
+    **dict.fromkeys(f"{_REQUIRED} {_REQUIRED_NEW}".split(), Arg.REQUIRED),
+    **dict.fromkeys(f"{_OPTIONAL} {_OPTIONAL_NEW}".split(), Arg.OPTIONAL),
+}
+
+#: Options that only one version's sbatch has (``power`` was removed in 23.x).
+ONLY_IN: dict[str, str] = {
+    "power": "22.05",
+    **dict.fromkeys(f"{_NONE_NEW} {_REQUIRED_NEW} {_OPTIONAL_NEW}".split(), "24.11"),
 }
 
 #: Short options and the long option each stands for.

@@ -407,13 +407,18 @@ def test_stopped_controller_gives_sbatchs_error_after_bounded_retries(
 
 
 def test_sbatch_option_table_matches_the_installed_sbatch(slurm_cluster: None) -> None:
-    from advisor.wrapper.sbatch_options import LONG_OPTIONS, SHORT_OPTIONS, Arg
+    from advisor.wrapper.sbatch_options import LONG_OPTIONS, ONLY_IN, SHORT_OPTIONS, Arg
 
+    installed = re.search(r"(\d+\.\d+)\.\d+", run("sbatch", "--version").stdout)
+    assert installed, "sbatch --version printed no version"
     for name, kind in LONG_OPTIONS.items():
         if name == "wrap":  # with a value it would submit a job
             assert "requires an argument" in run("sbatch", "--wrap").stderr
             continue
         with_value = run("sbatch", f"--{name}=x").stderr
+        if ONLY_IN.get(name, installed.group(1)) != installed.group(1):
+            assert f"unrecognized option '--{name}=x'" in with_value, name  # the other version's
+            continue
         without = run("sbatch", f"--{name}").stderr if kind is not Arg.NONE else ""
         assert "unrecognized option" not in with_value, name
         if kind is Arg.NONE:

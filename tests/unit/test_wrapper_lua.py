@@ -1,23 +1,29 @@
-"""slurm/job_submit.lua under a stand-alone Lua 5.1 with a stub ``slurm`` table.
+"""slurm/job_submit.lua under stand-alone Lua 5.1 and 5.4 with a stub ``slurm`` table.
 
 The real plugin runs inside slurmctld (tests/integration/test_wrapper.py); here the edge cases
-run in milliseconds.  Skipped where lua5.1 or lua-cjson is not installed.
+run in milliseconds.  Debian's job_submit_lua.so links Lua 5.1 (Slurm 22.05 and 24.11 alike);
+sites that build Slurm against Lua 5.3/5.4 (RPM builds on EL9) run the same script there, so
+both interpreters run every case.  Skipped where an interpreter or lua-cjson is not installed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from tests.conftest import REPO
 
-LUA = shutil.which("lua5.1")
+#: The interpreters every case runs under (slurm/cluster.sh install installs both).
+INTERPRETERS = ("lua5.1", "lua5.4")
+#: Where Debian's slurm-wlm-basic-plugins puts the plugin.
+PLUGIN_SO = Path("/usr/lib/x86_64-linux-gnu/slurm-wlm/job_submit_lua.so")
 NO_VAL = 4294967294
 
 DRIVER = r"""
@@ -73,16 +79,37 @@ EXPORT = {
 }
 
 
-def run_cases(
-    tmp_path: Path, cases: list[dict[str, Any]], *, lfs: bool = True
-) -> list[dict[str, Any]]:
-    # tests/run.sh installs both (slurm/cluster.sh install): there, a missing one is a failure.
-    missing = pytest.fail if os.environ.get("ADVISOR_TEST_CLUSTER") == "1" else pytest.skip
-    if LUA is None:
-        missing("lua5.1 is not installed")
-    check = subprocess.run([LUA, "-e", 'require("cjson")'], capture_output=True, check=False)
+def _missing(what: str) -> NoReturn:
+    # tests/run.sh installs them (slurm/cluster.sh install): there, a missing one is a failure.
+    if os.environ.get("ADVISOR_TEST_CLUSTER") == "1":
+        pytest.fail(what)
+    pytest.skip(what)
+
+
+@pytest.fixture(params=INTERPRETERS)
+def lua(request: pytest.FixtureRequest) -> str:
+    """One stand-alone interpreter with lua-cjson."""
+    path = shutil.which(request.param)
+    if path is None:
+        _missing(f"{request.param} is not installed")
+    check = subprocess.run([path, "-e", 'require("cjson")'], capture_output=True, check=False)
     if check.returncode != 0:
-        missing("lua-cjson is not installed")
+        _missing(f"lua-cjson is not installed for {request.param}")
+    return path
+
+
+def test_the_interpreters_include_the_one_the_installed_plugin_links() -> None:
+    if not PLUGIN_SO.exists():
+        _missing(f"{PLUGIN_SO} is not installed")
+    linked = subprocess.run(["ldd", str(PLUGIN_SO)], capture_output=True, text=True, check=True)
+    versions = set(re.findall(r"liblua-?(\d\.\d)", linked.stdout))
+    assert versions, linked.stdout
+    assert {f"lua{v}" for v in versions} <= set(INTERPRETERS)
+
+
+def run_cases(
+    lua: str, tmp_path: Path, cases: list[dict[str, Any]], *, lfs: bool = True
+) -> list[dict[str, Any]]:
     export = tmp_path / "limits.json"
     plugin = tmp_path / "job_submit.lua"
     text = (REPO / "slurm" / "job_submit.lua").read_text()
@@ -92,7 +119,7 @@ def run_cases(
     driver = tmp_path / "driver.lua"
     driver.write_text(DRIVER)
     done = subprocess.run(
-        [LUA, str(driver), str(plugin), str(export), "lfs" if lfs else "no-lfs"],
+        [lua, str(driver), str(plugin), str(export), "lfs" if lfs else "no-lfs"],
         input="\n".join(json.dumps(c) for c in cases) + "\n",
         capture_output=True,
         text=True,
@@ -108,8 +135,9 @@ def job(name: str | None = "align", **fields: Any) -> dict[str, Any]:
     return {"name": name, **fields} if name is not None else dict(fields)
 
 
-def test_plugin_sets_clamps_tags_and_otherwise_passes(tmp_path: Path) -> None:
+def test_plugin_sets_clamps_tags_and_otherwise_passes(lua: str, tmp_path: Path) -> None:
     results = run_cases(
+        lua,
         tmp_path,
         [
             {"job": job(), "parts": PARTS},  # no file yet
@@ -145,7 +173,7 @@ def test_plugin_sets_clamps_tags_and_otherwise_passes(tmp_path: Path) -> None:
     assert results[11]["comment"].endswith("task=a%20b%2Cc")
 
 
-def test_the_users_own_entries_come_in_the_wrappers_order(tmp_path: Path) -> None:
+def test_the_users_own_entries_come_in_the_wrappers_order(lua: str, tmp_path: Path) -> None:
     """users[u].tasks[name], else tasks[name] (a model), else users[u].partitions (history)."""
     export = json.loads(json.dumps(EXPORT))
     export["users"]["alice"]["tasks"]["sim.sh"] = {"partitions": {"cpu": {"limit_min": 188}}}
@@ -153,6 +181,7 @@ def test_the_users_own_entries_come_in_the_wrappers_order(tmp_path: Path) -> Non
     export["users"]["bob"] = {"tasks": {}, "partitions": {"cpu": {"limit_min": 61}}}
     alice = {"user_name": "alice"}
     results = run_cases(
+        lua,
         tmp_path,
         [
             {"export_text": json.dumps(export), "job": job("sim.sh", **alice), "parts": PARTS},
@@ -171,11 +200,12 @@ def test_the_users_own_entries_come_in_the_wrappers_order(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("lfs", [True, False], ids=["lua-filesystem", "bytes-compared"])
 def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
-    tmp_path: Path, lfs: bool
+    lua: str, tmp_path: Path, lfs: bool
 ) -> None:
     changed = json.loads(json.dumps(EXPORT))
     changed["tasks"]["align"]["partitions"]["cpu"]["limit_min"] = 33
     results = run_cases(
+        lua,
         tmp_path,
         [
             {"export_text": json.dumps(EXPORT), "job": job(), "parts": PARTS},
