@@ -9,8 +9,9 @@ before (``advisor submit`` keeps each run's jobs and planned schedule in the cac
 
 * ``dependency_s``: start minus its last parent's end, for jobs the plan had starting right
   when their last input arrived (so the wait is Slurm's, not a busy slot's);
-* ``slot_s``: start minus the end of the job before it on its planned node, for jobs the plan
-  had waiting for that slot;
+* ``slot_s``: for jobs the plan had waiting for a busy slot, start minus the last end of a job
+  of the run on the same node class before it (the core it got was freed then, whichever it
+  was: Slurm does not keep the plan's order of jobs on a slot, only their node class);
 * ``first_s``: start minus submission, for jobs without parents the plan had starting at once;
 * ``overhead_s``: elapsed minus planned runtime, every completed job (sacct's whole seconds
   average out over many jobs);
@@ -44,7 +45,7 @@ class JobTimes(NamedTuple):
 
     task_id: str
     parents: tuple[str, ...]
-    node: str
+    node_class: str
     planned_start_s: float
     planned_finish_s: float
     submit: datetime | None
@@ -109,8 +110,10 @@ def measure(runs: Iterable[Sequence[JobTimes]]) -> DispatchLatency | None:
         submits = sorted(j.submit for j in jobs if j.submit is not None)
         if len(submits) > 1:
             intervals.append((submits[-1] - submits[0]).total_seconds() / (len(submits) - 1))
-        by_finish: dict[tuple[str, float], JobTimes] = {
-            (j.node, j.planned_finish_s): j for j in done.values()}
+        ends: dict[str, list[datetime]] = {}
+        for j in done.values():
+            if j.end is not None:
+                ends.setdefault(j.node_class, []).append(j.end)
         for job in done.values():
             ran = _seconds(job.end, job.start)
             if ran is not None:
@@ -127,11 +130,10 @@ def measure(runs: Iterable[Sequence[JobTimes]]) -> DispatchLatency | None:
                 wait = _seconds(job.start, last_end)
                 if wait is not None and wait >= 0:
                     dependency.append(wait)
-            elif not waits_for_inputs:
-                before = by_finish.get((job.node, job.planned_start_s))
-                wait = None if before is None else _seconds(job.start, before.end)
-                if wait is not None and wait >= 0:
-                    slot.append(wait)
+            elif not waits_for_inputs and job.start is not None:
+                freed = [end for end in ends.get(job.node_class, ()) if end <= job.start]
+                if freed:
+                    slot.append((job.start - max(freed)).total_seconds())
     if n_jobs < MIN_JOBS:
         return None
     return DispatchLatency(

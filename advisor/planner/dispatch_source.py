@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
+from advisor.errors import AdvisorError
 from advisor.planner.dispatch import DispatchLatency, JobTimes, measure
 from advisor.slurm.records import JobRecord
 from advisor.store.connection import Store
@@ -41,7 +42,11 @@ def measured_dispatch(
     missing = [job_id for job_id in ids if job_id not in times]
     if missing and fetch is not None and found:
         oldest = min(_local(run.created_at) for run, _ in found if run.created_at)
-        for record in fetch(oldest - MARGIN, datetime.now() + MARGIN, missing):
+        try:
+            records = fetch(oldest - MARGIN, datetime.now() + MARGIN, missing)
+        except AdvisorError:  # sacct down: measure what the cache holds, never fail the plan
+            records = []
+        for record in records:
             if record.is_final:
                 submit, start, end = (None if t is None else t.isoformat()
                                       for t in (record.submit, record.start, record.end))
@@ -55,7 +60,7 @@ def _job_times(
     result = []
     for job in jobs:
         state, submit, start, end = times.get(job.job_id or -1, ("", None, None, None))
-        result.append(JobTimes(job.task_id, job.parents, job.node, job.planned_start_s,
+        result.append(JobTimes(job.task_id, job.parents, job.node_class, job.planned_start_s,
                                job.planned_finish_s, _when(submit), _when(start), _when(end),
                                state))
     return result

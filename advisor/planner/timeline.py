@@ -14,8 +14,11 @@ over the gaps where ``max(ready, gap start) + duration <= gap end``.  That is a 
 operations over all slots and all gaps at once, and the same floats as the scan (each is
 ``ready`` or a finish; nothing is computed that the scan did not compute).
 
-A gap that ends before the earliest moment any unscheduled task can be ready can never be used
-again; ``prune`` drops such gaps, so the index stays about as large as the schedule's frontier.
+Only gaps that could give the task its best slot are looked at: those ending after the task
+could finish at the earliest, and starting before the best score found without gaps (the
+other slots keep ``max(ready, last finish)``, which cannot win either way).  Gaps shorter than
+the shortest task, and gaps ending before the earliest moment any unscheduled task can be
+ready (``prune``), are dropped for good.
 """
 
 from __future__ import annotations
@@ -30,8 +33,6 @@ from advisor.planner.problem_arrays import IntArray
 
 _NONE = -np.inf  # the start of the gap before a slot's first interval
 _DEAD = np.inf  # the start of a gap that is used up: no task fits into it
-
-
 _BLOCK = 64  # gaps per block of the sorted part, each with its earliest start
 
 

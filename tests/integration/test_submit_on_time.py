@@ -22,11 +22,6 @@ from typing import Any
 
 import pytest
 
-from advisor.cluster_info import fetch_cluster
-from advisor.profiling.classes import refresh_node_classes
-from advisor.slurm.backend import CliBackend
-from advisor.store.cluster import save_cluster
-from advisor.store.connection import Store
 from advisor.validate import validate
 from tests.conftest import REPO
 
@@ -61,16 +56,6 @@ def scaled_instance(shared_data: Path, target: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("on-time") / "cache.db"
-    partitions, nodes = fetch_cluster(CliBackend())
-    with Store.open(path) as store:
-        save_cluster(store, partitions, nodes)
-        refresh_node_classes(store)
-    return path
-
-
-@pytest.fixture(scope="module")
 def submitted_ids() -> Iterator[list[str]]:
     ids: list[str] = []
     try:
@@ -102,8 +87,9 @@ def wait_for(cache: Path, run_id: int) -> dict[str, Any]:
 
 
 def test_a_scaled_wfcommons_run_ends_within_15_percent_of_p50_and_inside_p95(
-    cache: Path, submitted_ids: list[str], shared_data: Path
+    live_cache: Path, submitted_ids: list[str], shared_data: Path
 ) -> None:
+    cache = live_cache
     workflow = scaled_instance(shared_data, cache.parent / f"scaled-{INSTANCE}")
     probe = submit(cache, PROBE, submitted_ids)
     assert probe["dispatch"] is None  # nothing measured before the first run

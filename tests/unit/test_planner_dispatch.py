@@ -6,22 +6,33 @@ replay with waits is checked against the plan's own arithmetic.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from advisor.errors import InputError
+from advisor.errors import InputError, SlurmUnavailableError
 from advisor.planner import heft
 from advisor.planner.dispatch import DispatchLatency, JobTimes, measure
+from advisor.planner.dispatch_source import measured_dispatch
 from advisor.planner.planning import MAX_SAMPLE_CELLS, PlanRequest, check_request, check_samples
+from advisor.planner.run_status import compare
 from advisor.planner.uncertainty import (
     LognormalSampler,
     makespan_distribution,
     sample_makespans,
     slurm_makespan,
 )
+from advisor.slurm.records import JobRecord
+from advisor.store.cluster import save_cluster
+from advisor.store.connection import Store
+from advisor.store.node_classes import save_node_classes
+from advisor.validate import validate
 from tests.unit.test_planner_contract import make_problem
+from tests.unit.test_submit import WORKS, record, submitted_run
+from tests.unit.test_wrapper_store import NODES, PARTITIONS
 
 T0 = datetime(2026, 12, 1, 12, 0, 0)
 
@@ -50,7 +61,7 @@ def test_each_wait_is_measured_where_the_plan_says_only_slurm_was_waited_for() -
     assert found.first_s == (1.0,)
     # w1, w2 wait for fork (ended at 2): 2 and 3; join waits for w3 (ended at 10): 3
     assert sorted(found.dependency_s) == [2.0, 3.0, 3.0]
-    # w3 waits for its slot (w1 planned to end at 3 on a; w1 ended at 6): 1
+    # w3 waits for a slot of class a: the last end there before its start (7) was w1's (6): 1
     assert found.slot_s == (1.0,)
     # elapsed - planned runtime: 1-1, 2-2, 2-2, 3-2, 1-1
     assert sorted(found.overhead_s) == [0.0, 0.0, 0.0, 0.0, 1.0]
@@ -113,3 +124,41 @@ def test_samples_have_an_upper_bound_with_a_one_line_error() -> None:
     assert "--samples 50000 x 100000 tasks is 5e+09 sampled runtimes" in str(error.value)
     assert "\n" not in str(error.value)
     assert error.value.hint == f"use --samples {MAX_SAMPLE_CELLS // 100_000} or fewer"
+
+
+def test_the_cache_measures_earlier_submitted_runs_and_survives_sacct_down(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "cache.db"
+    with Store.open(cache) as store:  # the made-up cluster of test_submit
+        save_cluster(store, PARTITIONS, NODES)
+        save_node_classes(store, {"c1": "small", "c2": "small", "f1": "big"})
+    run, jobs = submitted_run(cache)
+    by_task = {j.task_id: j for j in jobs}
+    # fork [2, 3]; the workers 2 s after it, [5, 8]; join 2 s after them [10, 11]
+    records = [record(by_task["fork"].job_id, by_task["fork"].partition, 2, 3)]
+    records += [record(by_task[w].job_id, by_task[w].partition, 5, 8) for w in WORKS]
+    records.append(record(by_task["join"].job_id, by_task["join"].partition, 10, 11))
+    asked: list[int] = []
+
+    def sacct(start: datetime, end: datetime, ids: Sequence[int]) -> list[JobRecord]:
+        asked.extend(ids)
+        return records
+
+    def down(start: datetime, end: datetime, ids: Sequence[int]) -> list[JobRecord]:
+        raise SlurmUnavailableError("sacct: error: Problem talking to the database")
+
+    with Store.open(cache, readonly=True) as store:
+        found = measured_dispatch(store, fetch=sacct)
+        assert sorted(asked) == sorted(j.job_id for j in jobs)
+        assert found is not None and found.jobs == 10
+        assert sorted(found.dependency_s) == [2.0] * 9  # every worker, and the join
+        assert found.first_s == (2.0,)  # submitted at 12:00, started at 12:00:02
+        assert measured_dispatch(store, fetch=down) is None  # nothing ingested: no model
+    status = compare(run, jobs, records, datetime(2026, 1, 1, 12))
+    validate(status, "submit-output", source="status")
+    assert status["actual_vs_p50"] == pytest.approx((9.0 - run.p50_s) / run.p50_s)
+    assert status["within_p95"] is (run.p95_s >= 9.0)
+    late = {row["id"]: row["late_s"] for row in status["jobs"]}
+    assert late["fork"] == 0.0 and late["join"] == 8.0 - by_task["join"].planned_start_s
+    assert {row["id"]: row["planned_runtime_s"] for row in status["jobs"]}["work_2"] == 3.0
