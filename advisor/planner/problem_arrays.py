@@ -74,15 +74,6 @@ def groups(keys: IntArray) -> list[IntArray]:
     return np.split(ordered, bounds)
 
 
-def slot_nodes(problem: Problem) -> tuple[IntArray, IntArray]:
-    """(node of each slot, first slot of each node): slot ``first[n] + core`` is (n, core)."""
-    cores = np.array([node.cores for node in problem.nodes], dtype=np.int64)
-    first = np.zeros(len(cores), dtype=np.int64)
-    if len(cores):
-        np.cumsum(cores[:-1], out=first[1:])
-    return np.repeat(np.arange(len(cores), dtype=np.int64), cores), first
-
-
 def segments(starts: IntArray, counts: IntArray) -> IntArray:
     """The indices ``starts[i] .. starts[i] + counts[i] - 1`` of every i, concatenated."""
     total = int(counts.sum())

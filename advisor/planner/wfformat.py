@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 from advisor.errors import InvalidWorkflowError
 from advisor.planner.model import DataFile, Machine, Task, Workflow
-from advisor.validate import SchemaCheck, error_message, load_json
+from advisor.validate import SchemaCheck, error_message, load_json, paused_gc
 
 SCHEMA_FILES = {"1.3": "wfcommons-schema-1.3.json", "1.4": "wfcommons-schema-1.4.json",
                 "1.5": "wfcommons-schema-1.5.json"}
@@ -91,7 +91,8 @@ def parse_workflow(doc: Any, *, source: str = "") -> Workflow:
 
 def read_workflow(path: str | Path) -> Workflow:
     """Read and validate a WfFormat file."""
-    return parse_workflow(load_json(path), source=str(path))
+    with paused_gc():
+        return parse_workflow(load_json(path), source=str(path))
 
 
 def cpu_work(arguments: Iterable[str]) -> float | None:
