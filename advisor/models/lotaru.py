@@ -1,9 +1,11 @@
 """Fitting Lotaru's per-task model on the reference node class (Bader et al., SSDBM 2022, Sec. 3.3).
 
-Pearson's r between uncompressed input size and runtime decides: r >= 0.8 gives a Bayesian
-linear regression with an intercept (scikit-learn's BayesianRidge, as the paper's code), else the
-median runtime.  The posterior is kept as plain numbers (mean, covariance, noise variance) so
-prediction needs no scikit-learn; scikit-learn is imported only when fitting.
+As published: Pearson's r between uncompressed input size and runtime decides, r >= 0.8 gives a
+Bayesian linear regression with an intercept (scikit-learn's BayesianRidge, as the paper's code),
+else the median runtime.  The advisor's own model (advisor.models.averaging) fits both and
+averages them; advisor.models.fitting chooses and takes the CPU weight from the twin.  The
+posterior is kept as plain numbers (mean, covariance, noise variance) so prediction needs no
+scikit-learn; scikit-learn is imported only when fitting.
 
 BayesianRidge is fitted on sizes in bytes like the paper's code: its stopping rule compares
 coefficient changes in absolute terms, so the unit changes the result; the posterior is then
@@ -17,10 +19,8 @@ import statistics
 from collections.abc import Sequence
 
 from advisor.models.baselines import pearson
-from advisor.models.cpu_weight import cpu_weight, pair_runs
 from advisor.models.features import X_UNIT_BYTES
 from advisor.models.reference import DEFAULT_CPU_WEIGHT, ReferenceModel
-from advisor.store.observations import Observation
 
 #: Lotaru's threshold on Pearson's r for using the regression.
 CORRELATION_THRESHOLD = 0.8
@@ -32,9 +32,10 @@ NOISE_FLOOR_S2 = 1e-6
 _MAD_TO_SD = 1.4826
 
 
-def _regression(
+def regression_fit(
     xs: Sequence[float], ys: Sequence[float]
 ) -> tuple[list[float], list[list[float]], float]:
+    """BayesianRidge's posterior as (mean, covariance) over features.size, and the noise."""
     import numpy as np
     from sklearn.linear_model import BayesianRidge
 
@@ -53,7 +54,8 @@ def _regression(
     return mean, cov, noise
 
 
-def _median(ys: Sequence[float]) -> tuple[list[float], list[list[float]], float]:
+def constant_fit(ys: Sequence[float]) -> tuple[list[float], list[list[float]], float]:
+    """The median as a model with no slope, its noise from the MAD."""
     centre = statistics.median(ys)
     mad = statistics.median(abs(y - centre) for y in ys)
     sd = _MAD_TO_SD * mad if mad > 0 else (statistics.stdev(ys) if len(ys) > 1 else 0.0)
@@ -78,10 +80,10 @@ def fit_reference(
     r = pearson(xs, ys) if len(xs) >= 3 else None
     if r is not None and r >= threshold:
         kind = "regression"
-        mean, cov, noise = _regression(xs, ys)
+        mean, cov, noise = regression_fit(xs, ys)
     else:
         kind = "median"
-        mean, cov, noise = _median(ys)
+        mean, cov, noise = constant_fit(ys)
     return ReferenceModel(
         kind=kind,
         mean=tuple(mean),
@@ -98,29 +100,28 @@ def fit_reference(
     )
 
 
-def fit_task(
-    runs: Sequence[Observation],
-    twins: Sequence[tuple[str, Sequence[Observation], float]],
-    *,
-    reference: str,
-) -> ReferenceModel:
-    """Lotaru's model on a task's reference runs, its CPU weight from the first twin that pairs.
+def published(model: ReferenceModel, threshold: float = CORRELATION_THRESHOLD) -> ReferenceModel:
+    """Lotaru as published from the advisor's averaged model of the same runs (no refit).
 
-    twins: (name, the twin's runs of the task, clock ratio); without pairs the weight is
-    DEFAULT_CPU_WEIGHT.  Runs without an input size count only when no run has one (median).
+    Both components are what fit_reference fits; the switch picks one by Pearson's r.
     """
-    weight, source, pairs = DEFAULT_CPU_WEIGHT, "default", 0
-    for name, observed, clock_ratio in twins:
-        found = cpu_weight(pair_runs(runs, observed), clock_ratio)
-        if found is not None:
-            weight, source, pairs = found.value, f"twin:{name}", found.pairs
-            break
-    use = [o for o in runs if o.input_bytes is not None] or list(runs)
-    return fit_reference(
-        [float(o.input_bytes or 0) for o in use],
-        [o.runtime_s for o in use],
-        reference=reference,
-        cpu_weight=weight,
-        cpu_weight_source=source,
-        cpu_weight_pairs=pairs,
+    linear, constant = model.parts()
+    r = model.pearson_r
+    chosen, kind = (
+        (linear, "regression") if r is not None and r >= threshold else (constant, "median")
+    )
+    if chosen is None:
+        chosen, kind = constant, "median"
+    if chosen is None:
+        raise ValueError("an averaged model without its components")
+    return model._replace(
+        kind=kind,
+        mean=chosen.mean,
+        cov=chosen.cov,
+        noise_var_s2=chosen.noise_var_s2,
+        dof=chosen.dof,
+        linear_weight=None,
+        linear=None,
+        constant=None,
+        discrepancy=0.0,
     )
