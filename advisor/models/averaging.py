@@ -17,7 +17,7 @@ of Zellner's g-prior with g = n gives the same tasks the same side; cross-valida
 development traces, Schwarz's is as good or better on every fold, README.)
 
 The components themselves are Lotaru's: scikit-learn's BayesianRidge for the regression and
-the median with its MAD (advisor.models.lotaru), fitted on the same runs.
+the median with its MAD (advisor.models.components), fitted on the same runs.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 
 from advisor.models.baselines import pearson
-from advisor.models.lotaru import constant_fit, regression_fit
+from advisor.models.components import constant_fit, regression_fit
 from advisor.models.reference import DEFAULT_CPU_WEIGHT, Component, ReferenceModel, mixture
 
 

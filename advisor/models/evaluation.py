@@ -247,7 +247,9 @@ def _predictors(
     def paper(x: float, _cores: int | None) -> Predictive:
         return paper_prediction(fit.paper, target, x, paper_factor)
 
-    out: dict[str, Predictor] = {ADVISOR: transferred.predict, PAPER: paper}
+    # on the reference class the advisor predicts from the reference model itself (predict_on)
+    advisor = _sized(model.predict) if target == setting.reference else transferred.predict
+    out: dict[str, Predictor] = {ADVISOR: advisor, PAPER: paper}
     out.update({m: _sized(b.predict) for m, b in fit.baselines.items()})
     if setting.calibrate and target != setting.reference:
         train = fit.targets[target][0]

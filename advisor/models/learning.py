@@ -133,14 +133,13 @@ class _Replay:
         self.censored = self.used = 0
 
     def shared(self, task: str, node_class: str) -> ClassModel:
-        key = (task, node_class)
-        if key not in self.classes:
-            model = self.references[task]
-            factor = class_factor(
-                model.reference, node_class, self.context.scores, model.cpu_weight
-            )
-            self.classes[key] = transferred_model(model, node_class, factor, tau=self.tau)
-        return self.classes[key]
+        """The class's shared model so far (the transferred prior before its first run)."""
+        found = self.classes.get((task, node_class))
+        if found is not None:
+            return found
+        model = self.references[task]
+        factor = class_factor(model.reference, node_class, self.context.scores, model.cpu_weight)
+        return transferred_model(model, node_class, factor, tau=self.tau)
 
     def mine(self, user: str, task: str, node_class: str) -> UserRuns:
         return self.users.get((user, task, node_class), UserRuns.empty("size"))

@@ -88,11 +88,12 @@ def transferred_model(
 ) -> ClassModel:
     """The class model before any run on the class.
 
-    On the reference class itself: the reference posterior (factor 1, no widening).  Without a
-    factor (no benchmark relates the class to the reference): factor 1, source 'none'.
+    On the reference class itself: the reference posterior (factor 1), each coefficient widened
+    by the model's discrepancy (transfer module docstring).  Without a factor (no benchmark
+    relates the class to the reference): factor 1, source 'none'.
     """
     if node_class == reference.reference:
-        value, source, widen = 1.0, "reference", 0.0
+        value, source, widen = 1.0, "reference", reference.discrepancy
     elif factor is None:
         value, source, widen = 1.0, "none", tau
     else:
