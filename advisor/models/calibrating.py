@@ -241,7 +241,13 @@ def calibrate(
     models = load_models(store, (request.task,)).get(request.task)
     token = secrets.token_hex(3)
     folder = Path(request.directory or ".") / f".advisor-calibrate-{token}"
-    folder.mkdir(parents=True)
+    try:
+        folder.mkdir(parents=True)
+    except OSError as error:
+        raise InputError(
+            f"cannot create the jobs' output directory: {error.strerror}", source=str(folder),
+            hint="give --dir a directory the nodes share and you can write",
+        ) from None  # fmt: skip
     try:
         with ThreadPoolExecutor(max_workers=len(by_class)) as pool:
             futures = [
