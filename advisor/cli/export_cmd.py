@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from advisor.output_target import check_output
 from advisor.render import Result, Table
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
@@ -48,10 +49,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def run(args: argparse.Namespace) -> Result:
     """Read the cache, write the file, show what it holds."""
     with Store.open(getattr(args, "db", None), readonly=True) as store:
+        check_output(args.out, cache=store.path)  # before the work, and again when writing
         document = export_from_cache(
             store, quantile=args.quantile, margin=args.margin, generated_at=utc_now()
         )
-    path = write_export(args.out, document)
+        path = write_export(args.out, document, cache=store.path)
     rows = [
         {
             "task": task,

@@ -19,7 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.errors import AdvisorError, InputError
+from advisor.errors import AdvisorError
+from advisor.output_target import check_output
 from advisor.store.connection import Store, cache_error
 
 #: Readable by every user and by user slurm; written by the administrator only.
@@ -40,8 +41,7 @@ class PublishedCopy:
 def publish_copy(store: Store, target: str | os.PathLike[str]) -> PublishedCopy:
     """Copy the open cache to target atomically, as a rollback-journal file of mode 0644."""
     path = Path(target)
-    if store.path is not None and path.exists() and path.resolve() == Path(store.path).resolve():
-        raise InputError(f"--out {path} is the cache itself", hint="name a path beside it")
+    check_output(path, cache=store.path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
         handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)

@@ -28,6 +28,7 @@ from typing import Any
 from advisor.errors import AdvisorError
 from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
+from advisor.output_target import check_output
 from advisor.store.connection import Store
 from advisor.store.task_models import load_user_models
 from advisor.wrapper.advise import partition_limits
@@ -199,6 +200,9 @@ def write_atomically(path: str | os.PathLike[str], text: str, *, mode: int = FIL
     return target
 
 
-def write_export(path: str | os.PathLike[str], document: Mapping[str, Any]) -> Path:
-    """The export as compact JSON, atomically."""
+def write_export(
+    path: str | os.PathLike[str], document: Mapping[str, Any], *, cache: str | None = None
+) -> Path:
+    """The export as compact JSON, atomically, where no one else can replace it (never the cache)."""
+    check_output(path, cache=cache)
     return write_atomically(path, json.dumps(document, sort_keys=True, allow_nan=False) + "\n")
