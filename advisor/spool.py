@@ -189,13 +189,14 @@ def append_advice(directory: str, advice: Advice, created_at: str) -> None:
             "user (contrib/site/README.md)"
         ) from None
     except OSError as error:
+        _raise_if_theirs(folder, uid)  # a 0700 directory of someone else's cannot be opened
         raise SpoolError(f"advice spool {folder}: {error.strerror}") from None
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
         info = os.fstat(dir_fd)
         if info.st_uid != uid:
             raise SpoolError(_not_yours(folder, info, uid))
-        fd = os.open(os.path.basename(path), flags, 0o600, dir_fd=dir_fd)
+        fd = _open_segment(os.path.basename(path), flags, dir_fd, path, uid)
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:
@@ -207,6 +208,28 @@ def append_advice(directory: str, advice: Advice, created_at: str) -> None:
         raise SpoolError(f"advice spool {path}: {error.strerror}") from None
     finally:
         os.close(dir_fd)
+
+
+def _open_segment(name: str, flags: int, dir_fd: int, path: str, uid: int) -> int:
+    """The segment opened for appending.
+
+    One that is someone else's is named as such, also when it cannot be opened at all (a 0600
+    file of theirs).
+    """
+    try:
+        return os.open(name, flags, 0o600, dir_fd=dir_fd)
+    except OSError:
+        _raise_if_theirs(name, uid, dir_fd=dir_fd, shown=path)
+        raise
+
+
+def _raise_if_theirs(path: str, uid: int, *, dir_fd: int | None = None, shown: str | None = None) -> None:
+    try:
+        info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return
+    if info.st_uid != uid:
+        raise SpoolError(_not_yours(shown or path, info, uid)) from None
 
 
 def _number(value: object) -> float | None:
