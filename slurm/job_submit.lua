@@ -13,8 +13,8 @@ Slurm's limit).
 The file is readable by every user, so it holds no user's job names: users[user].tasks is keyed
 by name_key(user, name), a BLAKE2s digest (advisor/store/names.py) computed here in plain Lua
 5.1 arithmetic, since no C hash library is guaranteed inside slurmctld (0.1 ms for a short
-name, 1.5 ms at 1024 bytes). A name over Slurm's 1024-byte limit returns at once: slurmctld
-rejects such a job after the plugin, and it must not cost the controller first.
+name, 1.5 ms at 1024 bytes). A name or comment over Slurm's 1024-byte limit returns at once:
+slurmctld rejects such a job after the plugin, and it must not cost the controller first.
 
 The file is parsed once and parsed again only when it changes (mtime, size and inode through
 lua-filesystem when installed, else by comparing its bytes). `advisor export` replaces it with
@@ -297,6 +297,10 @@ local function encode(text)
 	end))
 end
 
+local function longer(text, bytes)
+	return type(text) == "string" and #text > bytes
+end
+
 -- The name the limits file knows the job by: the one place that says so.
 local function job_name(job_desc)
 	return job_desc.name
@@ -317,8 +321,8 @@ local function advice(job_desc, part_list, submit_uid)
 		return nil -- the user chose a limit
 	end
 	local name = job_name(job_desc)
-	if type(name) ~= "string" or name == "" or #name > NAME_MAX then
-		return nil -- slurmctld rejects a longer name anyway
+	if type(name) ~= "string" or name == "" or #name > NAME_MAX or longer(job_desc.comment, COMMENT_MAX) then
+		return nil -- slurmctld rejects a longer name or comment anyway
 	end
 	local doc = limits()
 	if not doc then

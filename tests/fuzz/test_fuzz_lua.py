@@ -4,8 +4,9 @@ Each example writes one limits file (what ``advisor export`` writes from hostile
 limits, then possibly with hostile values spliced in anywhere) and runs a batch of jobs through
 the real plugin in Lua 5.1 with lua-cjson: any name (up to 5,000 bytes, any bytes), comment (up
 to 1,100 bytes), --time-min, -p list and user.  The plugin must never raise (it logs
-'job_submit.lua: ...' when it does) and never make a job that slurmctld 22.05 refuses: a comment
-over 1,024 bytes, a limit above the smallest MaxTime of the job's partitions, a limit below the
+'job_submit.lua: ...' when it does), must leave a job alone whose name or comment slurmctld
+refuses anyway (over 1,024 bytes), and must never make a job that slurmctld 22.05 refuses: a
+comment over 1,024 bytes, a limit above the smallest MaxTime of the job's partitions, a limit below the
 job's --time-min or a TimeMin above the limit.  For a file that export wrote, each job also gets
 exactly the limit its entry says (its user's digest, else the task, else the user's partitions).
 """
@@ -173,11 +174,16 @@ def run_plugin(tmp: Path, text: str, batch: list[dict[str, Any]]) -> list[dict[s
     return out
 
 
+def _over(text: str) -> bool:
+    """Longer than slurmctld accepts (a job name or comment): the plugin leaves such jobs."""
+    return len(text.encode("utf-8", "surrogateescape")) > COMMENT_MAX
+
+
 def _expected(doc: dict[str, Any], job: dict[str, Any]) -> int | None:
     """The limit a cpu job gets from a file export wrote (None: left alone)."""
     name, user = job["name"], job["user"]
     raw = name.encode("utf-8", "surrogateescape")
-    if job["time_limit"] != NO_VAL or len(raw) > 1024 or not name:
+    if job["time_limit"] != NO_VAL or len(raw) > 1024 or not name or _over(job["comment"]):
         return None
     try:
         name.encode("utf-8")
@@ -224,7 +230,7 @@ def test_the_plugin_never_raises_and_never_makes_a_job_slurm_refuses(
         caps = [PARTS[p]["max_time"] for p in parts if p in PARTS and PARTS[p]["max_time"] != INFINITE]
         changed = got["time_limit"] != job["time_limit"]
         count(f"job_submit.lua: {'limit set' if changed else 'left alone'}")
-        if job["time_limit"] != NO_VAL or len(job["name"].encode("utf-8", "surrogateescape")) > 1024:
+        if job["time_limit"] != NO_VAL or _over(job["name"]) or _over(job["comment"]):
             assert not changed and got["comment"] == job["comment"].encode("utf-8", "surrogateescape")
         if not changed:
             continue

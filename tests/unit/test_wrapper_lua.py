@@ -297,3 +297,16 @@ def test_an_export_over_the_bound_is_not_read(tmp_path: Path) -> None:
     assert results[0]["time_limit"] == NO_VAL
     assert results[0]["logs"] == [f"error: advisor: {tmp_path / 'limits.json'} is {len(padded)} "
                                   f"bytes, over {32 << 20}; jobs pass unchanged"]  # fmt: skip
+
+
+def test_a_comment_over_slurms_limit_is_left_alone(tmp_path: Path) -> None:
+    results = run_cases(
+        tmp_path,
+        [
+            {"export_text": json.dumps(EXPORT), "job": job(comment="c" * 1024), "parts": PARTS},
+            {"job": job(comment="c" * 1025), "parts": PARTS},
+            {"job": job(comment="c" * (4 << 20)), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [15, NO_VAL, NO_VAL]
+    assert results[0]["comment"] == "c" * 1024  # the limit, without room for the tag
