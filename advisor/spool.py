@@ -24,7 +24,6 @@ Standard library only: this runs in the wrapper on every submission through the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -106,7 +105,7 @@ HEAD_BYTES = 256
 class Mark(NamedTuple):
     """How far a file is ingested, and which file: inodes are reused after a file is removed.
 
-    head: a SHA-256 of the file's first head_len bytes (older marks kept those bytes as hex);
+    head: a BLAKE2s digest of the file's first head_len bytes (older marks kept the bytes as hex);
     empty in the published copy, which holds no user's text: there inode and offset decide.
     """
 
@@ -124,17 +123,21 @@ class Mark(NamedTuple):
             return self.offset
         if not self.hashed:
             return self.offset if os.pread(fd, HEAD_BYTES, 0).hex() == self.head else 0
-        start = os.pread(fd, self.head_len, 0)
-        return self.offset if hashlib.sha256(start).hexdigest() == self.head else 0
+        return self.offset if _head_digest(os.pread(fd, self.head_len, 0)) == self.head else 0
+
+
+def _head_digest(data: bytes) -> str:
+    from advisor.store.names import blake2s_hex
+
+    return blake2s_hex(data)
 
 
 def mark_value(fd: int, inode: int, offset: int) -> str:
     """The watermark's value: this open file, ingested up to offset."""
     start = os.pread(fd, min(HEAD_BYTES, offset), 0)
     return json.dumps(
-        {"inode": inode, "offset": offset, "head_len": len(start),
-         "head_sha256": hashlib.sha256(start).hexdigest()}
-    )  # fmt: skip
+        {"inode": inode, "offset": offset, "head_len": len(start), "head_digest": _head_digest(start)}
+    )
 
 
 def public_mark(value: str) -> str | None:
@@ -148,8 +151,8 @@ def parse_mark(value: str | None) -> Mark | None:
     try:
         doc = json.loads(value or "")
         inode, offset = int(doc["inode"]), int(doc["offset"])
-        if "head_sha256" in doc:
-            return Mark(inode, offset, str(doc["head_sha256"]), int(doc["head_len"]))
+        if "head_digest" in doc:
+            return Mark(inode, offset, str(doc["head_digest"]), int(doc["head_len"]))
         return Mark(inode, offset, str(doc.get("head", "")), hashed=False)
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
         return None

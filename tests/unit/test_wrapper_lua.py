@@ -219,6 +219,14 @@ TWIN_NAMES = ["a", "sim.sh", "a b,c", "é", "🙂 x", "x" * 55, "x" * 56, "x" * 
               "x" * 65, "x" * 128, "ü" * 300, "y" * 1024]  # fmt: skip
 
 
+def test_name_key_is_hashlibs_blake2s() -> None:
+    import hashlib
+
+    for user, name in [("bob", n) for n in TWIN_NAMES] + [("", ""), ("é", "\udcff")]:
+        data = f"{user}\0{name}".encode("utf-8", "surrogateescape").replace(b"\xff", "\ufffd".encode())
+        assert name_key(user, name) == hashlib.blake2s(data, digest_size=12, person=b"advname1").hexdigest()
+
+
 def test_the_plugin_finds_each_users_names_by_the_same_digest_as_python(tmp_path: Path) -> None:
     export = json.loads(json.dumps(EXPORT))
     export["users"]["bob"] = {
