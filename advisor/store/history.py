@@ -17,13 +17,22 @@ from advisor.store.connection import Store
 _KEY_COLUMNS = "kind = ? AND user = ? AND name = ? AND partition = ?"
 
 
+def stored_key(store: Store, key: HistoryKey) -> HistoryKey:
+    """The key as the cache holds it: in a published copy a job name is a digest (store.names)."""
+    if key.kind == "user+name" and store.published:
+        from advisor.store.names import name_key
+
+        return key._replace(name=name_key(key.user, key.name))
+    return key
+
+
 def load_key_states(store: Store, keys: Iterable[HistoryKey]) -> dict[HistoryKey, KeyState]:
     """The stored states of these keys (keys never seen are absent)."""
     found: dict[HistoryKey, KeyState] = {}
     for key in keys:
         row = store.conn.execute(
             f"SELECT runs, cap, completed, kills FROM history_keys WHERE {_KEY_COLUMNS}",  # noqa: S608 - constant
-            tuple(key),
+            tuple(stored_key(store, key)),
         ).fetchone()
         if row is not None:
             found[key] = _state(row)
@@ -103,7 +112,7 @@ def advised_in_flight(store: Store, key: HistoryKey, *, since: str) -> int:
     a lost job from holding a key's budget forever.
     """
     params: tuple[str, ...] = {
-        "user+name": (key.user, key.name),
+        "user+name": (key.user, stored_key(store, key).name),
         "user+partition": (key.user, key.partition),
         "user": (key.user,),
     }[key.kind]

@@ -319,7 +319,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 512 KiB tmpfs (root only)."""
     folder = tmp_path / "small"
     folder.mkdir()
-    mounted = run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(folder)])
+    # mode 0755: publish and export refuse a directory others may write (tmpfs makes it 1777)
+    mounted = run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0755", "tmpfs", str(folder)])
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
     try:

@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
+from advisor.store.names import name_key
 from tests.lua_plugin import INTERPRETERS, NO_VAL, PARTS, PLUGIN_SO, missing, run_cases
 
 EXPORT = {
-    "version": 1,
+    "version": 2,
+    "names": "blake2s-96:advname1",
     "generated_at": "now",
     "quantile": 0.95,
     "margin": 0.1,
@@ -34,7 +36,7 @@ EXPORT = {
         },
         "a b,c": {"partitions": {"cpu": {"limit_min": 4}}},
     },
-    "users": {"alice": {"tasks": {"align": {"partitions": {"cpu": {"limit_min": 20}}}}}},
+    "users": {"alice": {"tasks": {name_key("alice", "align"): {"partitions": {"cpu": {"limit_min": 20}}}}}},
 }
 
 
@@ -92,7 +94,7 @@ def test_plugin_sets_clamps_tags_and_otherwise_passes(lua: str, tmp_path: Path) 
 def test_the_users_own_entries_come_in_the_wrappers_order(lua: str, tmp_path: Path) -> None:
     """users[u].tasks[name], else tasks[name] (a model), else users[u].partitions (history)."""
     export = json.loads(json.dumps(EXPORT))
-    export["users"]["alice"]["tasks"]["sim.sh"] = {"partitions": {"cpu": {"limit_min": 188}}}
+    export["users"]["alice"]["tasks"][name_key("alice", "sim.sh")] = {"partitions": {"cpu": {"limit_min": 188}}}
     export["users"]["alice"]["partitions"] = {"cpu": {"limit_min": 75}, "fat": {"limit_min": 40}}
     export["users"]["bob"] = {"tasks": {}, "partitions": {"cpu": {"limit_min": 61}}}
     alice = {"user_name": "alice"}
@@ -125,16 +127,16 @@ def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
         tmp_path,
         [
             {"export_text": json.dumps(EXPORT), "job": job(), "parts": PARTS},
-            {"export_text": '{"version": 1, "tasks": {', "job": job(), "parts": PARTS},
+            {"export_text": '{"version": 2, "tasks": {', "job": job(), "parts": PARTS},
             {"job": job(), "parts": PARTS},  # same corrupt file: logged once only
             {"export_text": json.dumps(changed), "job": job(), "parts": PARTS},
-            {"export_text": '{"version": 2}', "job": job(), "parts": PARTS},
+            {"export_text": '{"version": 1, "tasks": {"align": {"partitions": {"cpu": {"limit_min": 9}}}}}', "job": job(), "parts": PARTS},
             {
-                "export_text": '{"version": 1, "tasks": {"align": {"partitions": {"cpu": {"limit_min": "x"}}}}}',
+                "export_text": '{"version": 2, "tasks": {"align": {"partitions": {"cpu": {"limit_min": "x"}}}}}',
                 "job": job(),
                 "parts": PARTS,
             },
-            {"export_text": '{"version": 1, "tasks": {"align": []}}', "job": job(), "parts": PARTS},
+            {"export_text": '{"version": 2, "tasks": {"align": []}}', "job": job(), "parts": PARTS},
             {"delete": True, "job": job(), "parts": PARTS},
         ],
         lfs=lfs,
@@ -156,3 +158,113 @@ def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
         + " is not a valid limits file; jobs pass unchanged"
     ]
     assert results[2]["logs"] == []
+
+
+#: Names whose digests the plugin must compute as Python does: block edges, UTF-8, Slurm's limit.
+TWIN_NAMES = ["a", "sim.sh", "a b,c", "é", "🙂 x", "x" * 55, "x" * 56, "x" * 63, "x" * 64,
+              "x" * 65, "x" * 128, "ü" * 300, "y" * 1024]  # fmt: skip
+
+
+def test_name_key_is_hashlibs_blake2s() -> None:
+    import hashlib
+
+    for user, name in [("bob", n) for n in TWIN_NAMES] + [("", ""), ("é", "\udcff")]:
+        data = f"{user}\0{name}".encode("utf-8", "surrogateescape").replace(b"\xff", "\ufffd".encode())
+        assert name_key(user, name) == hashlib.blake2s(data, digest_size=12, person=b"advname1").hexdigest()
+
+
+def test_the_plugin_finds_each_users_names_by_the_same_digest_as_python(lua: str, tmp_path: Path) -> None:
+    export = json.loads(json.dumps(EXPORT))
+    export["users"]["bob"] = {
+        "tasks": {name_key("bob", name): {"partitions": {"cpu": {"limit_min": 100 + i}}}
+                  for i, name in enumerate(TWIN_NAMES)},
+        "partitions": {},
+    }
+    cases = [{"job": job(name, user_name="bob"), "parts": PARTS} for name in TWIN_NAMES]
+    cases[0]["export_text"] = json.dumps(export)
+    cases.append({"job": job(TWIN_NAMES[1], user_name="alice"), "parts": PARTS})  # bob's only
+    results = run_cases(lua, tmp_path, cases)
+    assert [r["time_limit"] for r in results] == [100 + i for i in range(len(TWIN_NAMES))] + [NO_VAL]
+
+
+def test_a_name_over_slurms_limit_is_left_alone(lua: str, tmp_path: Path) -> None:
+    """Finding 7: a 4 MiB name cost 2.46 s of plugin CPU before slurmctld rejected the job."""
+    export = json.loads(json.dumps(EXPORT))
+    for name in ("n" * 1024, "n" * 1025):
+        export["tasks"][name] = {"partitions": {"cpu": {"limit_min": 7}}}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(export), "job": job("n" * 1024), "parts": PARTS},
+            {"job": job("n" * 1025), "parts": PARTS},
+            {"job": job("n" * (4 << 20)), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [7, NO_VAL, NO_VAL]
+    assert results[1]["logs"] == results[2]["logs"] == [] and results[2]["comment"] == ""
+
+
+def test_the_tag_is_left_out_when_the_comment_would_pass_slurms_limit(lua: str, tmp_path: Path) -> None:
+    """Finding 8: a 1000-character --comment plus the tag made slurmctld reject the job."""
+    tag = "advisor:lua,action=set,limit=15,task=align"
+    fits = "c" * (1024 - len(tag) - 1)
+    export = json.loads(json.dumps(EXPORT))
+    wide = "é" * 400  # 800 bytes, 2400 once percent-encoded in the tag
+    export["tasks"][wide] = {"partitions": {"cpu": {"limit_min": 5}}}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(export), "job": job(comment="c" * 1000), "parts": PARTS},
+            {"job": job(comment=fits), "parts": PARTS},
+            {"job": job(comment=fits + "c"), "parts": PARTS},
+            {"job": job(wide), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [15, 15, 15, 5]  # the limit holds regardless
+    assert results[0]["comment"] == "c" * 1000
+    assert results[1]["comment"] == f"{fits} {tag}" and len(results[1]["comment"]) == 1024
+    assert results[2]["comment"] == fits + "c"
+    assert results[3]["comment"] == ""
+    assert all(len(r["comment"].encode()) <= 1024 for r in results)
+
+
+def test_the_limit_is_never_below_the_jobs_time_min(lua: str, tmp_path: Path) -> None:
+    """Finding 8: --time-min=600 without --time got a 15-minute limit (rejected)."""
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(EXPORT), "job": job(time_min=600), "parts": PARTS},
+            {"job": job(time_min=10), "parts": PARTS},
+            {"job": job(time_min=2000), "parts": PARTS},  # above cpu's MaxTime: Slurm decides
+            {"job": job(partition="cpu,fat", time_min=30), "parts": PARTS},
+            {"job": job(partition="cpu,fat", time_min=90), "parts": PARTS},
+        ],
+    )
+    got = [(r["time_limit"], r["time_min"]) for r in results]
+    assert got == [(600, 600), (15, 10), (NO_VAL, 2000), (60, 30), (NO_VAL, 90)]
+    assert results[0]["comment"] == "advisor:lua,action=set,limit=600,task=align"
+
+
+def test_an_export_over_the_bound_is_not_read(lua: str, tmp_path: Path) -> None:
+    padded = json.dumps(EXPORT) + " " * (32 << 20)
+    results = run_cases(lua, tmp_path, [{"export_text": padded, "job": job(), "parts": PARTS}])
+    assert results[0]["time_limit"] == NO_VAL
+    assert results[0]["logs"] == [f"error: advisor: {tmp_path / 'limits.json'} is {len(padded)} "
+                                  f"bytes, over {32 << 20}; jobs pass unchanged"]  # fmt: skip
+
+
+def test_a_comment_over_slurms_limit_is_left_alone(lua: str, tmp_path: Path) -> None:
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(EXPORT), "job": job(comment="c" * 1024), "parts": PARTS},
+            {"job": job(comment="c" * 1025), "parts": PARTS},
+            {"job": job(comment="c" * (4 << 20)), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [15, NO_VAL, NO_VAL]
+    assert results[0]["comment"] == "c" * 1024  # the limit, without room for the tag
