@@ -44,7 +44,8 @@ COPY_MODE = 0o644
 #: The history policy's in-flight horizon (history/lookup.py), and a day for clocks and lag.
 HORIZON = timedelta(days=8)
 
-#: What the copy holds: per table, the SELECT over the cache (schema src) whose rows it gets.
+#: What the copy holds: per table, the SELECT over the cache (schema src) whose rows it gets
+#: (after the columns it fills, where it does not fill them all).
 #: ``:since`` is the start of the horizon; name_key() and public_mark() are the functions of
 #: store/names.py and advisor/spool.py.
 ALLOWED: dict[str, str] = {
@@ -58,12 +59,14 @@ ALLOWED: dict[str, str] = {
     "history_keys": "SELECT kind, user, CASE WHEN kind = 'user+name' THEN name_key(user, name) "
     "ELSE name END, partition, runs, cap, completed, kills, updated_at FROM src.history_keys",
     "history_site": "SELECT * FROM src.history_site",
-    "advice": "SELECT id, created_at, user, CASE WHEN task IS NULL THEN NULL ELSE "
-    "name_key(user, task) END, partition, NULL, NULL, NULL, NULL, policy, '[]', cluster, job_id, "
-    "outcome, NULL, NULL, NULL, NULL FROM src.advice WHERE policy = 'history' AND outcome = "
-    "'submitted' AND job_id IS NOT NULL AND created_at >= :since",
-    "accounting_jobs": "SELECT cluster, job_id, job_id_raw, '', '', '', '', '[]', 0, NULL, 0, NULL, "
-    "'', NULL, NULL, NULL, NULL, '', '' FROM src.accounting_jobs WHERE \"end\" >= :since",
+    # the tables below name their columns: a column a later migration adds gets its default
+    "advice": "(id, created_at, user, task, partition, policy, argv, cluster, job_id, outcome) "
+    "SELECT id, created_at, user, CASE WHEN task IS NULL THEN NULL ELSE name_key(user, task) END, "
+    "partition, policy, '[]', cluster, job_id, outcome FROM src.advice WHERE policy = 'history' "
+    "AND outcome = 'submitted' AND job_id IS NOT NULL AND created_at >= :since",
+    "accounting_jobs": "(cluster, job_id, job_id_raw, name, user, account, partition, nodes, cpus, "
+    "elapsed_s, state, comment, ingested_at) SELECT cluster, job_id, job_id_raw, '', '', '', '', "
+    "'[]', 0, 0, '', '', '' FROM src.accounting_jobs WHERE \"end\" >= :since",
     "watermarks": "SELECT source, public_mark(value), updated_at FROM src.watermarks "
     "WHERE source LIKE 'spool:%' AND public_mark(value) IS NOT NULL",
 }
