@@ -9,13 +9,19 @@ site budget.  The caller commits the batch together with its watermark.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from advisor.accounting.censored import update_censored
-from advisor.accounting.mapping import job_observation, job_tag, was_advised
+from advisor.accounting.mapping import (
+    advice_job_id,
+    job_observation,
+    job_tag,
+    recorded_advice,
+    was_advised,
+)
 from advisor.history.book import HistoryBook
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
@@ -23,6 +29,7 @@ from advisor.models.online import update_online
 from advisor.models.reference import ReferenceModel
 from advisor.slurm.records import JobRecord
 from advisor.store.accounting import add_jobs, stored_job_ids
+from advisor.store.advice import AppliedLimit, applied_limits
 from advisor.store.connection import Store
 from advisor.store.history import load_key_states, load_site, save_key_states, save_site
 from advisor.store.observations import Observation, add_observations
@@ -102,10 +109,11 @@ class Ingestor:
         book = HistoryBook(
             load_key_states(self.store, sorted(keys)), load_site(self.store), config=self.config
         )
+        applied = applied_limits(self.store, filter(None, map(advice_job_id, new)))
         observations = []
         for job in new:
             observations.append(job_observation(job, self.classes))
-            self._learn_history(book, job)
+            self._learn_history(book, job, applied)
             self.stats.states[job.state] += 1
         add_jobs(self.store, new)
         add_observations(self.store, observations)
@@ -117,8 +125,11 @@ class Ingestor:
         return len(new)
 
     @staticmethod
-    def _learn_history(book: HistoryBook, job: JobRecord) -> None:
-        advised = was_advised(job, job_tag(job))
+    def _learn_history(
+        book: HistoryBook, job: JobRecord, applied: Mapping[int, Sequence[AppliedLimit]]
+    ) -> None:
+        tag = job_tag(job)
+        advised = was_advised(job, tag)
         key: HistoryKey | None = None
         if advised:
             key = book.propose_key(keys_for(job.user, job.name, job.partition))
@@ -130,6 +141,7 @@ class Ingestor:
             state=job.state,
             advised=advised,
             advised_key=key,
+            recorded=advised and recorded_advice(job, tag, applied),
         )
 
     def _learn_model(self, observation: Observation) -> None:

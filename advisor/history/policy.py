@@ -22,7 +22,10 @@ Why these rules (one configuration, fixed here, not fitted to any log):
   advised limit" over the last ~1000 finished jobs; above 3 % every further kill doubles a
   site-wide widening of all limits, which relaxes back once the rate is under half the budget.
   It catches correlated slow-downs (a degraded file system makes every job slower), which
-  per-key learning notices too late.
+  per-key learning notices too late.  Only kills at a limit the advisor recorded setting (an
+  advice row of the job's own user, not a comment tag anyone can write) count, and per user
+  first (advisor.history.book): a user's further kills widen that user's own limits, so one
+  user alone adds at most 1/(window + 1) ≈ 2 % to the site's rate and cannot trip it.
 * **Never above the user's request or the partition's MaxTime** (``clamp``).
 """
 

@@ -6,10 +6,11 @@ paired runs, the paper's baselines are fitted on the same runs, and every other 
 the task gets an online model: the transferred prior updated with that class's runs.
 Censored runs (killed at their limit) are lower bounds, not runtimes, and are left out.
 
-Only runs without a user (what the administrator imported) shape these shared models.  Runs
-of a user's jobs (ingested from accounting) become that user's own statistics per task and
-class (``UserRuns``), which refine that user's predictions alone: a user cannot move another
-user's limits by running jobs of the same name.
+Only runs the administrator imported (no user, not from accounting) shape these shared
+models.  Runs of a user's jobs (ingested from accounting) become that user's own statistics per
+task and class (``UserRuns``), which refine that user's predictions alone: a user cannot move
+another user's limits by running jobs of the same name.  A job from accounting without a user
+is kept for the reports and learned by no model.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def learn_models(
     """All shared rows and summaries from the runs without a user (pure: no cache involved)."""
     grouped: dict[str, dict[str, list[Observation]]] = {}
     for obs in observations:
-        if obs.censored or obs.runtime_s < 0 or obs.user:
+        if obs.censored or obs.runtime_s < 0 or obs.user or obs.from_accounting:
             continue
         grouped.setdefault(obs.task, {}).setdefault(_class_of(obs, context), []).append(obs)
     rows: list[TaskModelRow] = []

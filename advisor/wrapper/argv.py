@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from advisor.errors import UsageError
 from advisor.insitu import MAX_STEPS
 from advisor.lite import NamedTuple
+from advisor.text import ascii_int
 from advisor.wrapper.sbatch_options import (
     LONG_OPTIONS,
     SHORT_OPTIONS,
@@ -97,8 +98,8 @@ class CommandLine(NamedTuple):
 
 
 def _float(option: str, text: str, low: float, high: float, *, open_high: bool) -> float:
-    try:
-        value = float(text)
+    try:  # ASCII only: float() also reads '٠.٩' and '０.９'
+        value = float(text) if text.isascii() else math.nan
     except ValueError:
         value = math.nan
     ok = math.isfinite(value) and low <= value and (value < high if open_high else value <= high)
@@ -242,14 +243,12 @@ def _advisor_options(settings: dict[str, object], inputs: list[str]) -> AdvisorO
     insitu, steps = text("insitu"), text("steps")
     if steps is not None and insitu is None:
         raise UsageError("advisor sbatch: --steps goes with --insitu STEPS_FILE")
-    # isascii: '²'.isdigit() is True but int('²') raises ValueError
-    if steps is not None and not (
-        steps.isascii() and steps.isdigit() and len(steps) <= 16 and 0 < int(steps) <= MAX_STEPS
-    ):
+    count = ascii_int(steps, max_digits=16) if steps is not None else None
+    if steps is not None and not (count is not None and 0 < count <= MAX_STEPS):
         raise UsageError(f"advisor sbatch: --steps needs a whole number of steps, got {steps!r}")
     return AdvisorOptions(
         insitu=insitu,
-        steps=int(steps) if steps is not None else None,
+        steps=count,
         task=task,
         inputs=tuple(inputs),
         dry_run=bool(settings.get("dry_run")),
