@@ -62,7 +62,7 @@ def _end_order(job: JobRecord) -> tuple[datetime, int, str]:
 
 
 def modelled_tasks(store: Store) -> dict[str, int]:
-    """Tasks with a fitted model, and the input size the wrapper assumes without --input.
+    """Tasks with a fitted model, and the input size the wrapper assumes without --advisor-input.
 
     Only these tasks' runs can update a model online.  A job whose tag records no input size
     teaches the model at that assumed size (the largest training input, the size its limit

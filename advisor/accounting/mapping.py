@@ -81,7 +81,7 @@ def observation_source(cluster: str) -> str:
 def job_observation(job: JobRecord, classes: Mapping[str, str]) -> Observation:
     """The observation of a finished job; a TIMEOUT is censored (the runtime is a lower bound)."""
     tag = job_tag(job)
-    input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --input
+    input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --advisor-input
     return Observation(
         source=observation_source(job.cluster),
         source_key=job.job_id,

@@ -128,7 +128,7 @@ class Proposal(NamedTuple):
     floor_s: float
 
     def explanation(self) -> str:
-        """One line for --explain and the advice record."""
+        """One line for --advisor-explain and the advice record."""
         widen = f" × {self.widen:.2f} (site kill budget)" if self.widen > 1.0 else ""
         return (
             f"history of {self.key.label()}: longest of the last {self.runs} runs "

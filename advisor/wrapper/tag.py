@@ -2,8 +2,8 @@
 
 Format: ``advisor:<source>,action=<a>,limit=<minutes>[,q=<quantile>][,task=<task>][,in=<bytes>]``
 with the task percent-encoded (bytes outside ``A-Za-z0-9._~-``), so commas and spaces in
-user-chosen names cannot break the fields; ``in`` is the input size measured from ``--input``,
-which accounting learns the run at.  Sources: ``wrapper`` (a task model), ``history`` (the
+user-chosen names cannot break the fields; ``in`` is the input size measured from
+``--advisor-input``, which accounting learns the run at.  Sources: ``wrapper`` (a task model), ``history`` (the
 history policy), ``lua`` (slurm/job_submit.lua, same format).  The tag is appended to the
 user's own comment after a space.  Anyone can write a tag into a comment; what a forged one
 claims reaches only the forger's own models (advisor.models.online).
@@ -83,6 +83,5 @@ def parse_tag(comment: str) -> Tag | None:
     task = storable(percent_decode(fields["task"])) if "task" in fields else None
     size = ascii_int(fields.get("in", ""), max_digits=19)
     input_bytes = size if size is not None and size <= _MAX_BYTES else None
-    return Tag(
-        match.group(1), fields.get("action", ""), limit, _quantile(fields.get("q")), task, input_bytes
-    )
+    quantile = _quantile(fields.get("q"))
+    return Tag(match.group(1), fields.get("action", ""), limit, quantile, task, input_bytes)

@@ -129,9 +129,9 @@ def test_the_wrapper_reads_numbers_as_sbatch_does_ascii_only(digits: str) -> Non
     with pytest.raises(InputError):
         parse_timelimit(digits)
     with pytest.raises(UsageError):
-        parse_command_line(["--quantile", f"0.{digits}", "job.sh"])
+        parse_command_line(["--advisor-quantile", f"0.{digits}", "job.sh"])
     with pytest.raises(UsageError):
-        parse_command_line(["--insitu", "steps.csv", "--steps", digits, "job.sh"])
+        parse_command_line(["--advisor-insitu", "steps.csv", "--advisor-steps", digits, "job.sh"])
 
 
 # --- finding 10: forged tags on one's own jobs trip the site-wide kill budget ---------------------
