@@ -188,38 +188,28 @@ def test_forged_tags_on_ones_own_timeouts_do_not_widen_another_users_limit(
     assert runs == ((65.0, True),) * 40  # mallory's own key learns the kills
 
 
-def test_advice_rows_of_ones_own_count_once_per_user_for_the_site(
-    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("killed", "recorded_by", "minutes"),
+    [
+        # mallory's own spool can hold advice rows for mallory's own jobs: one user alone still
+        # does not trip the site budget (a user's first kill in a window counts, no more).
+        ("mallory", None, 70),
+        # The circuit breaker still works: a slow-down that kills one advised job of each of
+        # 40 users (advice rows their wrappers recorded) widens everyone's limit.
+        ("40 users", None, 1120),
+        # An advice row of another user's (mallory's spool claiming their job ids) proves nothing.
+        ("40 users", "mallory", 70),
+    ],
+)
+def test_only_kills_the_advisor_recorded_count_and_per_user_first(
+    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], killed: str,
+    recorded_by: str | None, minutes: int,
 ) -> None:
-    # mallory's own spool can hold advice rows for mallory's own jobs: a user alone must still
-    # not trip the site budget (one kill per user and window counts for the site).
     ingest(capsys, cache, tmp_path / "alice.txt", alices_history())
-    flood = [timed_out(2000 + i, "mallory") for i in range(40)]
-    record_limits(cache, flood)
-    ingest(capsys, cache, tmp_path / "flood.txt", flood)
-    assert alices_limit_min(cache) == 70
-
-
-def test_kills_recorded_for_many_users_still_widen_every_limit(
-    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # The circuit breaker still works: a slow-down that kills one advised job of each of 40
-    # users (advice rows recorded by their wrappers) widens everyone's limit.
-    ingest(capsys, cache, tmp_path / "alice.txt", alices_history())
-    kills = [timed_out(2000 + i, f"user{i}") for i in range(40)]
-    record_limits(cache, kills)
+    kills = [timed_out(2000 + i, "mallory" if killed == "mallory" else f"user{i}") for i in range(40)]
+    record_limits(cache, kills, user=recorded_by)
     ingest(capsys, cache, tmp_path / "kills.txt", kills)
-    assert alices_limit_min(cache) == 1120
-
-
-def test_an_advice_row_of_another_user_proves_nothing(
-    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    ingest(capsys, cache, tmp_path / "alice.txt", alices_history())
-    kills = [timed_out(2000 + i, f"user{i}") for i in range(40)]
-    record_limits(cache, kills, user="mallory")  # mallory's spool claiming their job ids
-    ingest(capsys, cache, tmp_path / "kills.txt", kills)
-    assert alices_limit_min(cache) == 70
+    assert alices_limit_min(cache) == minutes
 
 
 # --- finding 11: spool rows claiming another user's job ids ---------------------------------------
