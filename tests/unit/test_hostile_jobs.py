@@ -254,7 +254,7 @@ def test_a_job_without_a_user_moves_no_shared_model(
 
     before = alices_p95()
     slow = [job(3000 + i, user="", name="align", elapsed_s=5000, timelimit_s=7200,
-                comment=f"advisor:wrapper,action=set,limit=120,task=align,in={3 * GB}")
+                comment=f"advisor:wrapper,action=set,limit=120,task=align,in={int(3 * GB)}")
             for i in range(20)]  # fmt: skip
     ingest(capsys, cache, tmp_path / "slow.txt", slow)
     assert alices_p95() == before
