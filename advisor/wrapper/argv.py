@@ -124,7 +124,10 @@ class CommandLine(NamedTuple):
         given = ", ".join(self.retired)
         meant = ", ".join(PREFIX + name[2:] for name in self.retired)
         are, s = ("are", "s") if len(self.retired) > 1 else ("is", "")
-        return f"advisor: warning: sbatch reads {given} as its own option{s}; the advisor's {are} {meant}"
+        return (
+            f"advisor: warning: sbatch reads {given} as its own option{s}; "
+            f"the advisor's {are} {meant}"
+        )
 
 
 def _float(option: str, text: str, low: float, high: float, *, open_high: bool) -> float:

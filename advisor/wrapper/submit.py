@@ -90,7 +90,7 @@ def _reads_stdin(cmd: CommandLine) -> bool:
     return cmd.sbatch.script_index is None and "wrap" not in names and not names & _INFO_OPTIONS
 
 
-def _translated(
+def translated_options(
     text: str | None,
     source: str,
     command_line: Sequence[Option],
@@ -123,7 +123,9 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
     directives = read_directives(text, source=source) if text is not None else None
     if directives is not None:
         script_options, _ = parse_options(directives.words)
-    translated, refused = _translated(text, source, sbatch.options, script_options, side.env)
+    translated, refused = translated_options(
+        text, source, sbatch.options, script_options, side.env
+    )
     request = job_request(sbatch.options, side.env, script_options, translated)
     task = task_name(cmd.advisor.task, request, sbatch.script if stdin is None else "sbatch")
     names = {o.name for o in sbatch.options}

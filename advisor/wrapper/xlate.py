@@ -1,7 +1,7 @@
 """``#BSUB`` and ``#PBS`` directives, read the way sbatch translates them (src/sbatch/xlate.c).
 
 After the ``#SBATCH`` lines, sbatch 22.05 scans the script for ``#BSUB`` lines, else for
-``#PBS`` lines (one kind only: any ``#BSUB`` line and every ``#PBS`` line is ignored), parses
+``#PBS`` lines (one kind only: with any ``#BSUB`` line, every ``#PBS`` line is ignored), parses
 their words with getopt_long against LSF's or PBS's own options and sets the sbatch options they
 map to.  So they override ``#SBATCH`` lines, and ``SBATCH_*`` variables and the command line
 override them (advisor.wrapper.request).  Unlike ``#SBATCH``, the scan does not stop at the
@@ -20,8 +20,8 @@ Of what they set, the advisor needs the time limit, the partition and the job na
   is ``--partition``, ``-N N`` (``--job_name``) is ``--job-name``.
 
 Every rule here was observed on the installed sbatch (22.05.8, ``sbatch -v`` against a
-controller that does not exist, so nothing is submitted); tests/integration/test_sbatch_reading.py
-compares both on many scripts.
+controller that does not exist, so nothing is submitted);
+tests/integration/test_sbatch_reading.py compares both on many scripts.
 """
 
 from __future__ import annotations
@@ -227,7 +227,9 @@ def _bsub_cwd(dialect: Dialect, words: Sequence[str]) -> list[str]:
     return ["-c" if word == "-cwd" and i % 2 == 0 else word for i, word in enumerate(words)]
 
 
-def ignored(command_line: Sequence[Option], script: Sequence[Option], env: Mapping[str, str]) -> bool:
+def ignored(
+    command_line: Sequence[Option], script: Sequence[Option], env: Mapping[str, str]
+) -> bool:
     """True when sbatch skips the translation (``--ignore-pbs``, ``SBATCH_IGNORE_PBS``)."""
     return "SBATCH_IGNORE_PBS" in env or any(
         option.name == "ignore-pbs" for option in (*command_line, *script)

@@ -18,7 +18,7 @@ from advisor.slurm.timefmt import parse_timelimit
 from advisor.wrapper.argv import parse_command_line, parse_options
 from advisor.wrapper.request import JobRequest, job_request
 from advisor.wrapper.script import read_directives
-from advisor.wrapper.submit import _translated
+from advisor.wrapper.submit import translated_options
 from advisor.wrapper.xlate import resource_times, translate_directives
 from tests.sbatch_oracle import RECORDED
 
@@ -43,7 +43,9 @@ def wrapper_reads(script: str, args: list[str], env: dict[str, str]) -> tuple[Jo
     cmd = parse_command_line([*args, "job.sh"])
     directives = read_directives(script)
     script_options, _ = parse_options(directives.words)
-    translated, refused = _translated(script, "job.sh", cmd.sbatch.options, script_options, env)
+    translated, refused = translated_options(
+        script, "job.sh", cmd.sbatch.options, script_options, env
+    )
     return job_request(cmd.sbatch.options, env, script_options, translated), refused, directives.hetjob
 
 
