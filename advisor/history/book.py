@@ -89,7 +89,8 @@ class HistoryBook:
         """
         advised = advised or advised_key is not None
         killed = advised and state == "TIMEOUT"
-        site_kill = killed and (advised if recorded is None else recorded) and self._first_kill(user)
+        proven = advised if recorded is None else recorded
+        site_kill = killed and proven and self._first_kill(user)
         if state in LEARNED_STATES and runtime_s >= 0:
             for key in keys_for(user, name, partition):
                 current = self.states.get(key) or KeyState()
@@ -106,10 +107,11 @@ class HistoryBook:
     def _first_kill(self, user: str | None) -> bool:
         """Per user first: whether a kill of this user's counts for the site budget.
 
-        It counts only while none of the user's last ``window`` runs was killed, so one user alone adds at most 1/(window + 1) ≈ 2 % to the
-        site's kill rate, under its 3 % budget.  Further kills widen that user's own limits
-        (a killed run enters every key of the user at its limit, raising the basis).  A job
-        without a user has no window of its own and counts for nobody.
+        It counts only while none of the user's last ``window`` runs was killed, so one user
+        alone adds at most 1/(window + 1) ≈ 2 % to the site's kill rate, under its 3 % budget.
+        Further kills widen that user's own limits (a killed run enters every key of the user
+        at its limit, raising the basis).  A job without a user has no window of its own and
+        counts for nobody.
         """
         keys = keys_for(user, None, None)
         if not keys:
