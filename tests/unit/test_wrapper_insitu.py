@@ -1,4 +1,4 @@
-"""``advisor sbatch --insitu``: the in situ makespan through the wrapper's normal limit path."""
+"""``advisor sbatch --advisor-insitu``: the in situ makespan through the wrapper's normal limit path."""
 
 from __future__ import annotations
 
