@@ -26,8 +26,10 @@ HELP = f"""usage: {USAGE}
 
 A drop-in sbatch: without --time, the job gets the predicted upper quantile of its runtime on
 each candidate partition's node classes, plus a margin, rounded up to minutes and clamped to the
-partition's MaxTime.  Every sbatch option and script argument reaches sbatch unchanged; if the
-advisor fails, your arguments go to sbatch as they are, with one warning line.
+partition's MaxTime.  The job's options are read as sbatch reads them (command line, SBATCH_*
+variables, the #BSUB or #PBS lines sbatch translates, #SBATCH lines).  Every sbatch option and
+script argument reaches sbatch unchanged; if the advisor fails, your arguments go to sbatch as
+they are, with one warning line.
 
 advisor options (exact names, before the script; all start with --advisor-, because sbatch
 takes any unique abbreviation of its own options: --task=4 is its --tasks-per-node=4, so no
