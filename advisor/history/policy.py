@@ -25,7 +25,8 @@ Why these rules (one configuration, fixed here, not fitted to any log):
   per-key learning notices too late.  Only kills at a limit the advisor recorded setting (an
   advice row of the job's own user, not a comment tag anyone can write) count, and per user
   first (advisor.history.book): a user's further kills widen that user's own limits, so one
-  user alone adds at most 1/(window + 1) ≈ 2 % to the site's rate and cannot trip it.
+  user alone adds at most 1/(window + 1) ≈ 2 % to the site's rate and cannot trip it.  So
+  the limits slurm/job_submit.lua sets (a tag, no advice row) teach their users' keys only.
 * **Never above the user's request or the partition's MaxTime** (``clamp``).
 """
 
