@@ -19,9 +19,11 @@ Of what they set, the advisor needs the time limit, the partition and the job na
   ``xwalltime=5`` counts, and ``software=walltime=5`` does not); ``-q Q`` (``--destination``)
   is ``--partition``, ``-N N`` (``--job_name``) is ``--job-name``.
 
-Every rule here was observed on the installed sbatch (22.05.8, ``sbatch -v`` against a
-controller that does not exist, so nothing is submitted);
-tests/integration/test_sbatch_reading.py compares both on many scripts.
+The rules come from Slurm's source (SchedMD/slurm@08c0aca4a8b9:src/sbatch/xlate.c for the
+option tables and the scans; src/sbatch/opt.c, process_options_second_pass, for the order
+#SBATCH, translation, environment, command line), and every one was observed on the installed
+sbatch (22.05.8, ``sbatch -v`` against a controller that does not exist, so nothing is
+submitted); tests/integration/test_sbatch_reading.py compares both on many scripts.
 """
 
 from __future__ import annotations
