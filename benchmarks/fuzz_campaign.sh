@@ -45,7 +45,7 @@ half a tests/fuzz/test_fuzz_planner.py tests/fuzz/test_fuzz_wrapper.py tests/fuz
 a=$!
 half b tests/fuzz/test_fuzz_slurm_text.py tests/fuzz/test_fuzz_accounting.py \
     tests/fuzz/test_fuzz_imports.py tests/fuzz/test_fuzz_options.py \
-    tests/fuzz/test_fuzz_insitu_nodes.py &
+    tests/fuzz/test_fuzz_insitu_nodes.py tests/fuzz/test_fuzz_tags.py &
 b=$!
 status=0
 wait "$a" || status=1

@@ -9,13 +9,20 @@ site budget.  The caller commits the batch together with its watermark.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from advisor.accounting.censored import update_censored
-from advisor.accounting.mapping import history_name, job_observation, job_tag, was_advised
+from advisor.accounting.mapping import (
+    advice_job_id,
+    history_name,
+    job_observation,
+    job_tag,
+    recorded_advice,
+    was_advised,
+)
 from advisor.history.book import HistoryBook
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
@@ -23,6 +30,7 @@ from advisor.models.online import update_online
 from advisor.models.reference import ReferenceModel
 from advisor.slurm.records import JobRecord
 from advisor.store.accounting import add_jobs, stored_job_ids
+from advisor.store.advice import AppliedLimit, applied_limits
 from advisor.store.connection import Store
 from advisor.store.history import load_key_states, load_site, save_key_states, save_site
 from advisor.store.observations import Observation, add_observations
@@ -55,7 +63,7 @@ def _end_order(job: JobRecord) -> tuple[datetime, int, str]:
 
 
 def modelled_tasks(store: Store) -> dict[str, int]:
-    """Tasks with a fitted model, and the input size the wrapper assumes without --input.
+    """Tasks with a fitted model, and the input size the wrapper assumes without --advisor-input.
 
     Only these tasks' runs can update a model online.  A job whose tag records no input size
     teaches the model at that assumed size (the largest training input, the size its limit
@@ -102,10 +110,11 @@ class Ingestor:
         book = HistoryBook(
             load_key_states(self.store, sorted(keys)), load_site(self.store), config=self.config
         )
+        applied = applied_limits(self.store, filter(None, map(advice_job_id, new)))
         observations = []
         for job in new:
             observations.append(job_observation(job, self.classes))
-            self._learn_history(book, job)
+            self._learn_history(book, job, applied)
             self.stats.states[job.state] += 1
         add_jobs(self.store, new)
         add_observations(self.store, observations)
@@ -117,8 +126,11 @@ class Ingestor:
         return len(new)
 
     @staticmethod
-    def _learn_history(book: HistoryBook, job: JobRecord) -> None:
-        advised = was_advised(job, job_tag(job))
+    def _learn_history(
+        book: HistoryBook, job: JobRecord, applied: Mapping[int, Sequence[AppliedLimit]]
+    ) -> None:
+        tag = job_tag(job)
+        advised = was_advised(job, tag)
         name = history_name(job)
         key: HistoryKey | None = None
         if advised:
@@ -131,6 +143,7 @@ class Ingestor:
             state=job.state,
             advised=advised,
             advised_key=key,
+            recorded=advised and recorded_advice(job, tag, applied),
         )
 
     def _learn_model(self, observation: Observation) -> None:

@@ -9,11 +9,13 @@ when the wrapper recorded one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from advisor.accounting.swf import MAX_TIME_S, SwfJob
 from advisor.slurm.records import JobRecord
+from advisor.store.advice import AppliedLimit
 from advisor.store.observations import Observation
 from advisor.taskkey import task_key
 from advisor.wrapper.tag import Tag, parse_tag
@@ -42,6 +44,35 @@ def was_advised(job: JobRecord, tag: Tag | None) -> bool:
     )
 
 
+def advice_job_id(job: JobRecord) -> int | None:
+    """The id the wrapper recorded for the job (sbatch's), or None.
+
+    An array's elements (``49_1``) and a heterogeneous job's components (``50+0``) start with it.
+    """
+    digits = re.match(r"[0-9]{1,18}", job.job_id)
+    return int(digits.group()) if digits else None
+
+
+def recorded_advice(
+    job: JobRecord, tag: Tag | None, applied: Mapping[int, Sequence[AppliedLimit]]
+) -> bool:
+    """True when the advisor's own record says that it set the job's limit.
+
+    That record is an advice row of the job's user, of its cluster (a row without one needs the
+    job's tag), with the job's limit.  A tag is the job owner's word (anyone can write one into a comment); an advice row of
+    another user claims someone else's job id and proves nothing either.
+    """
+    job_id = advice_job_id(job)
+    if job_id is None or job.timelimit_s is None or not job.user:
+        return False
+    return any(
+        row.user == job.user
+        and row.limit_s == job.timelimit_s
+        and (row.cluster == job.cluster or (row.cluster is None and tag is not None))
+        for row in applied.get(job_id, ())
+    )
+
+
 def node_class_of(nodes: tuple[str, ...], classes: Mapping[str, str]) -> str | None:
     """The one class of all the job's nodes, or None (unclassified or mixed)."""
     found = {classes.get(node) for node in nodes}
@@ -58,7 +89,7 @@ def observation_source(cluster: str) -> str:
 def job_observation(job: JobRecord, classes: Mapping[str, str]) -> Observation:
     """The observation of a finished job; a TIMEOUT is censored (the runtime is a lower bound)."""
     tag = job_tag(job)
-    input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --input
+    input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --advisor-input
     return Observation(
         source=observation_source(job.cluster),
         source_key=job.job_id,

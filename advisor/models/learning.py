@@ -6,10 +6,11 @@ published ('paper') are fitted there, the CPU weight comes from the twin's paire
 paper's baselines are fitted on the same runs, and every other class that ran the task gets an
 online model: the transferred prior updated with that class's runs.
 
-Only runs without a user (what the administrator imported) shape these shared models.  Runs
-of a user's jobs (ingested from accounting) become that user's own statistics per task and
+Only runs the administrator imported (no user, not from accounting) shape these shared
+models.  Runs of a user's jobs (ingested from accounting) become that user's own statistics per task and
 class (``UserRuns``), which refine that user's predictions alone: a user cannot move another
-user's limits by running jobs of the same name.
+user's limits by running jobs of the same name.  A job from accounting without a user is kept
+for the reports and learned by no model.
 
 Everything but the reference fit is a replay of the runs in the order they were stored, as
 accounting learnt them online: an exact run joins its class model (shared, or its user's own
@@ -118,7 +119,7 @@ def learn_task(
 
 
 def _shared(obs: Observation) -> bool:
-    return not obs.user
+    return not obs.user and not obs.from_accounting
 
 
 class _Replay:
@@ -194,8 +195,8 @@ def learn_models(
     replay = _Replay(references, context, tau)
     for obs in observations:
         found = references.get(obs.task)
-        if found is None or obs.runtime_s < 0:
-            continue
+        if found is None or obs.runtime_s < 0 or (obs.from_accounting and not obs.user):
+            continue  # a job from accounting without a user teaches no model
         node_class = _class_of(obs, context)
         if _shared(obs) and not obs.censored and node_class == found.reference:
             continue  # in the reference fit

@@ -2,7 +2,7 @@
 
 Users who call plain ``sbatch`` get the same limits from slurmctld's Lua plugin.  The plugin
 knows a job's name, user and partitions but not its input: the export predicts for the largest
-training input of each task, as the wrapper does without ``--input``.  ``tasks`` holds what
+training input of each task, as the wrapper does without ``--advisor-input``.  ``tasks`` holds what
 the shared models say; ``users[NAME]`` what is that user's own: ``tasks`` refined by the user's
 runs, or the history policy's limit for a job name without a model, and ``partitions`` the
 history policy's limit for the user's other jobs (user + partition, else user).  The plugin
@@ -136,7 +136,7 @@ def _fits(name: str) -> bool:
 def task_limits(
     snapshot: Snapshot, tasks: Iterable[str], options: AdvisorOptions
 ) -> dict[str, dict[str, Any]]:
-    """Per task, each partition's limit in minutes, as the wrapper sets it without --input."""
+    """Per task, each partition's limit in minutes, as the wrapper sets it without an input."""
     names = sorted(snapshot.partitions)
     found: dict[str, Any] = {}
     for task in filter(_fits, tasks):

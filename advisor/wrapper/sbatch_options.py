@@ -3,9 +3,12 @@
 The table was read off the installed sbatch (slurm-wlm 22.05.8, then 24.11.5) by probing it:
 ``--NAME=x`` and ``--NAME`` for every option name in the man pages and in libslurmfull's strings,
 ``-X`` and ``-Xq`` for every letter; getopt's own messages ("requires an argument", "doesn't
-allow an argument") say which is which.  It holds the options of both versions (the short ones
-are the same), so that one table serves every cluster; ``ONLY_IN`` names those one version
-lacks.  tests/integration/test_wrapper.py probes the installed sbatch again and compares.
+allow an argument") say which is which, and getopt itself lists every long option that starts
+with a letter (``sbatch --c``: "option '--c' is ambiguous; possibilities: ..."), so none is
+missed: ``--cluster`` (an alias of ``--clusters``), ``--context`` and ``--ntasks-per-tres`` are
+in no man page.  It holds the options of both versions (the short ones are the same), so that
+one table serves every cluster; ``ONLY_IN`` names those one version lacks.
+tests/integration/test_wrapper.py probes the installed sbatch again and compares both ways.
 
 sbatch parses with ``getopt_long`` in POSIX mode: options stop at the first non-option (the
 script) or at ``--``; a long option may be abbreviated to any unambiguous prefix; an optional
@@ -15,6 +18,7 @@ value must be attached (``--nice=5``; ``--nice 5`` makes 5 the script).
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 
 class Arg(enum.Enum):
@@ -30,15 +34,16 @@ _NONE = (
     "requeue spread-job test-only usage use-min-nodes verbose version wait"
 )
 _REQUIRED = (
-    "account acctg-freq array batch bb bbf begin chdir cluster-constraint clusters comment "
-    "constraint container core-spec cores-per-socket cpu-freq cpus-per-gpu cpus-per-task deadline "
-    "delay-boot dependency distribution error exclude export export-file extra-node-info gid "
-    "gpu-bind gpu-freq gpus gpus-per-node gpus-per-socket gpus-per-task gres gres-flags hint input "
-    "job-name kill-on-invalid-dep licenses mail-type mail-user mcs-label mem mem-bind mem-per-cpu "
-    "mem-per-gpu mincpus network nodefile nodelist nodes ntasks ntasks-per-core ntasks-per-gpu "
-    "ntasks-per-node ntasks-per-socket open-mode output partition power prefer priority profile "
-    "qos reservation signal sockets-per-node switches tasks-per-node thread-spec threads-per-core "
-    "time time-min tmp uid wait-all-nodes wckey wrap"
+    "account acctg-freq array batch bb bbf begin chdir cluster cluster-constraint clusters "
+    "comment constraint container context core-spec cores-per-socket cpu-freq cpus-per-gpu "
+    "cpus-per-task deadline delay-boot dependency distribution error exclude export export-file "
+    "extra-node-info gid gpu-bind gpu-freq gpus gpus-per-node gpus-per-socket gpus-per-task "
+    "gres gres-flags hint input job-name kill-on-invalid-dep licenses mail-type mail-user "
+    "mcs-label mem mem-bind mem-per-cpu mem-per-gpu mincpus network nodefile nodelist nodes ntasks "
+    "ntasks-per-core ntasks-per-gpu ntasks-per-node ntasks-per-socket ntasks-per-tres open-mode "
+    "output partition power prefer priority profile qos reservation signal sockets-per-node "
+    "switches tasks-per-node thread-spec threads-per-core time time-min tmp uid wait-all-nodes "
+    "wckey wrap"
 )
 _OPTIONAL = "exclusive get-user-env nice no-kill propagate"
 # Added after 22.05 (present in 24.11).
@@ -75,14 +80,15 @@ class AmbiguousOption(ValueError):
     """A long option that abbreviates several sbatch options, or none."""
 
 
-def resolve_long(name: str) -> str:
-    """The full sbatch option a (possibly abbreviated) long name stands for, as getopt_long does.
+def resolve_long(name: str, table: Mapping[str, object] = LONG_OPTIONS) -> str:
+    """The full option a (possibly abbreviated) long name stands for, as getopt_long does.
 
-    An exact name wins; otherwise the name must be the prefix of exactly one option.
+    An exact name wins; otherwise the name must be the prefix of exactly one option of the
+    table (sbatch's own by default).
     """
-    if name in LONG_OPTIONS:
+    if name in table:
         return name
-    matches = [option for option in LONG_OPTIONS if option.startswith(name)]
+    matches = [option for option in table if option.startswith(name)]
     if len(matches) != 1:
         raise AmbiguousOption(name)
     return matches[0]

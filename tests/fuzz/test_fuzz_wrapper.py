@@ -365,5 +365,6 @@ def test_percent_encoded_tags_cannot_forge_fields() -> None:
 @pytest.mark.parametrize("steps", ["²", "٣", "9" * 5000, "1" * 17, "0", "-1", ""])
 def test_odd_step_counts_are_usage_errors(steps: str) -> None:
     # Regression: '²'.isdigit() is True but int('²') raised ValueError, and so did 5000 digits.
-    error = rejected(parse_command_line, ["--insitu", "steps.csv", "--steps", steps, "job.sh"])
-    assert "--steps" in error.message
+    argv = ["--advisor-insitu", "steps.csv", "--advisor-steps", steps, "job.sh"]
+    error = rejected(parse_command_line, argv)
+    assert "--advisor-steps" in error.message

@@ -49,7 +49,7 @@ def advisor(*args: str | Path, timeout_s: float = 300) -> subprocess.CompletedPr
 
 def held(cache: Path, name: str) -> list[str]:
     """``advisor sbatch`` of a held one-line job of TASK named name."""
-    return [*ADVISOR, "--db", str(cache), "sbatch", "--task", TASK, "-H", "-J", name,
+    return [*ADVISOR, "--db", str(cache), "sbatch", "--advisor-task", TASK, "-H", "-J", name,
             "--output=/dev/null", "--wrap", "true"]  # fmt: skip
 
 

@@ -170,7 +170,7 @@ def site(slurm_cluster: None) -> Iterator[Site]:
 
 
 def dry_run(site: Site, user: str, cache: Path) -> subprocess.CompletedProcess[str]:
-    return advisor_as(site, user, "--db", str(cache), "sbatch", "--dry-run", "-J", TASK,
+    return advisor_as(site, user, "--db", str(cache), "sbatch", "--advisor-dry-run", "-J", TASK,
                       "--wrap", "true")  # fmt: skip
 
 
@@ -229,7 +229,7 @@ def test_a_user_submits_through_the_copy_and_gets_the_advised_limit_without_a_wa
     site: Site,
 ) -> None:
     name = f"{TASK}-nobody"
-    done = advisor_as(site, "nobody", "--db", str(site.copy), "sbatch", "--task", TASK, "-H",
+    done = advisor_as(site, "nobody", "--db", str(site.copy), "sbatch", "--advisor-task", TASK, "-H",
                       "-J", name, "--output=/dev/null", "--wrap", "true")  # fmt: skip
     try:
         assert done.returncode == 0, done.stderr
@@ -250,7 +250,7 @@ def test_a_users_advice_reaches_the_cache_through_the_spool(site: Site, tmp_path
     env = {**site.env, "ADVISOR_SPOOL": str(spool)}
     name = f"{TASK}-spooled"
     done = run(["runuser", "-u", "nobody", "--", *site.python, "-m", "advisor", "--db",
-                str(site.copy), "sbatch", "--task", TASK, "-H", "-J", name, "--output=/dev/null",
+                str(site.copy), "sbatch", "--advisor-task", TASK, "-H", "-J", name, "--output=/dev/null",
                 "--wrap", "true"], env=env, cwd=site.root)  # fmt: skip
     try:
         assert done.returncode == 0 and done.stderr == "", done.stderr
@@ -555,20 +555,20 @@ def test_the_wrapper_clamps_to_maxtime_and_falls_back_on_a_stale_maxtime(
     try:
         for part in partitions:
             assert part.max_time_s is not None
-            done = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p",
+            done = advisor("--db", cache, "sbatch", "--advisor-task", task, "-H", "-J", name, "-p",
                            part.name, "--output=/dev/null", "--wrap", "true")  # fmt: skip
             assert done.returncode == 0, done.stderr
             info = show(job_id(done.stdout))
             assert info["TimeLimit"] == format_duration(part.max_time_s), part.name
             assert f"limit={part.max_time_s // 60}," in info["Comment"]
-        both = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p",
+        both = advisor("--db", cache, "sbatch", "--advisor-task", task, "-H", "-J", name, "-p",
                        "cpu,long", "--output=/dev/null", "--wrap", "true")  # fmt: skip
         assert both.returncode == 0 and both.stderr == "", both.stderr
         cpu = next(p.max_time_s for p in partitions if p.name == "cpu")
         assert show(job_id(both.stdout))["TimeLimit"] == format_duration(cpu or 0)
         with Store.open(cache) as store:  # MaxTime lowered since 'advisor cluster --save'
             save_cluster(store, [p._replace(max_time_s=30 * 86400) for p in partitions], nodes)
-        stale = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p", "cpu",
+        stale = advisor("--db", cache, "sbatch", "--advisor-task", task, "-H", "-J", name, "-p", "cpu",
                         "--output=/dev/null", "--wrap", "true")  # fmt: skip
         assert stale.returncode == 0, stale.stderr
         lines = stale.stderr.strip().splitlines()
@@ -599,7 +599,7 @@ def test_another_users_jobs_of_the_same_name_do_not_move_my_limit(
     before = _cpu_minutes(_exported(cache, tmp_path / "before.json")["tasks"][TASK])
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\n#SBATCH -p cpu\ntrue\n")
-    mine = advisor("--db", cache, "sbatch", "--task", TASK, "--dry-run", script)
+    mine = advisor("--db", cache, "sbatch", "--advisor-task", TASK, "--advisor-dry-run", script)
     assert mine.returncode == 0 and f"--time={format_duration(before * 60)}" in mine.stdout
     start = datetime(2026, 1, 1)
     jobs = [
@@ -621,5 +621,5 @@ def test_another_users_jobs_of_the_same_name_do_not_move_my_limit(
         assert _cpu_minutes(doc["tasks"][TASK]) == before, step  # what everyone else gets
         assert _cpu_minutes(doc["users"]["mallory"]["tasks"][name_key("mallory", TASK)]) < before, step  # hers
         assert sorted(doc["users"]) == ["mallory"]
-        again = advisor("--db", cache, "sbatch", "--task", TASK, "--dry-run", script)
+        again = advisor("--db", cache, "sbatch", "--advisor-task", TASK, "--advisor-dry-run", script)
         assert again.stdout == mine.stdout, step  # the wrapper, for this (other) user

@@ -167,7 +167,8 @@ def test_the_wrapper_sets_the_history_limit_of_a_task_without_model(
         "import sys, advisor.wrapper.effects as e\n"
         "e.user = lambda: 'root'\n"
         "from advisor.cli import main\n"
-        f"sys.exit(main(['--db', {str(cache_path)!r}, 'sbatch', '--dry-run', {str(script)!r}]))\n"
+        f"sys.exit(main(['--db', {str(cache_path)!r}, 'sbatch', '--advisor-dry-run',"
+        f" {str(script)!r}]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False
