@@ -148,7 +148,7 @@ def finding_6(v: Version, tmp: Path) -> str:
     for path in (copy, export):
         read = subprocess.run(["runuser", "-u", "daemon", "--", "cat", str(path)], capture_output=True, check=False)
         found += [s for s in SECRETS if s.encode() in read.stdout]
-    dry = v.advisor("--db", copy, "sbatch", "--dry-run", "-J", SECRETS[2], "-p", "cpu", "--wrap", "true",
+    dry = v.advisor("--db", copy, "sbatch", "--advisor-dry-run", "-J", SECRETS[2], "-p", "cpu", "--wrap", "true",
                     user="nobody", cwd=tmp)  # fmt: skip
     limit = next((w for w in dry.stdout.split() if w.startswith("--time=")), "no --time")
     return (f"daemon reads {len(set(found))} of {len(SECRETS)} planted secrets in the copy and "

@@ -320,7 +320,7 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
         for what, value in planted.items():
             assert value.encode() not in data, (path.name, what)
         assert secret.encode() not in data, path.name  # in no form
-    dry = advisor_as(site, "nobody", "--db", str(copy), "sbatch", "--dry-run", "-J", planted["name"],
+    dry = advisor_as(site, "nobody", "--db", str(copy), "sbatch", "--advisor-dry-run", "-J", planted["name"],
                      "-p", "cpu", "--wrap", "true")  # fmt: skip
     assert dry.returncode == 0 and dry.stderr == "", dry.stderr
     assert f"--time={format_duration(expected[0])}" in dry.stdout.split()
@@ -371,7 +371,7 @@ def test_no_user_can_take_another_users_place_in_the_spool(site: Site) -> None:
     name = f"{TASK}-victim"
     env = {**site.env, "ADVISOR_SPOOL": str(spool)}
     done = run(["runuser", "-u", "daemon", "--", *site.python, "-m", "advisor", "--db",
-                str(site.copy), "sbatch", "--task", TASK, "-H", "-J", name, "--output=/dev/null",
+                str(site.copy), "sbatch", "--advisor-task", TASK, "-H", "-J", name, "--output=/dev/null",
                 "--wrap", "true"], env=env, cwd=site.root)  # fmt: skip
     try:
         assert done.returncode == 0 and done.stderr == "", done.stderr  # recorded, no warning
@@ -383,7 +383,7 @@ def test_no_user_can_take_another_users_place_in_the_spool(site: Site) -> None:
     # 0777 directory of their own could): one line, and the job is still submitted
     os.chown(segment, pwd.getpwnam("nobody").pw_uid, -1)
     again = run(["runuser", "-u", "daemon", "--", *site.python, "-m", "advisor", "--db",
-                 str(site.copy), "sbatch", "--task", TASK, "-H", "-J", name, "--output=/dev/null",
+                 str(site.copy), "sbatch", "--advisor-task", TASK, "-H", "-J", name, "--output=/dev/null",
                  "--wrap", "true"], env=env, cwd=site.root)  # fmt: skip
     try:
         assert again.returncode == 0 and "Submitted batch job" in again.stdout
