@@ -48,7 +48,7 @@ _REQUIRED = (
 _OPTIONAL = "exclusive get-user-env nice no-kill propagate"
 # Added after 22.05 (present in 24.11).
 _NONE_NEW = "stepmgr"
-_REQUIRED_NEW = "container-id segment tres-bind tres-per-task"
+_REQUIRED_NEW = "autocomplete container-id extra segment tres-bind tres-per-task"
 _OPTIONAL_NEW = "oom-kill-step resv-ports"
 
 #: Every long option of sbatch 22.05 and 24.11 and whether it takes a value.

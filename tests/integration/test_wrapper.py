@@ -423,7 +423,10 @@ def test_sbatch_option_table_matches_the_installed_sbatch(slurm_cluster: None) -
             continue
         with_value = run("sbatch", f"--{name}=x").stderr
         if ONLY_IN.get(name, installed.group(1)) != installed.group(1):
-            assert f"unrecognized option '--{name}=x'" in with_value, name  # the other version's
+            longer = [o for o in LONG_OPTIONS if o != name and o.startswith(name)
+                      and ONLY_IN.get(o, installed.group(1)) == installed.group(1)]  # fmt: skip
+            if not longer:  # else getopt takes it for that one (22.05: --extra, --extra-node-info)
+                assert f"unrecognized option '--{name}=x'" in with_value, name  # the other version's
             continue
         without = run("sbatch", f"--{name}").stderr if kind is not Arg.NONE else ""
         assert "unrecognized option" not in with_value, name
