@@ -140,6 +140,11 @@ def test_numpy_values_fall_back_to_jsonschema() -> None:
     ('{"a": 9223372036854775808}', "more than 64 bits"),
     ('{"a": NaN}', "NaN is not valid JSON"),
     ('{"a": [1, -Infinity]}', "-Infinity is not valid JSON"),
+    ('{"a": [1E+309]}', "number 1E\\+309 is out of range"),  # the bounds of the fast path
+    ('{"a": -1.5e0309}', "is out of range"),
+    ('{"a": ' + "1" * 310 + '.0}', "is out of range"),
+    ('{"a": -9223372036854775809}', "more than 64 bits"),
+    ('{"a": 99999999999999999999}', "more than 64 bits"),
 ])
 def test_out_of_range_numbers_are_still_refused(tmp_path: Path, text: str, expected: str) -> None:
     path = tmp_path / "doc.json"
@@ -149,7 +154,8 @@ def test_out_of_range_numbers_are_still_refused(tmp_path: Path, text: str, expec
 
 
 def test_ordinary_numbers_parse_unchanged(tmp_path: Path) -> None:
-    values = [0, -0.0, 1.5, 1e-300, 9223372036854775807, 123456789012345678, 2.5e99, 1e-5]
+    values = [0, -0.0, 1.5, 1e-300, 9223372036854775807, 123456789012345678, 2.5e99, 1e-5,
+              -(2**63), 1.7976931348623157e308, 5e-324, 1234567890123456789.5]
     path = tmp_path / "doc.json"
     path.write_text(json.dumps({"v": values}))
     assert load_json(path) == {"v": values}
