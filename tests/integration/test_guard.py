@@ -32,7 +32,7 @@ from advisor.slurm.parsers import parse_key_values
 from advisor.slurm.timefmt import parse_duration
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
-from advisor.store.guard import Heartbeat, heartbeat_age, write_heartbeat
+from advisor.store.guard import Heartbeat, read_heartbeat, write_heartbeat
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import Observation, add_observations
 from tests.integration.conftest import EXPORT, cluster_sh
@@ -112,8 +112,8 @@ class GuardProcess:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with Store.open(cache, readonly=True) as store:
-                age = heartbeat_age(store)
-            if age is not None and age < 5:
+                beat = read_heartbeat(store)
+            if beat is not None and beat.pid == self.process.pid:  # this guard's first poll
                 return
             time.sleep(0.5)
         self.stop()
