@@ -91,6 +91,8 @@ def due_limit(watched: Watched, now: float) -> int | None:
     job = watched.job
     if job.end_epoch is None or job.limit_s is None or job.end_epoch - now > LEAD_S:
         return None
+    if job.limit_s < watched.advised_s:
+        return None  # lowered below the advice since (by its owner or an operator): theirs
     return next_limit_s(watched.advised_s, job.limit_s, watched.ceiling_s)
 
 

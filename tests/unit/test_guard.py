@@ -83,6 +83,7 @@ TAG = format_tag(Tag("wrapper", "guarded", 1, 0.95, "t", None, 5))
         (60, LEAD_S, 120),  # the first step: + 1 minute
         (120, 10, 300 - 0),  # + 5 minutes would be 420: the ceiling, the user's 5 minutes
         (300, 10, None),  # at the ceiling: killed at the user's own request, as without us
+        (30, 10, None),  # lowered below the advice since (scontrol by its owner): left alone
     ],
 )
 def test_due_jobs_get_the_next_rung_below_the_ceiling(
