@@ -338,10 +338,28 @@ local function own_entry(mine, user, name)
 	return table_at(own, name_key(user, name))
 end
 
--- What to set, or nil: { time_limit, time_min (or nil), comment (or nil), name }.
+-- True while `advisor guard` is alive: its heartbeat in the export is at most fresh_s old.
+-- Then a user's own --time may be lowered (policy guarded), as the guard raises it again, up
+-- to the request, before the job reaches it (docs/guard.md).
+local function guard_alive(doc)
+	local guard = table_at(doc, "guard")
+	local beat = guard and tonumber(guard.heartbeat_epoch)
+	local fresh = guard and tonumber(guard.fresh_s)
+	if not beat or not fresh then
+		return false
+	end
+	local age = os.time() - beat
+	return age <= fresh and age >= -fresh
+end
+
+-- What to set, or nil: { time_limit, time_min (or nil), comment (or nil), name, request (or nil) }.
 local function advice(job_desc, part_list, submit_uid)
+	local request = nil -- the user's own --time, when the guard may lower it
 	if job_desc.time_limit ~= NO_VAL then
-		return nil -- the user chose a limit
+		request = tonumber(job_desc.time_limit)
+		if not request or request == INFINITE or request < 1 then
+			return nil -- the user chose a limit the guard cannot be the ceiling of
+		end
 	end
 	local name = job_name(job_desc)
 	if type(name) ~= "string" or name == "" or #name > NAME_MAX or longer(job_desc.comment, COMMENT_MAX) then
@@ -351,6 +369,9 @@ local function advice(job_desc, part_list, submit_uid)
 	local doc = limits()
 	if not doc then
 		return nil
+	end
+	if request and not guard_alive(doc) then
+		return nil -- the user chose a limit, and no guard would save the job from a lower one
 	end
 	-- As `advisor sbatch` decides: the task model (the user's own refinement first), else the
 	-- history policy (the user's job name, else the user's jobs in the partition).
@@ -397,21 +418,30 @@ local function advice(job_desc, part_list, submit_uid)
 		end
 		high = given_min
 	end
+	if request and request <= high then
+		return nil -- already within the advice
+	end
 	-- The tag, unless the comment would then be longer than slurmctld accepts: the limit still
 	-- holds, accounting then sees the job without the advisor's tag.
 	local comment = string.format("advisor:lua,action=set,limit=%d,task=%s", high, encode(name))
+	if request then
+		comment = string.format("advisor:lua,action=guarded,limit=%d,task=%s,req=%d", high, encode(name), request)
+	end
 	local given = job_desc.comment
 	if type(given) == "string" and given ~= "" then
 		comment = given .. " " .. comment
 	end
 	if #comment > COMMENT_MAX then
+		if request then
+			return nil -- without its tag no guard would know the job: leave its own limit
+		end
 		comment = nil
 	end
 	local time_min = nil
 	if low < high and job_desc.time_min == NO_VAL then
 		time_min = low
 	end
-	return { time_limit = high, time_min = time_min, comment = comment, name = name }
+	return { time_limit = high, time_min = time_min, comment = comment, name = name, request = request }
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
@@ -430,7 +460,11 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 			if found.time_min then
 				job_desc.time_min = found.time_min
 			end
-			slurm.log_user("advisor: no --time given; time limit %d min predicted for '%s'", found.time_limit, found.name)
+			if found.request then
+				slurm.log_user("advisor: --time %d min lowered to %d min predicted for '%s'; advisor guard raises it up to %d min if needed", found.request, found.time_limit, found.name, found.request)
+			else
+				slurm.log_user("advisor: no --time given; time limit %d min predicted for '%s'", found.time_limit, found.name)
+			end
 		end)
 		if not ok then
 			slurm.log_error("advisor: job_submit.lua: %s", tostring(err))

@@ -39,6 +39,9 @@ advisor option is an sbatch option, abbreviates one or starts with one):
                             uncompressed); --input is sbatch's own (the job's stdin)
   --advisor-policy POLICY   fill (default): set --time only when none is given;
                             tighten: also lower a given --time when the model is confident;
+                            guarded: lower a given --time while 'advisor guard' is alive
+                            (its heartbeat fresh), which raises it back up to your --time
+                            before it is reached; without the guard, as fill
                             advise: change nothing, only report
   --advisor-pick earliest   submit to the one partition of -p a,b expected to finish first
   --advisor-quantile Q      upper quantile of the runtime (default {DEFAULT_QUANTILE})

@@ -34,6 +34,8 @@ class Advice(NamedTuple):
     p50_s: float | None = None
     p90_s: float | None = None
     p95_s: float | None = None
+    #: The user's own --time when the limit was lowered below it (policy 'guarded'): the ceiling.
+    request_s: int | None = None
 
 
 def record_advice(store: Store, advice: Advice, *, created_at: str | None = None) -> int:
@@ -42,8 +44,8 @@ def record_advice(store: Store, advice: Advice, *, created_at: str | None = None
         cursor = store.conn.execute(
             """INSERT INTO advice (created_at, user, task, partition, node_class, predicted_s,
                  quantile, limit_s, policy, argv, cluster, job_id, outcome, input_bytes,
-                 p50_s, p90_s, p95_s)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                 p50_s, p90_s, p95_s, request_s)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 created_at or utc_now(),
                 advice.user,
@@ -62,6 +64,7 @@ def record_advice(store: Store, advice: Advice, *, created_at: str | None = None
                 advice.p50_s,
                 advice.p90_s,
                 advice.p95_s,
+                advice.request_s,
             ),
         )
         return int(cursor.lastrowid or 0)
@@ -91,3 +94,14 @@ def applied_limits(store: Store, job_ids: Iterable[int]) -> dict[int, list[Appli
 
 def _text(value: str | None) -> str | None:
     return None if value is None else storable(value)
+
+
+def guarded_requests(store: Store, job_ids: Iterable[int]) -> dict[int, int]:
+    """Per job id: the user's own request, recorded when policy guarded lowered its limit."""
+    rows = store.conn.execute(
+        "SELECT job_id, MIN(request_s) FROM advice "
+        "WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'submitted' "
+        "AND request_s IS NOT NULL GROUP BY job_id",
+        (json.dumps(sorted(set(job_ids))),),
+    )
+    return {int(job_id): int(request_s) for job_id, request_s in rows}

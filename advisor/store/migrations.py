@@ -212,4 +212,20 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE accounting_jobs ADD COLUMN req_mem_per TEXT CHECK (req_mem_per IN ('cpu', 'node'));
     """,
+    # 6: the live guard (advisor guard, issue 18).  Its heartbeat, one row: while it is fresh
+    # the wrapper may lower a user's own --time (policy 'guarded'), because the guard raises the
+    # limit again before the job reaches it.  Advice rows keep the user's own request, the
+    # ceiling the guard never raises a limit past.
+    """
+    CREATE TABLE guard_heartbeat (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        beat_epoch REAL NOT NULL,            -- seconds since the epoch, UTC
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        poll_s INTEGER NOT NULL CHECK (poll_s > 0),
+        watched INTEGER NOT NULL CHECK (watched >= 0),
+        extended INTEGER NOT NULL CHECK (extended >= 0)
+    );
+    ALTER TABLE advice ADD COLUMN request_s INTEGER;
+    """,
 )

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # datetime loads only for --advisor-pick earliest
     from advisor.slurm.records import StartEstimate
 
 #: Actions after which the job carries the advisor's tag (``advise`` and ``none`` change nothing).
-TAGGED_ACTIONS = ("set", "lowered", "kept")
+TAGGED_ACTIONS = ("set", "lowered", "kept", "guarded")
 
 
 class PickEstimate(NamedTuple):
@@ -77,6 +77,8 @@ def _added(request: JobRequest, decision: Decision, tag: Tag, picked: str | None
         added.append(f"--time-min={format_duration(decision.time_min_s)}")
     if decision.action in TAGGED_ACTIONS and decision.advised_s is not None:
         tag = tag._replace(action=decision.action, limit_min=decision.advised_s // 60)
+        if decision.request_s is not None:
+            tag = tag._replace(request_min=decision.request_s // 60)
         added.append(
             f"--comment={with_tag(request.comment.value if request.comment else None, tag)}"
         )
@@ -143,7 +145,7 @@ def plan(
         limits = partition_limits(partitions, snapshot, task, input_bytes, options)
     base = Plan(task, input_bytes, options, request, limits, Decision("none", None, None, ""),
                 (), sbatch.args, input_origin=input_origin)  # fmt: skip
-    return decided(base, sbatch)
+    return decided(base, sbatch, snapshot)
 
 
 def history_plan(
@@ -167,10 +169,10 @@ def history_plan(
             limits.append(history_limit(name, found.get(name), known.max_time_s))
     base = Plan(job_name, None, options, request, tuple(limits), Decision("none", None, None, ""),
                 (), sbatch.args, input_origin=None, basis="history")  # fmt: skip
-    return decided(base, sbatch)
+    return decided(base, sbatch, snapshot)
 
 
-def decided(base: Plan, sbatch: SbatchArgv) -> Plan:
+def decided(base: Plan, sbatch: SbatchArgv, snapshot: Snapshot | None = None) -> Plan:
     """The plan once the policy has decided on its limits: decision, added options, argv."""
     options, request = base.options, base.request
     decision = decide(
@@ -178,6 +180,8 @@ def decided(base: Plan, sbatch: SbatchArgv) -> Plan:
         policy=options.policy,
         user_time=request.time.value if request.time else None,
         user_time_min=request.time_min.value if request.time_min else None,
+        guard_fresh=snapshot.guard_fresh if snapshot is not None else False,
+        guard_age_s=snapshot.guard_age_s if snapshot is not None else None,
     )
     added = _added(request, decision, base.tag(), None)
     return base._replace(decision=decision, added=added, argv=sbatch.with_options(added))
@@ -202,7 +206,7 @@ def pick_earliest(
     fails is skipped; when none answers, the plan is returned unchanged.
     """
     usable = [p for p in current.limits if p.limit_s is not None]
-    if len(usable) < 2 or current.decision.action not in ("set", "lowered"):
+    if len(usable) < 2 or current.decision.action not in ("set", "lowered", "guarded"):
         return current
     from datetime import timedelta
     estimates = []

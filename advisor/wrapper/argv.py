@@ -32,7 +32,7 @@ from advisor.wrapper.sbatch_options import (
     resolve_long,
 )
 
-POLICIES = ("fill", "tighten", "advise")
+POLICIES = ("fill", "tighten", "guarded", "advise")
 PICKS = ("earliest",)
 DEFAULT_QUANTILE = 0.95
 DEFAULT_MARGIN = 0.10

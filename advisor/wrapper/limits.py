@@ -108,6 +108,9 @@ class Decision(NamedTuple):
     time_min_s: int | None
     reason: str
     advised_s: int | None = None
+    #: The user's own --time (seconds, whole minutes) when policy guarded lowered it: the
+    #: ceiling ``advisor guard`` raises the limit to at most, kept in the tag and advice row.
+    request_s: int | None = None
 
 
 def user_limit_s(text: str) -> int | NoLimit | None:
@@ -124,8 +127,15 @@ def decide(
     policy: str,
     user_time: str | None,
     user_time_min: str | None,
+    guard_fresh: bool = False,
+    guard_age_s: float | None = None,
 ) -> Decision:
-    """Apply the policy: fill sets a missing limit, tighten also lowers, advise only reports."""
+    """Apply the policy: fill sets a missing limit, tighten also lowers, advise only reports.
+
+    guarded lowers a given --time as well, but only while ``advisor guard`` is alive (its
+    heartbeat fresh), which raises the limit again before the job reaches it, up to the
+    user's own request; without a fresh heartbeat it is fill.
+    """
     if not limits or any(p.limit_s is None for p in limits):
         unknown = next((p for p in limits if p.limit_s is None), None)
         why = f"{unknown.partition}: {unknown.reason}" if unknown else "no candidate partition"
@@ -141,6 +151,8 @@ def decide(
     if user_time is None:
         return Decision("set", high, time_min, "no --time given", high)
     current = user_limit_s(user_time)
+    if policy == "guarded":
+        return _guarded(user_time, current, high, time_min, guard_fresh, guard_age_s)
     if policy != "tighten":
         return Decision(
             "kept", None, None, f"--time {user_time} given ({policy} never changes it)", high
@@ -159,3 +171,31 @@ def decide(
             "lowered", high, time_min, f"--time {user_time} lowered (model confident)", high
         )
     return Decision("kept", None, None, f"--time {user_time} is already within the advice", high)
+
+
+def _guarded(
+    user_time: str,
+    current: int | NoLimit | None,
+    high: int,
+    time_min: int | None,
+    fresh: bool,
+    age_s: float | None,
+) -> Decision:
+    """Policy guarded on a given --time: lowered to the advice while the guard is alive."""
+    if not fresh:
+        why = "no guard heartbeat" if age_s is None else f"guard heartbeat {age_s:.0f} s old, stale"
+        return Decision(
+            "kept", None, None, f"--time {user_time} kept: {why} (guarded acts as fill)", high
+        )
+    if current is None or isinstance(current, NoLimit):
+        return Decision(
+            "kept", None, None, f"--time {user_time} kept: guarded needs a finite --time", high
+        )
+    if current <= high:
+        return Decision("kept", None, None, f"--time {user_time} is already within the advice", high)
+    request = whole_minutes(current)  # Slurm rounds a limit up to whole minutes
+    return Decision(
+        "guarded", high, time_min,
+        f"--time {user_time} lowered: the guard is alive (heartbeat {age_s or 0:.0f} s old) "
+        f"and raises the limit up to {user_time} before it is reached", high, request,
+    )  # fmt: skip

@@ -14,6 +14,7 @@ from advisor.models.loading import load_models
 from advisor.slurm.records import Partition
 from advisor.store.cluster import load_partitions
 from advisor.store.connection import Store
+from advisor.store.guard import guard_alive
 from advisor.wrapper.predictor import ModelPredictor
 
 if TYPE_CHECKING:
@@ -27,6 +28,10 @@ class Snapshot(NamedTuple):
     node_class_of: Mapping[str, str]
     predictor: Predictor
     tasks: tuple[str, ...] = ()
+    #: Whether ``advisor guard`` is alive (its heartbeat fresh), and the heartbeat's age (None:
+    #: no guard ever ran on this cache): policy ``guarded`` lowers a --time only while it is.
+    guard_fresh: bool = False
+    guard_age_s: float | None = None
 
     def default_partition(self) -> str | None:
         """The partition Slurm uses without ``-p``."""
@@ -51,9 +56,12 @@ def load_snapshot(
         partitions = {p.name: p for p in load_partitions(store)}
         context = load_node_context(store)
         models = load_models(store, tasks, user=user)
+        fresh, age = guard_alive(store)
     return Snapshot(
         partitions=partitions,
         node_class_of=dict(context.node_class_of),
         predictor=ModelPredictor(models, context.scores),
         tasks=tuple(sorted(models)),
+        guard_fresh=fresh,
+        guard_age_s=age,
     )

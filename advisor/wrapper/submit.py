@@ -307,6 +307,7 @@ def advice_record(
         p50_s=slowest.p50_s if slowest else None,
         p90_s=slowest.p90_s if slowest else None,
         p95_s=slowest.p95_s if slowest else None,
+        request_s=found.decision.request_s,
     )
 
 

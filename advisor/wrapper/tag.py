@@ -1,9 +1,12 @@
 """The ``advisor:`` tag in a job's comment, so accounting can match a finished job to its advice.
 
-Format: ``advisor:<source>,action=<a>,limit=<minutes>[,q=<quantile>][,task=<task>][,in=<bytes>]``
+Format: ``advisor:<source>,action=<a>,limit=<minutes>[,q=<quantile>][,task=<task>][,in=<bytes>]
+[,req=<minutes>]``
 with the task percent-encoded (bytes outside ``A-Za-z0-9._~-``), so commas and spaces in
 user-chosen names cannot break the fields; ``in`` is the input size measured from
-``--advisor-input``, which accounting learns the run at.  Sources: ``wrapper`` (a task model), ``history`` (the
+``--advisor-input``, which accounting learns the run at; ``req`` the user's own ``--time`` when
+policy ``guarded`` lowered it (action ``guarded``): the ceiling ``advisor guard`` raises the limit
+to at most.  Sources: ``wrapper`` (a task model), ``history`` (the
 history policy), ``lua`` (slurm/job_submit.lua, same format).  The tag is appended to the
 user's own comment after a space.  Anyone can write a tag into a comment; what a forged one
 claims reaches only the forger's own models (advisor.models.online).
@@ -29,6 +32,7 @@ class Tag(NamedTuple):
     quantile: float | None = None
     task: str | None = None
     input_bytes: int | None = None
+    request_min: int | None = None
 
 
 #: An input size beyond this (SQLite's INTEGER) is not one a tag may claim.
@@ -47,6 +51,8 @@ def format_tag(tag: Tag) -> str:
         parts.append(f"task={percent_encode(tag.task)}")
     if tag.input_bytes is not None:
         parts.append(f"in={tag.input_bytes}")
+    if tag.request_min is not None:
+        parts.append(f"req={tag.request_min}")
     return ",".join(parts)
 
 
@@ -84,4 +90,7 @@ def parse_tag(comment: str) -> Tag | None:
     size = ascii_int(fields.get("in", ""), max_digits=19)
     input_bytes = size if size is not None and size <= _MAX_BYTES else None
     quantile = _quantile(fields.get("q"))
-    return Tag(match.group(1), fields.get("action", ""), limit, quantile, task, input_bytes)
+    request = ascii_int(fields.get("req", ""), max_digits=_MAX_LIMIT_DIGITS)
+    return Tag(
+        match.group(1), fields.get("action", ""), limit, quantile, task, input_bytes, request
+    )

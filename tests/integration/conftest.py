@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import filecmp
 import os
 import shutil
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,3 +55,18 @@ def live_cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) ->
         save_cluster(store, partitions, nodes)
         refresh_node_classes(store)
     return path
+
+
+#: Where the test cluster's slurmctld reads the plugin and the limits file.
+PLUGIN = Path("/etc/slurm/job_submit.lua")
+EXPORT = Path("/etc/slurm/advisor-limits.json")
+
+
+@pytest.fixture
+def plugin_and_export() -> Iterator[None]:
+    """The repository's job_submit.lua installed, and no limits file left behind."""
+    if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
+        shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
+        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    yield
+    EXPORT.unlink(missing_ok=True)

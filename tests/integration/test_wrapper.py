@@ -8,7 +8,6 @@ without one).
 
 from __future__ import annotations
 
-import filecmp
 import json
 import os
 import pwd
@@ -37,7 +36,6 @@ from advisor.slurm.runner import RetryPolicy
 from advisor.slurm.timefmt import format_duration, parse_duration
 from advisor.store.connection import Store
 from advisor.wrapper import effects
-from tests.conftest import REPO
 from tests.integration.conftest import cluster_sh
 from tests.unit.test_wrapper_store import train
 
@@ -286,16 +284,6 @@ def test_fail_open_when_the_cache_is_unreadable(
     )
     assert run("cat", str(locked), prefix=no_override).returncode != 0  # really unreadable
     _fail_open(locked, job_script, prefix=no_override)
-
-
-@pytest.fixture
-def plugin_and_export() -> Iterator[None]:
-    """The repository's job_submit.lua installed, and no limits file left behind."""
-    if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
-        shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
-        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
-    yield
-    EXPORT.unlink(missing_ok=True)
 
 
 def _replace_export(text: str) -> None:

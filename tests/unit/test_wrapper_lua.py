@@ -268,3 +268,37 @@ def test_a_comment_over_slurms_limit_is_left_alone(lua: str, tmp_path: Path) -> 
     )
     assert [r["time_limit"] for r in results] == [15, NO_VAL, NO_VAL]
     assert results[0]["comment"] == "c" * 1024  # the limit, without room for the tag
+
+
+def test_a_given_time_is_lowered_only_while_the_guards_heartbeat_is_fresh(
+    lua: str, tmp_path: Path
+) -> None:
+    import time
+
+    now = int(time.time())
+    fresh = {**EXPORT, "guard": {"heartbeat_epoch": now - 5, "poll_s": 10, "fresh_s": 30}}
+    stale = {**EXPORT, "guard": {"heartbeat_epoch": now - 120, "poll_s": 10, "fresh_s": 30}}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(fresh), "job": job(time_limit=300), "parts": PARTS},
+            {"job": job(time_limit=10), "parts": PARTS},  # already within the advice
+            {"job": job(time_limit=300, comment="mine"), "parts": PARTS},
+            {"job": job(time_limit=4294967295), "parts": PARTS},  # INFINITE: no ceiling
+            {"export_text": json.dumps(stale), "job": job(time_limit=300), "parts": PARTS},
+            {"export_text": json.dumps(EXPORT), "job": job(time_limit=300), "parts": PARTS},
+        ],
+    )
+    assert all(r["rc"] == 0 for r in results)
+    assert results[0]["time_limit"] == 15
+    assert results[0]["comment"] == "advisor:lua,action=guarded,limit=15,task=align,req=300"
+    assert results[0]["logs"] == [
+        "user: advisor: --time 300 min lowered to 15 min predicted for 'align'; "
+        "advisor guard raises it up to 300 min if needed"
+    ]
+    assert (results[1]["time_limit"], results[1]["comment"]) == (10, "")
+    assert results[2]["comment"] == "mine advisor:lua,action=guarded,limit=15,task=align,req=300"
+    assert results[3]["time_limit"] == 4294967295
+    for unchanged in (results[4], results[5]):  # stale or missing heartbeat: today's behaviour
+        assert (unchanged["time_limit"], unchanged["comment"], unchanged["logs"]) == (300, "", [])

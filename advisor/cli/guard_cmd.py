@@ -1,0 +1,72 @@
+"""``advisor guard``: keep the limits policy guarded lowered from killing a job early."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from advisor.guard import Guard, run_guard
+from advisor.guard_schedule import LEAD_S, POLL_S
+from advisor.render import Result, Table
+from advisor.slurm.timefmt import format_duration
+from advisor.store.connection import Store
+from advisor.store.guard import fresh_within_s
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+    """Add the command."""
+    parser = sub.add_parser(
+        "guard",
+        parents=parents,
+        help="raise the limits the advisor tightened before running jobs reach them",
+        description=f"Every {POLL_S} s: one squeue call for all running jobs; each job that "
+        "policy guarded tightened (tag action=guarded) and has at most "
+        f"{LEAD_S} s left gets its limit raised by the next step of the schedule "
+        "(scontrol update), never past the user's own request nor the partition's MaxTime; "
+        "one log line per raise; then a heartbeat in the cache (and in --export).  While the "
+        f"heartbeat is at most {fresh_within_s(POLL_S)} s old, 'advisor sbatch "
+        "--advisor-policy guarded' and job_submit.lua lower users' own --time.  Run it as "
+        "SlurmUser or root (docs/guard.md); it keeps no state, so a restart loses nothing.",
+    )
+    parser.add_argument("--once", action="store_true", help="one poll, then exit (for cron)")
+    parser.add_argument(
+        "--export", metavar="PATH", help="the limits file job_submit.lua reads: its heartbeat"
+    )
+    parser.set_defaults(func=run)
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> Result:
+    """Poll until stopped (or once), and say what was raised."""
+    with Store.open(getattr(args, "db", None)) as store:
+        done = run_guard(Guard(store, export=args.export, log=_log), once=args.once)
+    rows = [
+        {
+            "job_id": e.job_id,
+            "user": e.user,
+            "from": format_duration(e.from_s),
+            "to": format_duration(e.to_s),
+            "left_s": round(e.left_s, 1),
+            "ceiling": format_duration(e.ceiling_s),
+        }
+        for e in done.extensions
+    ]
+    last = done.last
+    data = {
+        "polls": done.polls,
+        "failed_polls": done.failed_polls,
+        "running": last.running if last else None,
+        "watched": last.watched if last else None,
+        "extensions": rows,
+    }
+    return Result(
+        data=data,
+        tables=(Table(rows, columns=("job_id", "user", "from", "to", "left_s", "ceiling")),),
+        notes=(
+            f"{done.polls} poll(s), {done.failed_polls} failed; "
+            f"{len(rows)} limit(s) raised; watching {data['watched']} job(s) at the last poll",
+        ),
+    )

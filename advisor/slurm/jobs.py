@@ -1,0 +1,104 @@
+"""The running jobs, all in one ``squeue --json`` call, and raising one job's time limit.
+
+``squeue --json`` rather than a format string: a job's comment is user text (any byte, line
+breaks included) and JSON keeps it inside its field.  Slurm 22.05 prints plain numbers and a
+state string; 24.11 prints ``{"set", "infinite", "number"}`` objects and a list of states: both
+are read.  ``end_time`` of a running job is the moment slurmctld kills it (start + limit, moved
+by suspensions), so what remains of its limit needs no clock arithmetic of ours beyond now.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from advisor.errors import InputError
+from advisor.lite import NamedTuple
+from advisor.slurm.runner import SlurmCommands
+from advisor.slurm.timefmt import format_duration
+
+
+class RunningJob(NamedTuple):
+    """A running job as the guard sees it (times in seconds; the limit None when unlimited)."""
+
+    job_id: int
+    user: str
+    partition: str
+    limit_s: int | None
+    start_epoch: int
+    end_epoch: int | None
+    comment: str
+
+
+def _number(value: Any, field: str, where: str) -> int | None:
+    """A number as 22.05 (plain) or 24.11 (set/infinite/number) prints it; None: unset/infinite."""
+    if isinstance(value, Mapping):
+        if not value.get("set", False) or value.get("infinite", False):
+            return None
+        value = value.get("number")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"squeue --json: {where}: field {field} is not a number: {value!r}")
+    return value
+
+
+def _states(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return ()
+
+
+#: Slurm's INFINITE for a time limit in minutes (22.05 prints it as a plain number).
+_INFINITE_MIN = 4294967295
+_NO_VAL_MIN = 4294967294
+
+
+def parse_running_jobs(text: str) -> list[RunningJob]:
+    """The RUNNING jobs of one ``squeue --json`` output; other states are left out."""
+    try:
+        doc = json.loads(text)
+    except ValueError as error:
+        raise InputError(f"squeue --json: not JSON: {error}") from None
+    jobs = doc.get("jobs") if isinstance(doc, Mapping) else None
+    if not isinstance(jobs, list):
+        raise InputError("squeue --json: no 'jobs' list")
+    found = []
+    for index, job in enumerate(jobs):
+        if not isinstance(job, Mapping) or "RUNNING" not in _states(job.get("job_state")):
+            continue
+        where = f"job {job.get('job_id', f'#{index}')}"
+        job_id = _number(job.get("job_id"), "job_id", where)
+        start = _number(job.get("start_time"), "start_time", where)
+        if job_id is None or start is None:
+            raise InputError(f"squeue --json: {where}: a running job without id or start time")
+        limit_min = _number(job.get("time_limit"), "time_limit", where)
+        if limit_min in (_INFINITE_MIN, _NO_VAL_MIN):
+            limit_min = None
+        end = _number(job.get("end_time"), "end_time", where) if limit_min is not None else None
+        comment = job.get("comment")
+        found.append(
+            RunningJob(
+                job_id=job_id,
+                user=str(job.get("user_name") or ""),
+                partition=str(job.get("partition") or ""),
+                limit_s=None if limit_min is None else limit_min * 60,
+                start_epoch=start,
+                end_epoch=end,
+                comment=comment if isinstance(comment, str) else "",
+            )
+        )
+    return found
+
+
+def running_jobs(commands: SlurmCommands) -> list[RunningJob]:
+    """Every running job, of all users, in one squeue call (retried on a busy controller)."""
+    return parse_running_jobs(commands.run(["squeue", "--all", "--json"]).stdout)
+
+
+def set_time_limit(commands: SlurmCommands, job_id: int, limit_s: int) -> None:
+    """``scontrol update JobId=N TimeLimit=...``: needs an operator (SlurmUser, root, operator)."""
+    commands.run(
+        ["scontrol", "update", f"JobId={job_id}", f"TimeLimit={format_duration(limit_s)}"]
+    )
