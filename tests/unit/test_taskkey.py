@@ -213,7 +213,7 @@ def test_the_wrapper_gives_a_recorded_rules_next_job_its_history_limit(
             if row["task"].startswith("bwa_map_")
         }
     comment = f"rule_{rule}_wildcards_sample_7"
-    argv = ["--db", str(cache), "sbatch", "--dry-run", "-p", "cpu", "-J", str(uuid.uuid4()),
+    argv = ["--db", str(cache), "sbatch", "--advisor-dry-run", "-p", "cpu", "-J", str(uuid.uuid4()),
             "--comment", comment, "--wrap", "true"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -236,7 +236,7 @@ def test_a_nextflow_job_script_gets_the_model_its_processs_trace_taught(
     script = tmp_path / ".command.run"  # as Nextflow writes it: the name in a #SBATCH line
     script.write_text("#!/bin/bash\n#SBATCH -J nf-NF_X_QC_FASTQC_(s99)\n#SBATCH -p cpu\nsleep 1\n")
     capsys.readouterr()
-    assert main(["--db", str(cache), "sbatch", "--dry-run", str(script)]) == 0
+    assert main(["--db", str(cache), "sbatch", "--advisor-dry-run", str(script)]) == 0
     out = capsys.readouterr().out
     assert (
         "--time=" in out and ",task=NF_X_QC_FASTQC" in out and "advisor:wrapper,action=set" in out
