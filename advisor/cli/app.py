@@ -98,7 +98,7 @@ def run(args_list: list[str]) -> int:
         text = render(result, getattr(args, "format", "table"))
         if text:
             print(text)
-        return 0
+        return result.exit_code
     except AdvisorError as error:
         print(f"advisor: error: {error.one_line()}", file=sys.stderr)
         return error.exit_code

@@ -25,6 +25,7 @@ complete -c advisor -n __fish_use_subcommand -a update -d 'ingest finished jobs 
 complete -c advisor -n __fish_use_subcommand -a replay -d 'replay an SWF log or the site'"'"'s own sacct history: the advisor'"'"'s limits, with and without the guard, against the user'"'"'s, AVE2 and MAX5 (--schedule: and the queue waits)'
 complete -c advisor -n __fish_use_subcommand -a report -d 'administrator reports: accuracy, limits, nodes, models'
 complete -c advisor -n __fish_use_subcommand -a publish -d 'write a read-only copy of the cache for users'"'"' wrappers'
+complete -c advisor -n __fish_use_subcommand -a doctor -d 'check the site set-up: cache, published copy, export, Lua plugin, update age'
 complete -c advisor -n __fish_use_subcommand -a completion -d 'print a shell completion script (bash, zsh, fish)'
 complete -c advisor -n '__fish_seen_subcommand_from demo' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from demo' -l db -r -F
@@ -261,6 +262,15 @@ complete -c advisor -n '__fish_seen_subcommand_from publish' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from publish' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from publish' -l format -r -f -a 'table json csv github grid tsv'
 complete -c advisor -n '__fish_seen_subcommand_from publish' -l out -r -F
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -s h -l help
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l db -r -F
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l published -r -F
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l export -r -F
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l slurm-conf -r -F
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l slurm-user -r -f
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l max-update-age -r -f
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l max-export-age -r -f
 complete -c advisor -n '__fish_seen_subcommand_from completion' -F
 complete -c advisor -n '__fish_seen_subcommand_from completion' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from completion' -l db -r -F

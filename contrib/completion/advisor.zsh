@@ -12,7 +12,7 @@ _advisor() {
         word="${COMP_WORDS[i]}"
         if (( skip )); then skip=0; [[ "${COMP_WORDS[i-1]}" == --db ]] && _advisor_db="$word"; continue; fi
         case "$word" in
-            --advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--fields|--first|--flops-per-unit|--format|--gantt|--input|--input-bytes|--label|--margin|--method|--node|--node-class|--nodes|--out|--output-format|--partition|--platform|--plot|--procs|--quantile|--queries|--reference|--sacct-file|--samples|--seed|--since|--sort|--spool|--start-timeout|--status|--steps|--swf|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--until|--user|--window|--workflow|-p) skip=1;;
+            --advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--input|--input-bytes|--label|--margin|--max-export-age|--max-update-age|--method|--node|--node-class|--nodes|--out|--output-format|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--until|--user|--window|--workflow|-p) skip=1;;
             -*) ;;
             *) case " $(_advisor_subs "$path") " in
                    *" $word "*) path="${path:+$path }$word";;
@@ -21,7 +21,7 @@ _advisor() {
     done
     case "$path" in
     '')
-      opts='--db --format --help --verbose --version -h -v'; subs='demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish completion'; files=0
+      opts='--db --format --help --verbose --version -h -v'; subs='demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish doctor completion'; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -360,6 +360,20 @@ _advisor() {
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
       esac;;
+    doctor)
+      opts='--db --export --format --help --max-export-age --max-update-age --published --slurm-conf --slurm-user --verbose --version -h -v'; subs=''; files=0
+      case "$prev" in
+        --db) value=@file;;
+        --format) value='table json csv github grid tsv';;
+        --published) value=@file;;
+        --export) value=@file;;
+        --slurm-conf) value=@file;;
+        --slurm-user) value=@value;;
+        --max-update-age) value=@value;;
+        --max-export-age) value=@value;;
+        --db) value=@file;;
+        --format) value='table json csv github grid tsv';;
+      esac;;
     completion)
       opts='--db --format --help --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
@@ -386,7 +400,7 @@ _advisor() {
 }
 _advisor_subs() {
     case "$1" in
-        '') echo 'demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish completion';;
+        '') echo 'demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish doctor completion';;
         demo) echo '';;
         cluster) echo '';;
         bench) echo '';;
@@ -413,6 +427,7 @@ _advisor_subs() {
         'report nodes') echo '';;
         'report models') echo '';;
         publish) echo '';;
+        doctor) echo '';;
         completion) echo '';;
     esac
 }
