@@ -17,7 +17,7 @@ from advisor.cli.common import shared_options
 from advisor.errors import AdvisorError, UsageError
 from advisor.render import Result, check_format, render
 
-_VALUE_OPTIONS = {"--db", "--format"}
+_VALUE_OPTIONS = {"--db", "--format"}  # --quiet takes no value
 
 
 Command = Callable[[argparse.Namespace], Result]
@@ -86,8 +86,13 @@ def run(args_list: list[str]) -> int:
     try:
         parser = build_parser(args_list)
         args = parser.parse_args(args_list)
+        quiet = getattr(args, "quiet", False)
+        if quiet:
+            from advisor.progress import silence
+
+            silence()
         logging.basicConfig(
-            level=logging.WARNING - 10 * min(args.verbose, 2),
+            level=logging.ERROR if quiet else logging.WARNING - 10 * min(args.verbose, 2),
             format="advisor: %(levelname)s: %(message)s",
         )
         if not getattr(args, "func", None):

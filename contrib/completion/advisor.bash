@@ -16,13 +16,13 @@ _advisor() {
     done
     case "$path" in
     '')
-      opts='--db --format --help --verbose --version -h -v'; subs='demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish doctor completion'; files=0
+      opts='--db --format --help --quiet --verbose --version -h -v'; subs='demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish doctor completion'; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
       esac;;
     demo)
-      opts='--db --format --help --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --quiet --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -30,7 +30,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     cluster)
-      opts='--db --format --help --save --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --quiet --save --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -38,7 +38,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     bench)
-      opts='--db --dir --format --help --quick --store --tool --verbose --version -h -v'; subs=''; files=0
+      opts='--db --dir --format --help --quick --quiet --store --tool --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -48,7 +48,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     profile)
-      opts='--db --dir --format --full --help --nodes --partition --start-timeout --timeout --verbose --version -h -v'; subs=''; files=0
+      opts='--db --dir --format --full --help --nodes --partition --quiet --start-timeout --timeout --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -61,7 +61,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     nodes)
-      opts='--db --format --help --reference --verbose --version -h -v'; subs=import; files=0
+      opts='--db --format --help --quiet --reference --verbose --version -h -v'; subs=import; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -70,7 +70,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     'nodes import')
-      opts='--db --format --help --reference --verbose --version -h -v'; subs=''; files=1
+      opts='--db --format --help --quiet --reference --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -79,7 +79,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     runs)
-      opts='--db --format --help --verbose --version -h -v'; subs=import; files=0
+      opts='--db --format --help --quiet --verbose --version -h -v'; subs=import; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -87,7 +87,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     'runs import')
-      opts='--db --format --help --label --node-class --output-format --verbose --version --workflow -h -v'; subs=''; files=1
+      opts='--db --format --help --label --node-class --output-format --quiet --verbose --version --workflow -h -v'; subs=''; files=1
       case "$prev" in
         --format) value='lotaru nextflow json';;
         --label) value=@value;;
@@ -99,7 +99,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     learn)
-      opts='--db --format --help --reference --seed --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --quiet --reference --seed --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -109,7 +109,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     predict)
-      opts='--cores --db --format --help --input --input-bytes --method --node --partition --queries --task --user --verbose --version -h -v'; subs=''; files=0
+      opts='--cores --db --format --help --input --input-bytes --method --node --partition --queries --quiet --task --user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -126,7 +126,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     calibrate)
-      opts='--command --cores --db --dir --format --help --input --partition --time-limit --timeout --verbose --version -h -v'; subs=''; files=1
+      opts='--command --cores --db --dir --format --help --input --partition --quiet --time-limit --timeout --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -141,7 +141,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     evaluate)
-      opts='--calibrate --db --format --help --reference --seed --test-rows --traces --verbose --version -h -v'; subs=''; files=0
+      opts='--calibrate --db --format --help --quiet --reference --seed --test-rows --traces --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -153,7 +153,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     plan)
-      opts='--algorithm --arrivals --bandwidth --cores --cv --db --flops-per-unit --format --gantt --help --margin --nodes --partition --platform --quantile --samples --seed --shared-fs --verbose --version -h -v'; subs=''; files=1
+      opts='--algorithm --arrivals --bandwidth --cores --cv --db --flops-per-unit --format --gantt --help --margin --nodes --partition --platform --quantile --quiet --samples --seed --shared-fs --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -175,7 +175,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     estimate)
-      opts='--cores --db --flops-per-unit --format --help --nodes --platform --verbose --version -h -v'; subs=''; files=1
+      opts='--cores --db --flops-per-unit --format --help --nodes --platform --quiet --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -187,7 +187,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     submit)
-      opts='--algorithm --bandwidth --cv --db --dry-run --flops-per-unit --format --help --margin --partition --platform --quantile --samples --seed --shared-fs --status --verbose --version -h -v'; subs=''; files=1
+      opts='--algorithm --bandwidth --cv --db --dry-run --flops-per-unit --format --help --margin --partition --platform --quantile --quiet --samples --seed --shared-fs --status --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -206,7 +206,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     insitu)
-      opts='--balance-tolerance --buffer --db --first --format --help --steps --verbose --version -h -v'; subs=''; files=1
+      opts='--balance-tolerance --buffer --db --first --format --help --quiet --steps --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -218,7 +218,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     sbatch)
-      opts='--advisor-db --advisor-dry-run --advisor-explain --advisor-format --advisor-input --advisor-insitu --advisor-margin --advisor-pick --advisor-policy --advisor-quantile --advisor-steps --advisor-task --db --format --help --partition --verbose --version -h -p -v'; subs=''; files=1
+      opts='--advisor-db --advisor-dry-run --advisor-explain --advisor-format --advisor-input --advisor-insitu --advisor-margin --advisor-pick --advisor-policy --advisor-quantile --advisor-steps --advisor-task --db --format --help --partition --quiet --verbose --version -h -p -v'; subs=''; files=1
       case "$prev" in
         --advisor-task) value=@value;;
         --advisor-input) value=@file;;
@@ -235,7 +235,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     export)
-      opts='--db --format --help --margin --out --quantile --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --margin --out --quantile --quiet --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -246,7 +246,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     update)
-      opts='--cluster --db --delimiter --fields --format --help --sacct-file --since --spool --strict --swf --time-format --until --verbose --version --window -h -v'; subs=''; files=0
+      opts='--cluster --db --delimiter --fields --format --help --quiet --sacct-file --since --spool --strict --swf --time-format --until --verbose --version --window -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -264,7 +264,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     replay)
-      opts='--by --cluster --db --delimiter --fields --format --help --plot --procs --sacct-file --schedule --since --strict --time-format --until --verbose --version -h -v'; subs=''; files=1
+      opts='--by --cluster --db --delimiter --fields --format --help --plot --procs --quiet --sacct-file --schedule --since --strict --time-format --until --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -282,7 +282,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     report)
-      opts='--db --format --help --verbose --version -h -v'; subs='accuracy limits nodes models'; files=0
+      opts='--db --format --help --quiet --verbose --version -h -v'; subs='accuracy limits nodes models'; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -290,7 +290,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     'report accuracy')
-      opts='--by --db --format --help --partition --plot --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
+      opts='--by --db --format --help --partition --plot --quiet --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -307,7 +307,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     'report limits')
-      opts='--by --db --format --help --partition --plot --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
+      opts='--by --db --format --help --partition --plot --quiet --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -324,7 +324,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     'report nodes')
-      opts='--db --format --help --partition --reverse --sort --task --top --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --partition --quiet --reverse --sort --task --top --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -336,7 +336,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     'report models')
-      opts='--db --format --help --reverse --sort --task --top --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --quiet --reverse --sort --task --top --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -347,7 +347,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     publish)
-      opts='--db --format --help --out --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --out --quiet --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -356,7 +356,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     doctor)
-      opts='--db --export --format --help --max-export-age --max-update-age --published --slurm-conf --slurm-user --verbose --version -h -v'; subs=''; files=0
+      opts='--db --export --format --help --max-export-age --max-update-age --published --quiet --slurm-conf --slurm-user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -370,7 +370,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     completion)
-      opts='--db --format --help --verbose --version -h -v'; subs=''; files=1
+      opts='--db --format --help --quiet --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;

@@ -3,6 +3,7 @@ complete -c advisor -f
 complete -c advisor -s h -l help
 complete -c advisor -l db -r -F
 complete -c advisor -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -l quiet
 complete -c advisor -l version
 complete -c advisor -s v -l verbose
 complete -c advisor -n __fish_use_subcommand -a demo -d 'run the advisor on bundled sample data (no Slurm needed)'
@@ -30,13 +31,16 @@ complete -c advisor -n __fish_use_subcommand -a completion -d 'print a shell com
 complete -c advisor -n '__fish_seen_subcommand_from demo' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from demo' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from demo' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from demo' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from cluster' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -l save
 complete -c advisor -n '__fish_seen_subcommand_from bench' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from bench' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l dir -r -F
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l quick
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l tool -r -f -a 'builtin sysbench fio'
@@ -44,6 +48,7 @@ complete -c advisor -n '__fish_seen_subcommand_from bench' -l store
 complete -c advisor -n '__fish_seen_subcommand_from profile' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from profile' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l partition -r -f -a '(advisor completion --partitions 2>/dev/null)'
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l nodes -r -f
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l full
@@ -54,16 +59,19 @@ complete -c advisor -n '__fish_seen_subcommand_from nodes; and not __fish_seen_s
 complete -c advisor -n '__fish_seen_subcommand_from nodes' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from nodes' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from nodes' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from nodes' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from nodes' -l reference -r -f
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -F
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l reference -r -f
 complete -c advisor -n '__fish_seen_subcommand_from runs; and not __fish_seen_subcommand_from import' -a import -d 'import run files; all files in one transaction, re-importing replaces'
 complete -c advisor -n '__fish_seen_subcommand_from runs' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from runs' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from runs' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from runs' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -F
 complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l format -r -f -a 'lotaru nextflow json'
@@ -75,11 +83,13 @@ complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcom
 complete -c advisor -n '__fish_seen_subcommand_from learn' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from learn' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from learn' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from learn' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from learn' -l reference -r -f
 complete -c advisor -n '__fish_seen_subcommand_from learn' -l seed -r -f
 complete -c advisor -n '__fish_seen_subcommand_from predict' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from predict' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from predict' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from predict' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from predict' -l task -r -f
 complete -c advisor -n '__fish_seen_subcommand_from predict' -l input-bytes -r -f
 complete -c advisor -n '__fish_seen_subcommand_from predict' -l input -r -F
@@ -93,6 +103,7 @@ complete -c advisor -n '__fish_seen_subcommand_from calibrate' -F
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l command -r -f
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l input -r -F
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l partition -r -f -a '(advisor completion --partitions 2>/dev/null)'
@@ -103,6 +114,7 @@ complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l dir -r -F
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l traces -r -F
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l calibrate
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l reference -r -f
@@ -112,6 +124,7 @@ complete -c advisor -n '__fish_seen_subcommand_from plan' -F
 complete -c advisor -n '__fish_seen_subcommand_from plan' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from plan' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l algorithm -r -f -a 'fdws heft peft'
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l cv -r -f
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l samples -r -f
@@ -131,6 +144,7 @@ complete -c advisor -n '__fish_seen_subcommand_from estimate' -F
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from estimate' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l platform -r -F
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l nodes -r -f
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l cores -r -f
@@ -139,6 +153,7 @@ complete -c advisor -n '__fish_seen_subcommand_from submit' -F
 complete -c advisor -n '__fish_seen_subcommand_from submit' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from submit' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from submit' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from submit' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from submit' -l dry-run
 complete -c advisor -n '__fish_seen_subcommand_from submit' -l status -r -f
 complete -c advisor -n '__fish_seen_subcommand_from submit' -l algorithm -r -f -a 'fdws heft peft'
@@ -156,6 +171,7 @@ complete -c advisor -n '__fish_seen_subcommand_from insitu' -F
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from insitu' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -l steps -r -F
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -l first -r -f
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -l buffer -r -f
@@ -177,12 +193,14 @@ complete -c advisor -n '__fish_seen_subcommand_from sbatch' -s p -l partition -r
 complete -c advisor -n '__fish_seen_subcommand_from export' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from export' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from export' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from export' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from export' -l out -r -F
 complete -c advisor -n '__fish_seen_subcommand_from export' -l quantile -r -f
 complete -c advisor -n '__fish_seen_subcommand_from export' -l margin -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from update' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from update' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from update' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from update' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l until -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l window -r -f
@@ -198,6 +216,7 @@ complete -c advisor -n '__fish_seen_subcommand_from replay' -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l sacct-file -r -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l until -r -f
@@ -217,9 +236,11 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_
 complete -c advisor -n '__fish_seen_subcommand_from report' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from report' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l until -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l user -r -f
@@ -233,6 +254,7 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l until -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l user -r -f
@@ -246,6 +268,7 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l sort -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l reverse
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l top -r -f
@@ -254,6 +277,7 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l sort -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l reverse
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l top -r -f
@@ -261,10 +285,12 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from publish' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from publish' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from publish' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from publish' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from publish' -l out -r -F
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l published -r -F
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l export -r -F
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l slurm-conf -r -F
@@ -275,3 +301,4 @@ complete -c advisor -n '__fish_seen_subcommand_from completion' -F
 complete -c advisor -n '__fish_seen_subcommand_from completion' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from completion' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from completion' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from completion' -l quiet
