@@ -17,7 +17,7 @@ from advisor.cli.common import shared_options
 from advisor.errors import AdvisorError, UsageError
 from advisor.render import Result, check_format, render
 
-_VALUE_OPTIONS = {"--db", "--format"}  # --quiet takes no value
+_VALUE_OPTIONS = {"--db", "--format"}
 
 
 Command = Callable[[argparse.Namespace], Result]
