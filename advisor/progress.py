@@ -22,8 +22,20 @@ T = TypeVar("T")
 ENV = "ADVISOR_PROGRESS"
 
 
+#: Set by ``--quiet``: no bar, whatever the terminal or ENV says.
+_silenced = False
+
+
+def silence() -> None:
+    """No bars from now on in this process (``--quiet``)."""
+    global _silenced
+    _silenced = True
+
+
 def wanted(stream: TextIO) -> bool:
-    """True when a bar should be drawn on stream (see ENV)."""
+    """True when a bar should be drawn on stream (see ENV); never after silence()."""
+    if _silenced:
+        return False
     setting = os.environ.get(ENV, "").strip()
     if setting in ("0", "1"):
         return setting == "1"

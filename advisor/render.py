@@ -59,6 +59,8 @@ class Result:
     data: Any
     tables: Sequence[Table] = field(default_factory=tuple)
     notes: Sequence[str] = field(default_factory=tuple)
+    #: The command's exit code once it is shown (advisor doctor: 1 when a check failed).
+    exit_code: int = 0
 
 
 def _cell(value: Any) -> Any:

@@ -30,7 +30,7 @@ readonly ACCOUNT=research
 readonly NODES=(c1 c2 f1)
 # lua5.1 is what Debian's job_submit_lua.so links (22.05 and 24.11); lua5.4 runs the plugin's unit
 # tests too, as sites whose Slurm links Lua 5.4 run it.
-readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server mariadb-client lua-cjson lua-filesystem lua5.1 lua5.4)
+readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server mariadb-client lua-cjson lua-filesystem lua5.1 lua5.4 zsh fish)  # zsh, fish: the shells the completion tests run
 
 readonly SLURM_ETC=/etc/slurm
 readonly MYSQL_CONF_D=/etc/mysql/mariadb.conf.d

@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("advisor.cli.report_cmd", "administrator reports: accuracy, limits, nodes, models"),
     "publish": ("advisor.cli.publish_cmd", "write a read-only copy of the cache for users' wrappers"),
     "guard": ("advisor.cli.guard_cmd", "raise tightened limits before running jobs reach them"),
+    "doctor": ("advisor.cli.doctor_cmd", "check the site set-up: cache, copy, export, plugin, update"),
+    "completion": ("advisor.cli.completion_cmd", "print a shell completion script (bash, zsh, fish)"),
 }
 
 

@@ -86,8 +86,13 @@ def run(args_list: list[str]) -> int:
     try:
         parser = build_parser(args_list)
         args = parser.parse_args(args_list)
+        quiet = getattr(args, "quiet", False)
+        if quiet:
+            from advisor.progress import silence
+
+            silence()
         logging.basicConfig(
-            level=logging.WARNING - 10 * min(args.verbose, 2),
+            level=logging.ERROR if quiet else logging.WARNING - 10 * min(args.verbose, 2),
             format="advisor: %(levelname)s: %(message)s",
         )
         if not getattr(args, "func", None):
@@ -98,7 +103,7 @@ def run(args_list: list[str]) -> int:
         text = render(result, getattr(args, "format", "table"))
         if text:
             print(text)
-        return 0
+        return result.exit_code
     except AdvisorError as error:
         print(f"advisor: error: {error.one_line()}", file=sys.stderr)
         return error.exit_code

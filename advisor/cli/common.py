@@ -33,6 +33,12 @@ def shared_options() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="output: table (default), json, csv, or any tabulate format (github, grid, ...)",
     )
+    group.add_argument(
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no progress bars and no warnings on stderr (errors still)",
+    )
     return parent
 
 

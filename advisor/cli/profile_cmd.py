@@ -14,6 +14,7 @@ from advisor.profiling.cluster_profile import (
     bench_argv,
     profile_cluster,
 )
+from advisor.progress import wanted
 from advisor.render import Result, Table
 from advisor.slurm.backend import CliBackend
 from advisor.store import Store
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> Result:
         start_timeout_s=args.start_timeout,
         timeout_s=args.timeout,
     )
-    progress = _ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+    progress = _ProgressBar(sys.stderr) if wanted(sys.stderr) else None
     with Store.open(getattr(args, "db", None)) as store:
         outcomes = profile_cluster(CliBackend(), store, request, progress=progress)
     failed = [o for o in outcomes if o.error]

@@ -36,3 +36,26 @@ def local_cluster_name(environ: Mapping[str, str] | None = None) -> str | None:
         if match:
             name = match.group(1).lower()
     return name
+
+
+_SETTING = re.compile(r"\s*(\w+)\s*=\s*(\S*)")
+_LUA_EXPORT = re.compile(r'^\s*local\s+EXPORT_PATH\s*=\s*"([^"]*)"', re.MULTILINE)
+
+
+def conf_settings(path: Path) -> dict[str, str]:
+    """The ``Key=value`` settings of a slurm.conf, keys in lower case, the last one winning.
+
+    Raises OSError when the file cannot be read.
+    """
+    settings: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = _SETTING.match(line.split("#", 1)[0])
+        if match:
+            settings[match.group(1).lower()] = match.group(2)
+    return settings
+
+
+def lua_export_path(script: Path) -> str | None:
+    """The limits file a job_submit.lua reads (its ``local EXPORT_PATH``), or None."""
+    match = _LUA_EXPORT.search(script.read_text(encoding="utf-8", errors="replace"))
+    return match.group(1) if match else None

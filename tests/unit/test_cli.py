@@ -61,7 +61,14 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
     assert "COMMAND" in capsys.readouterr().out
 
 
+@pytest.fixture
+def no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo without matplotlib's PNGs (tests/unit/test_demo.py draws them once)."""
+    monkeypatch.setattr("advisor.cli.demo_cmd.plots_available", lambda: False)
+
+
 @pytest.mark.parametrize("where", ["before", "after"])
+@pytest.mark.usefixtures("no_plots")
 def test_demo_json_validates_and_format_goes_anywhere(
     capsys: pytest.CaptureFixture[str], where: str
 ) -> None:
@@ -70,27 +77,31 @@ def test_demo_json_validates_and_format_goes_anywhere(
     data = json.loads(capsys.readouterr().out)
     validate(data, "demo-output", source="demo")
     assert data["imported_runs"] == 240
-    by_key = {(t["task"], t["node"]): t for t in data["tasks"]}
-    # The slower legacy node shows up as slower in the sample: what the advisor learns from.
-    assert by_key[("bwa", "asok01")]["median_s"] > by_key[("bwa", "c2")]["median_s"]
+    assert data["cache"] == "(temporary)"
+    by_partition = {row["partition"]: row for row in data["limits"]}
+    # The slower legacy node gets the longer limit: what the advisor learned from the sample.
+    assert by_partition["legacy"]["limit_s"] > by_partition["fast"]["limit_s"]
 
 
 @pytest.mark.parametrize("fmt", ["table", "csv", "github", "grid", "tsv"])
+@pytest.mark.usefixtures("no_plots")
 def test_demo_renders_in_every_kind_of_format(capsys: pytest.CaptureFixture[str], fmt: str) -> None:
     assert main(["demo", "--format", fmt]) == 0
     out = capsys.readouterr().out
     assert "fastqc" in out
     if fmt == "csv":
-        assert out.splitlines()[0].startswith("partition,")
+        assert out.splitlines()[0].startswith("task,node_classes,")
 
 
+@pytest.mark.usefixtures("no_plots")
 def test_demo_keeps_the_cache_with_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "kept.db"
     assert main(["--db", str(db), "demo"]) == 0
     assert db.exists()
-    assert str(db) in capsys.readouterr().out
+    assert (tmp_path / "kept-demo" / "align.sh").exists()
+    assert f"advisor --db {db} predict" in capsys.readouterr().out
     assert main(["--db", str(db), "demo"]) == 0  # re-running on the same cache is idempotent
-    assert "240 runs imported" in capsys.readouterr().out
+    assert "learned from 240 sample runs" in capsys.readouterr().out
 
 
 def test_cache_error_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,1 @@
+"""Shell completion scripts generated from the command line's own argparse parser."""
