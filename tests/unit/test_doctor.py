@@ -58,13 +58,13 @@ def test_nothing_set_up_fails_with_what_to_do(
 ])  # fmt: skip
 def test_the_guard_line_reads_the_heartbeat(tmp_path: Path, age_s: float | None, status: str,
                                             detail: str) -> None:  # fmt: skip
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     from advisor.doctor import DoctorRequest, guard_check
     from advisor.store import Store
     from advisor.store.guard import Heartbeat, write_heartbeat
 
-    now = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
     cache = tmp_path / "cache.db"
     with Store.open(cache) as store:
         if age_s is not None:
