@@ -28,9 +28,9 @@ _TEST_ONLY = re.compile(
 
 
 def _int(value: str, field: str, where: str) -> int:
-    if not re.fullmatch(r"\d{1,18}", value.strip()):
+    if not re.fullmatch(r"[0-9]{1,18}", value.strip()):
         raise InputError(f"{where}: field {field} is not a whole number: {value!r}")
-    return int(value)
+    return int(value.strip())
 
 
 def parse_key_values(line: str) -> dict[str, str]:

@@ -92,7 +92,7 @@ _MEM_PER = {"c": "cpu", "n": "node", "": None}
 _STATE = re.compile(r"([A-Z_]+)(?: by (\d{1,18}))?\+?")
 _EXIT = re.compile(r"(\d{1,3}):(\d{1,3})")
 _LEADING_ID = re.compile(r"(\d{1,18})(?:$|[_.+])")
-_WHOLE = re.compile(r"\d{1,18}")
+_WHOLE = re.compile(r"[0-9]{1,18}")
 
 
 def canonical_field(name: str) -> str:
@@ -121,7 +121,7 @@ def is_header(values: Sequence[str]) -> bool:
 def _int(value: str, field: str, where: str) -> int:
     if not _WHOLE.fullmatch(value.strip()):
         raise InputError(f"{where}: field {field} is not a whole number: {value[:80]!r}")
-    return int(value)
+    return int(value.strip())
 
 
 def parse_req_mem(value: str) -> tuple[float | None, str | None]:

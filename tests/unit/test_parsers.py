@@ -318,3 +318,21 @@ def test_any_scontrol_text_parses_or_raises_input_error(text: str) -> None:
             parser(text)
         except InputError:
             pass
+
+
+@pytest.mark.parametrize("value", ["3\x1f", "\x1c3", " 3 ", "3\x85"])
+def test_a_whole_number_with_separators_around_it_is_read(value: str) -> None:
+    """str.strip() removes \\x1c-\\x1f and \\x85 too: int() of the unstripped text raised ValueError."""
+    from advisor.slurm import parsers, sacct_text
+
+    assert parsers._int(value, "NCPUS", "x") == 3
+    assert sacct_text._int(value, "NCPUS", "x") == 3
+
+
+@pytest.mark.parametrize("value", ["\u0663", "3\u0663", "-3", ""])
+def test_a_whole_number_is_ascii_digits(value: str) -> None:
+    from advisor.slurm import parsers, sacct_text
+
+    for read in (parsers._int, sacct_text._int):
+        with pytest.raises(InputError, match="not a whole number"):
+            read(value, "NCPUS", "x")
