@@ -225,7 +225,7 @@ def json_record(job: object, *, where: str = "sacct --json", cluster: str = "") 
             user=_text(job.get("user"), "user"),
             account=_text(job.get("account"), "account"),
             partition=_text(job.get("partition"), "partition"),
-            nodes=expand_hostlist(nodes) if nodes != "None assigned" else (),
+            nodes=expand_hostlist(storable(nodes)) if nodes != "None assigned" else (),
             cpus=cpus or 0,
             req_mem_mb=req_mem_mb,
             elapsed_s=_whole(times.get("elapsed"), "time.elapsed") or 0,

@@ -212,7 +212,7 @@ def sacct_record(
     limit = _limit(row, where)
     try:  # these parsers do not know the record: name it, as every other field error does
         state, by_uid = parse_state(row.get("State", ""))
-        nodes = expand_hostlist(row.get("NodeList", ""))
+        nodes = expand_hostlist(storable(row.get("NodeList", "")))
         req_mem_mb, req_mem_per = parse_req_mem(row.get("ReqMem", ""))
         when = {
             field: parse_timestamp(row.get(field, ""), field=field, time_format=time_format)

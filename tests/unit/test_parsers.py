@@ -8,6 +8,7 @@ slurm/capture-fixtures.sh from the same job mix; the expectations come from the 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -336,3 +337,21 @@ def test_a_whole_number_is_ascii_digits(value: str) -> None:
     for read in (parsers._int, sacct_text._int):
         with pytest.raises(InputError, match="not a whole number"):
             read(value, "NCPUS", "x")
+
+
+def test_a_node_name_that_is_not_utf8_is_stored_as_any_utf8_reader_shows_it(
+    tmp_path: Path,
+) -> None:
+    # Regression (found by tests/fuzz/test_fuzz_accounting.py on the bulk path): the node list
+    # was the only text field not made storable, and SQLite refused the observation's node
+    from advisor.accounting.update import dump_format, update_from_file
+    from advisor.store import Store
+
+    fields = ("JobID", "State", "ElapsedRaw", "End", "NodeList")
+    assert parse_sacct_line("7|COMPLETED|61|2024-05-01T08:00:00|c\udcff1", fields).nodes == ("c\ufffd1",)
+    path = tmp_path / "dump.txt"
+    path.write_bytes(b"JobID|State|ElapsedRaw|End|NodeList\n7|COMPLETED|61|2024-05-01T08:00:00|c\xff1\n")
+    with Store.open(tmp_path / "cache.db") as store:
+        result = update_from_file(store, path, kind="sacct", dump=dump_format(cluster="x"))
+        (row,) = store.query("SELECT node FROM observations")
+    assert result["stored"] == 1 and row["node"] == "c\ufffd1"
