@@ -44,6 +44,8 @@ def was_advised(job: JobRecord, tag: Tag | None) -> bool:
 
 def node_class_of(nodes: tuple[str, ...], classes: Mapping[str, str]) -> str | None:
     """The one class of all the job's nodes, or None (unclassified or mixed)."""
+    if len(nodes) == 1:
+        return classes.get(nodes[0])
     found = {classes.get(node) for node in nodes}
     if len(found) != 1:
         return None
@@ -55,14 +57,18 @@ def observation_source(cluster: str) -> str:
     return cluster if cluster.startswith(SWF_CLUSTER_PREFIX) else f"sacct:{cluster}"
 
 
-def job_observation(job: JobRecord, classes: Mapping[str, str]) -> Observation:
-    """The observation of a finished job; a TIMEOUT is censored (the runtime is a lower bound)."""
-    tag = job_tag(job)
+def job_observation(
+    job: JobRecord, classes: Mapping[str, str], tag: Tag | None, name: str
+) -> Observation:
+    """The observation of a finished job; a TIMEOUT is censored (the runtime is a lower bound).
+
+    tag and name: the job's ``job_tag`` and ``history_name`` (the caller has them already).
+    """
     input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --input
     return Observation(
         source=observation_source(job.cluster),
         source_key=job.job_id,
-        task=(tag.task if tag is not None and tag.task else None) or history_name(job),
+        task=(tag.task if tag is not None and tag.task else None) or name,
         runtime_s=float(job.elapsed_s),
         node=job.nodes[0] if len(job.nodes) == 1 else None,
         node_class=node_class_of(job.nodes, classes) if job.nodes else None,
@@ -89,7 +95,7 @@ def swf_epoch(header: Mapping[str, str]) -> datetime:
 
 def swf_record(job: SwfJob, *, log: str, epoch: datetime) -> JobRecord:
     """An SWF job as an accounting record (UTC times, user and partition by their numbers)."""
-    submit = epoch + timedelta(seconds=job.submit_s)
+    submit = epoch.replace(tzinfo=None) + timedelta(seconds=job.submit_s)
     start = submit + timedelta(seconds=job.wait_s or 0)
     end = start + timedelta(seconds=job.run_s) if job.run_s is not None else None
     return JobRecord(
@@ -110,8 +116,8 @@ def swf_record(job: SwfJob, *, log: str, epoch: datetime) -> JobRecord:
         state_by_uid=None,
         exit_code=None,
         exit_signal=None,
-        submit=submit.replace(tzinfo=None),
-        start=start.replace(tzinfo=None),
-        end=end.replace(tzinfo=None) if end is not None else None,
+        submit=submit,
+        start=start,
+        end=end,
         comment="",
     )
