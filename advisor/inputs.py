@@ -7,8 +7,8 @@ streamed the same way; any other file counts its size on disk.
 
 Streaming a large FASTQ takes seconds, so results are cached by (path, size, mtime) in a small
 JSON file written atomically (a concurrent writer may lose an entry, never corrupt the file).
-Paths are handled with os.path, not pathlib: the sbatch wrapper measures ``--input`` files on
-every submission.
+Paths are handled with os.path, not pathlib: the sbatch wrapper measures ``--advisor-input``
+files on every submission.
 """
 
 from __future__ import annotations

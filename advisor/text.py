@@ -22,6 +22,17 @@ def storable(text: str) -> str:
         return text.encode("utf-8", "replace").decode("utf-8")
 
 
+def ascii_int(text: str, *, max_digits: int = 18) -> int | None:
+    """The whole number that text spells in ASCII digits alone (at most max_digits), else None.
+
+    What Slurm's and the advisor's own writers print.  int() also reads '١' (1), '１', ' 1',
+    '+1' and '1_0', and str.isdigit() is True for '²', which int() refuses with ValueError.
+    """
+    if 0 < len(text) <= max_digits and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 def percent_encode(text: str, *, safe: str = "") -> str:
     """UTF-8 bytes outside ``A-Za-z0-9._~-`` (and ``safe``) as ``%XX``.
 

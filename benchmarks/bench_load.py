@@ -161,7 +161,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def submit_argv(cache: Path, task: str, name: str) -> list[str]:
     """A held one-line job of task through the wrapper, named name (to find it in squeue)."""
-    return [*ADVISOR, "--db", str(cache), "sbatch", "--task", task, "-H", "-J", name,
+    return [*ADVISOR, "--db", str(cache), "sbatch", "--advisor-task", task, "-H", "-J", name,
             "--output=/dev/null", "--wrap", "true"]  # fmt: skip
 
 

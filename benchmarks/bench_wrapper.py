@@ -8,10 +8,10 @@ one task), then runs, interleaved so that machine load hits all alike:
 1. ``python3 -c pass`` with the base interpreter (the issue's baseline, "≈ 40 ms": python3 as
    installed, its site-packages included, not through the pyenv shell shim),
 2. ``python -c pass`` with the interpreter that runs the advisor (its virtual environment),
-3. ``advisor sbatch --dry-run --input FILE job.sh`` (the console script, the full path: argv,
-   #SBATCH lines, the cache read, the prediction, the command line),
+3. ``advisor sbatch --advisor-dry-run --advisor-input FILE job.sh`` (the console script, the
+   full path: argv, #SBATCH lines, the cache read, the prediction, the command line),
 4. ``sbatch --test-only job.sh`` when a controller answers (what a submission costs anyway),
-5. ``advisor sbatch --test-only --input FILE job.sh``: the wrapper's real path into sbatch.
+5. ``advisor sbatch --test-only --advisor-input FILE job.sh``: the wrapper's real path into sbatch.
 
 Prints the median and the fastest run of each, and the ratios of the medians.
 """
@@ -94,13 +94,13 @@ def main() -> None:
         data.write_bytes(b"x" * 1_000_000)
         console = Path(sys.executable).parent / "advisor"
         advisor = [str(console)] if console.exists() else [sys.executable, "-m", "advisor"]
-        wrapper = [*advisor, "--db", str(cache), "sbatch", "--input", str(data)]
+        wrapper = [*advisor, "--db", str(cache), "sbatch", "--advisor-input", str(data)]
         base_python = getattr(sys, "_base_executable", sys.executable)
         commands = {
             "python3 -c pass": [base_python, "-c", "pass"],
             # The interpreter that runs the advisor: a pyenv shim on PATH would add ~80 ms of bash.
             "venv python -c pass": [sys.executable, "-c", "pass"],
-            "advisor sbatch --dry-run": [*wrapper, "--dry-run", str(script)],
+            "advisor sbatch --advisor-dry-run": [*wrapper, "--advisor-dry-run", str(script)],
         }
         if shutil.which("sbatch") and answers(["sbatch", "--test-only", str(script)]):
             commands["sbatch --test-only"] = ["sbatch", "--test-only", str(script)]
@@ -128,15 +128,15 @@ def main() -> None:
         print(
             f"  {name:28s} median {medians[name] * 1000:7.1f} ms   fastest {min(values) * 1000:7.1f} ms"
         )
-    dry = medians["advisor sbatch --dry-run"]
+    dry = medians["advisor sbatch --advisor-dry-run"]
     print(
-        f"advisor sbatch --dry-run / python3 -c pass: {dry / medians['python3 -c pass']:.2f}x "
+        f"advisor sbatch --advisor-dry-run / python3 -c pass: {dry / medians['python3 -c pass']:.2f}x "
         "(the issue's target: within 2x)"
     )
-    print(f"advisor sbatch --dry-run / venv python -c pass: {dry / medians['venv python -c pass']:.2f}x")
+    print(f"advisor sbatch --advisor-dry-run / venv python -c pass: {dry / medians['venv python -c pass']:.2f}x")
     if "sbatch --test-only" in medians:
         plain = medians["sbatch --test-only"]
-        print(f"advisor sbatch --dry-run / sbatch --test-only: {dry / plain:.2f}x")
+        print(f"advisor sbatch --advisor-dry-run / sbatch --test-only: {dry / plain:.2f}x")
         real = medians["advisor sbatch --test-only"]
         print(
             f"advisor sbatch --test-only / sbatch --test-only: {real / plain:.2f}x "

@@ -41,11 +41,11 @@ half() {
 
 start=$(date +%s)
 half a tests/fuzz/test_fuzz_planner.py tests/fuzz/test_fuzz_wrapper.py tests/fuzz/test_fuzz_spool.py \
-    tests/fuzz/test_fuzz_cli.py &
+    tests/fuzz/test_fuzz_lua.py tests/fuzz/test_fuzz_cli.py &
 a=$!
 half b tests/fuzz/test_fuzz_slurm_text.py tests/fuzz/test_fuzz_accounting.py \
     tests/fuzz/test_fuzz_imports.py tests/fuzz/test_fuzz_options.py \
-    tests/fuzz/test_fuzz_insitu_nodes.py &
+    tests/fuzz/test_fuzz_insitu_nodes.py tests/fuzz/test_fuzz_tags.py &
 b=$!
 status=0
 wait "$a" || status=1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # slurm/capture-fixtures.sh - run real jobs on the test cluster (slurm/cluster.sh up)
-# and capture real Slurm outputs as test fixtures (default: tests/data/slurm/).
+# and capture real Slurm outputs as test fixtures (default: tests/data/slurm/<MAJOR.MINOR>/,
+# the installed Slurm's version, e.g. tests/data/slurm/24.11/; a directory argument overrides).
 #
 # Every fixture starts with '# ' header lines (Slurm version, exact command,
 # date, exit code, elapsed time), followed by the raw output unchanged: stdout
@@ -9,17 +10,28 @@
 #
 # Takes about 2 minutes (one TIMEOUT job needs its 1-minute limit). It stops
 # and restarts slurmdbd and slurmctld (through cluster.sh) to capture the
-# errors clients give while they are down. Start from `cluster.sh down --purge
-# && cluster.sh up` to get job ids from 1.
+# errors clients give while they are down: on a shared cluster run it under
+# the cluster lock (flock /tmp/advisor-cluster.lock bash slurm/capture-fixtures.sh).
+# Start from `cluster.sh down --purge && cluster.sh up` to get small job ids.
+#
+# One job is named "two<newline>lines": its sacct rows break every `sacct --parsable2` reader
+# (whatever the delimiter) for any time window that holds it. On a cluster that other people's
+# tests use, set SLURM_ADV_CAPTURE_SHARED=1 to leave it out (slurm/debian-chroot.sh gives a
+# private cluster of either version instead).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 readonly SCRIPT_DIR
 readonly CLUSTER_SH="$SCRIPT_DIR/cluster.sh"
-OUT=${1:-"$SCRIPT_DIR/../tests/data/slurm"}
+VERSION=$(sinfo --version)   # "slurm-wlm 24.11.5" (Debian) or "slurm 24.11.5"
+readonly VERSION
+[[ $VERSION =~ ([0-9]+\.[0-9]+)\.[0-9]+ ]] || { echo "[capture] ERROR: no version in '$VERSION'" >&2; exit 1; }
+OUT=${1:-"$SCRIPT_DIR/../tests/data/slurm/${BASH_REMATCH[1]}"}
+mkdir -p -- "$OUT"
 OUT=$(cd -- "$OUT" && pwd)
 readonly OUT
 readonly JOBS="$OUT/jobs_submitted.tsv"
+readonly SHARED=${SLURM_ADV_CAPTURE_SHARED:-0}
 
 readonly FMT=JobIDRaw,JobID,JobName,User,Account,Partition,NodeList,AllocCPUS,ReqMem,Elapsed,ElapsedRaw,Timelimit,TimelimitRaw,State,ExitCode,Submit,Start,End,Comment,Cluster
 readonly SINFO_FMT='%N|%P|%T|%c|%m|%f'
@@ -49,7 +61,6 @@ quote_cmd() {
 	printf '%s\n' "${out[*]}"
 }
 
-VERSION=''
 NOTE=''   # extra header lines for the next capture (newline separated)
 
 # capture FILE STREAM CMD...: run CMD (bounded), write headers and the raw
@@ -116,8 +127,9 @@ queue_empty() { [[ -z $(squeue -h -o '%A') ]]; }
 # Final: no RUNNING/PENDING rows, and no row still in flight (JobName=allocation or empty Partition).
 sacct_final() {
 	local rows
-	rows=$(sacct -a -X --parsable2 --noheader --delimiter=$'\x1f' --format=JobName,Partition,State -S "$START") || return 1
-	! awk -F $'\x1f' '$1 == "allocation" || $2 == "" || $3 == "RUNNING" || $3 == "PENDING" { bad = 1 } END { exit !bad }' <<<"$rows"
+	# JobName last: a name with a newline continues on a line of its own (NF < 4), skipped here.
+	rows=$(sacct -a -X --parsable2 --noheader --delimiter=$'\x1f' --format=JobID,Partition,State,JobName -S "$START") || return 1
+	! awk -F $'\x1f' 'NF >= 4 && ($4 == "allocation" || $2 == "" || $3 == "RUNNING" || $3 == "PENDING") { bad = 1 } END { exit !bad }' <<<"$rows"
 }
 
 CTLD_STOPPED=0
@@ -129,9 +141,8 @@ restore() {
 trap restore EXIT
 
 main() {
-	local work inflight cancel_id pending_id data t_end
+	local work inflight cancel_id pending_id array_id deadline_id data t_end
 	scontrol ping | grep 'is UP' >/dev/null || die "cluster is not up: run slurm/cluster.sh up"
-	VERSION=$(sinfo --version)
 	work=$(mktemp -d /tmp/slurm-advisor-capture.XXXXXX)
 	cd -- "$work"   # job output files (slurm-N.out) land here
 	log "writing fixtures to $OUT (job output in $work)"
@@ -217,18 +228,38 @@ main() {
 	submit defaults-no-p-no-t sbatch --parsable -J defaults --wrap 'sleep 1'
 	submit cancelled-while-pending sbatch --parsable -p fat -t 5 --begin=now+3600 -J pending-begin --wrap true
 	pending_id=$LAST_ID
+	if [[ $SHARED != 1 ]]; then
+		submit newline-in-name sbatch --parsable -p cpu -t 5 -J $'two\nlines' --wrap 'sleep 1'
+	fi
+	# One task at a time (%1): while task 1 runs, sacct shows the remainder as ID_[2-3] PENDING.
+	submit array-pending-remainder sbatch --parsable -p fat -t 5 --array=1-3%1 -J array-throttled --wrap 'sleep 300'
+	array_id=$LAST_ID
+	# Both c nodes whole: not before the TIMEOUT job ends (about 80 s), after its deadline: slurmctld
+	# ends it as DEADLINE without it ever starting (22.05 does so only for a job that could run
+	# but for resources; not for a held one, nor one waiting on a dependency).
+	submit deadline-while-pending sbatch --parsable -p long -N 2 -c 2 -t 1 --deadline=now+70 -J deadline-pending --wrap true
+	deadline_id=$LAST_ID
 
 	wait_for 60 "job $cancel_id running" is_running "$cancel_id"
+	wait_for 60 "array task ${array_id}_1 running" is_running "${array_id}_1"
 	sleep 1
 	# ---- snapshots while jobs run / pend
 	NOTE="snapshot while jobs run (RUNNING rows have End=Unknown) and job $pending_id pends (--begin)"
 	capture sacct_running.txt stdout sacct -a -X --parsable2 --noheader --format="$FMT" -S "$START"
+	NOTE="the same moment as sacct_running.txt"
+	capture sacct_running.json stdout sacct --json -a -S "$START"
+	NOTE="array $array_id (--array=1-3%1): task 1 RUNNING, the remainder ${array_id}_[2-3] PENDING"
+	capture sacct_array_pending.txt stdout sacct -a -X --parsable2 --noheader --format="$FMT" -j "$array_id"
+	NOTE="the same moment as sacct_array_pending.txt"
+	capture sacct_array_pending.json stdout sacct --json -a -j "$array_id"
 	capture squeue.txt stdout squeue -a -h -o "$SQUEUE_FMT"
 	capture squeue.json stdout squeue --json
 	capture sinfo_nodes_busy.txt stdout sinfo -N -h -o "$SINFO_FMT"
 
 	capture scancel_running.txt stdout scancel "$cancel_id"
 	capture scancel_pending.txt stdout scancel "$pending_id"
+	NOTE="the whole array: task 1 while RUNNING, the remainder ${array_id}_[2-3] while PENDING"
+	capture scancel_array.txt stdout scancel "$array_id"
 
 	log "waiting for all jobs to end (the TIMEOUT job takes about 70 s)"
 	wait_for 240 "all jobs to leave squeue" queue_empty
@@ -245,6 +276,10 @@ main() {
 	capture sacct.json stdout sacct --json -a -S "$START"
 	NOTE="job $pending_id was cancelled while pending with --begin in the future: it is missing from the -S $START queries above, only -j finds it"
 	capture sacct_cancelled_pending.txt stdout sacct -a -X --parsable2 --noheader --format="$FMT" -j "$pending_id"
+	NOTE="jobs that never started: $pending_id cancelled while pending, ${array_id}_[2-3] cancelled while pending, $deadline_id ended by its --deadline while pending"
+	capture sacct_never_started.txt stdout sacct -a -X --parsable2 --noheader --format="$FMT" -j "$pending_id,$array_id,$deadline_id"
+	NOTE="the same jobs as sacct_never_started.txt"
+	capture sacct_never_started.json stdout sacct --json -a -j "$pending_id,$array_id,$deadline_id"
 	capture sacct_no_such_job.txt stdout sacct -a -X --parsable2 --noheader --format="$FMT" -j 999999
 
 	# ---- idle cluster again

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # slurm/cluster.sh - a real, single-host Slurm test cluster for slurm-advisor.
 #
-# Debian 12, as root, without systemd: every daemon is started by hand in the
-# background. See slurm/README.md for the commands, what they touch and the
-# environment variables.
+# Debian 12 (Slurm 22.05) or Debian 13 (Slurm 24.11), as root, without systemd:
+# every daemon is started by hand in the background. See slurm/README.md for the
+# commands, what they touch, the environment variables and what differs between
+# the two versions.
 #
 #   cluster.sh install                 apt-get install what is missing, init MariaDB, munge key
 #   cluster.sh up                      write configs, start munged..slurmd, wait until ready
@@ -27,7 +28,9 @@ readonly LOCK_WAIT=${SLURM_ADV_LOCK_WAIT:-120} # seconds to wait for another clu
 readonly CLUSTER=advisor
 readonly ACCOUNT=research
 readonly NODES=(c1 c2 f1)
-readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server mariadb-client lua-cjson lua-filesystem lua5.1)
+# lua5.1 is what Debian's job_submit_lua.so links (22.05 and 24.11); lua5.4 runs the plugin's unit
+# tests too, as sites whose Slurm links Lua 5.4 run it.
+readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server mariadb-client lua-cjson lua-filesystem lua5.1 lua5.4)
 
 readonly SLURM_ETC=/etc/slurm
 readonly MYSQL_CONF_D=/etc/mysql/mariadb.conf.d
@@ -135,10 +138,51 @@ daemon_pid() {
 	printf '%s\n' "$pid"
 }
 
-# PIDs of what this script started live in $STATE_DIR/<name>.pid.
-record_started() { install -d -m 0755 "$STATE_DIR"; printf '%s\n' "$2" >"$STATE_DIR/$1.pid"; }
+# The installed Slurm as MAJOR*100+MINOR (2205, 2411), from `slurmctld -V`; 0 when not installed.
+SLURM_MM=''
+slurm_mm() {
+	local v
+	if [[ -z $SLURM_MM ]]; then
+		SLURM_MM=0
+		v=$(/usr/sbin/slurmctld -V 2>/dev/null) || v=''
+		if [[ $v =~ ([0-9]+)\.([0-9]+)\.[0-9]+ ]]; then
+			SLURM_MM=$((10#${BASH_REMATCH[1]} * 100 + 10#${BASH_REMATCH[2]}))
+		fi
+	fi
+	printf '%s\n' "$SLURM_MM"
+}
+
+# Field 22 of /proc/PID/stat: when the process started (clock ticks since boot).
+proc_starttime() {
+	local stat=''
+	{ read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+	stat=${stat##*) }   # the command name, in parentheses, may contain spaces
+	awk '{ print $20 }' <<<"$stat"
+}
+
+# PIDs of what this script started live in $STATE_DIR/<name>.pid (with their start times).
+record_started() {
+	install -d -m 0755 "$STATE_DIR"
+	printf '%s %s\n' "$2" "$(proc_starttime "$2" 2>/dev/null || echo 0)" >"$STATE_DIR/$1.pid"
+}
 forget_started() { rm -f -- "$STATE_DIR/$1.pid"; }
-started_pid() { read_pid "$STATE_DIR/$1.pid"; }
+# started_pid NAME: the PID of the NAME this script started. Slurm 23.11 and later restart
+# slurmctld and slurmd on `scontrol reconfigure` (the old process execs a new one, which writes
+# its PID to the pid file and goes on): a live daemon in the pid file that started after the
+# one we recorded, which is gone, is that one's successor and is ours too.
+started_pid() {
+	local name=$1 pid start=0 now
+	[[ -r $STATE_DIR/$name.pid ]] || return 1
+	read -r pid start <"$STATE_DIR/$name.pid" || true
+	[[ $pid =~ ^[1-9][0-9]*$ ]] || return 1
+	if (($(slurm_mm) >= 2311)) && [[ $name == slurm* && $name != slurmdbd ]] &&
+		! proc_matches "$pid" "$(comm_of "$name")" && now=$(daemon_pid "$name") &&
+		[[ $now != "$pid" && $(proc_starttime "$now" || echo 0) -ge ${start:-0} ]]; then
+		record_started "$name" "$now"
+		pid=$now
+	fi
+	printf '%s\n' "$pid"
+}
 
 show_log_tail() {
 	local f=$1
@@ -209,7 +253,7 @@ nodes_ready() {
 	for n in "${NODES[@]}"; do
 		st=$(awk -v n="$n" '$1 == n { print $2; exit }' <<<"$out")
 		case $st in
-		idle | mixed | allocated | completing) ;;
+		idle | mixed | allocated | completing | planned) ;;   # planned: 24.11, kept for a pending job
 		*) return 1 ;;
 		esac
 		NODE_STATES+="${NODE_STATES:+ }$n=$st"
@@ -218,27 +262,41 @@ nodes_ready() {
 
 # ---------------------------------------------------------------- starters
 
+# close_inherited_fds: close every descriptor above 2 of this (sub)shell. A caller may hold a
+# lock on one (`flock /tmp/advisor-cluster.lock bash slurm/cluster.sh up` leaves it on fd 3,
+# cluster.sh's own lock is fd 9): a daemon that inherited it would hold the lock for as long as
+# it runs, and every other `flock` on it would wait forever.
+close_inherited_fds() {
+	local fd
+	for fd in /proc/self/fd/*; do
+		fd=${fd##*/}
+		if [[ $fd =~ ^[0-9]+$ ]] && ((fd > 2)); then
+			eval "exec $fd>&-" 2>/dev/null || true
+		fi
+	done
+}
+
+# Daemons get no stdio of ours (a caller reading our output through a pipe must see EOF) and
+# no other descriptor of ours either (see close_inherited_fds).
 start_munged() {
 	install -d -o munge -g munge -m 0755 /run/munge
-	runuser -u munge -- /usr/sbin/munged </dev/null >>"$LOG_DIR/munged.out" 2>&1 9>&-
+	(close_inherited_fds; exec runuser -u munge -- /usr/sbin/munged) </dev/null >>"$LOG_DIR/munged.out" 2>&1
 }
 
 start_mariadbd() {
 	install -d -o mysql -g root -m 0755 /run/mysqld
 	# mariadbd does not fork: run it in its own session, detached from our stdio.
-	setsid /usr/sbin/mariadbd --user=mysql --pid-file=/run/mysqld/mysqld.pid \
-		</dev/null >>"$(logfile_of mariadbd)" 2>&1 9>&- &
+	(close_inherited_fds; exec setsid /usr/sbin/mariadbd --user=mysql --pid-file=/run/mysqld/mysqld.pid) \
+		</dev/null >>"$(logfile_of mariadbd)" 2>&1 &
 	disown
 }
 
-# Daemons get no stdio of ours (a caller reading our output through a pipe
-# must see EOF) and not the lock's fd 9 (or they would hold the lock forever).
-start_slurmdbd() { /usr/sbin/slurmdbd </dev/null >>"$LOG_DIR/slurmdbd.out" 2>&1 9>&-; }
-start_slurmctld() { /usr/sbin/slurmctld </dev/null >>"$LOG_DIR/slurmctld.out" 2>&1 9>&-; }
+start_slurmdbd() { (close_inherited_fds; exec /usr/sbin/slurmdbd) </dev/null >>"$LOG_DIR/slurmdbd.out" 2>&1; }
+start_slurmctld() { (close_inherited_fds; exec /usr/sbin/slurmctld) </dev/null >>"$LOG_DIR/slurmctld.out" 2>&1; }
 start_slurmd() { # NAME=slurmd-<node>
 	local node=${1#slurmd-}
 	install -d -m 0755 "$SLURMD_SPOOL/$node"
-	/usr/sbin/slurmd -N "$node" </dev/null >>"$LOG_DIR/slurmd-$node.out" 2>&1 9>&-
+	(close_inherited_fds; exec /usr/sbin/slurmd -N "$node") </dev/null >>"$LOG_DIR/slurmd-$node.out" 2>&1
 }
 
 # ensure_daemon NAME WHAT READY-CMD...: start NAME unless it already runs, wait
@@ -284,6 +342,10 @@ start_slurmctld_and_wait() { phase_daemon slurmctld 'scontrol ping' ready_slurmc
 wait_nodes() {
 	if [[ $1 == 1 ]] && ! nodes_ready >/dev/null 2>&1; then
 		timeout 10 scontrol reconfigure >/dev/null 2>&1 || true
+		if (($(slurm_mm) >= 2311)); then   # slurmctld restarted itself: wait for the new one
+			wait_ready slurmctld 'scontrol ping after reconfigure' ready_slurmctld
+			started_pid slurmctld >/dev/null || true   # record the successor, if ours
+		fi
 	fi
 	wait_ready nodes 'sinfo: all nodes idle' nodes_ready
 }
@@ -377,11 +439,24 @@ write_configs() {
 	cat -- "$CONF_SRC/99-slurm.cnf" >"$tmp"
 	put_file "$tmp" "$MYSQL_CONF_D/99-slurm.cnf" 0644 root root
 
+	# cgroup.conf: with SLURM_ADV_CGROUP=1 the enforcing one. Without it, 22.05 needs none, while
+	# slurmd 23.02 and later initialise the cgroup plugin even with proctrack/linuxproc (and fail
+	# where no cgroup fs is mounted), so they get CgroupPlugin=disabled.
+	local cgroup_src=''
 	if [[ $CGROUP == 1 ]]; then
+		cgroup_src=$CONF_SRC/cgroup.conf
+	elif (($(slurm_mm) >= 2302)); then
+		cgroup_src=$CONF_SRC/cgroup-disabled.conf
+	fi
+	if [[ -n $cgroup_src ]]; then
 		tmp=$(mktemp)
-		cat -- "$CONF_SRC/cgroup.conf" >"$tmp"
+		if (($(slurm_mm) > 2205)); then
+			grep -v '^CgroupAutomount=' -- "$cgroup_src" >"$tmp"   # "defunct" since 23.x
+		else
+			cat -- "$cgroup_src" >"$tmp"
+		fi
 		put_file "$tmp" "$SLURM_ETC/cgroup.conf" 0644 root root
-	elif [[ -f $SLURM_ETC/cgroup.conf ]] && cmp -s -- "$CONF_SRC/cgroup.conf" "$SLURM_ETC/cgroup.conf"; then
+	elif [[ -f $SLURM_ETC/cgroup.conf && $(head -n 1 -- "$SLURM_ETC/cgroup.conf") == '# cgroup.conf for the slurm-advisor test cluster'* ]]; then
 		rm -f -- "$SLURM_ETC/cgroup.conf"   # ours, from an earlier SLURM_ADV_CGROUP=1 run
 		CONF_CHANGED+=("$SLURM_ETC/cgroup.conf")
 		log "removed $SLURM_ETC/cgroup.conf (SLURM_ADV_CGROUP is not 1)"
@@ -680,6 +755,7 @@ main() {
 	install | up | down | stop-daemon | start-daemon) take_lock ;;
 	*) ;;
 	esac
+	slurm_mm >/dev/null   # once, in this shell: the $(slurm_mm) calls below read it
 	case $cmd in
 	install) cmd_install "$@" ;;
 	up) cmd_up "$@" ;;

@@ -6,7 +6,15 @@ time limit and the limits file written by `advisor export` knows its task (its j
 Nextflow job's process, a Snakemake job's rule: task_key), the job gets the advised limit of its partition(s), clamped to the partition's MaxTime, an `advisor:lua,...` tag
 appended to its comment (so accounting can match it), and one line for the user on stderr.
 Anything else - no file, an unreadable or corrupt file, an unknown name, a job with --time, any
-error at all - lets the job through unchanged: this plugin never rejects a job.
+error at all - lets the job through unchanged: this plugin never rejects a job, and never makes
+one that slurmctld would refuse (a limit above MaxTime or below --time-min, a comment over
+Slurm's limit).
+
+The file is readable by every user, so it holds no user's job names: users[user].tasks is keyed
+by name_key(user, name), a BLAKE2s digest (advisor/store/names.py) computed here in plain Lua
+5.1 arithmetic, since no C hash library is guaranteed inside slurmctld (0.1 ms for a short
+name, 1.5 ms at 1024 bytes). A name or comment over Slurm's 1024-byte limit returns at once:
+slurmctld rejects such a job after the plugin, and it must not cost the controller first.
 
 The file is parsed once and parsed again only when it changes (mtime, size and inode through
 lua-filesystem when installed, else by comparing its bytes). `advisor export` replaces it with
@@ -26,9 +34,149 @@ local have_lfs, lfs = pcall(require, "lfs")
 -- Slurm's "no number" values for limits in minutes (slurm.h).
 local NO_VAL = slurm.NO_VAL or 4294967294
 local INFINITE = 4294967295
+-- slurmctld 22.05 refuses a job whose name or comment is longer (_test_job_desc_fields:
+-- strlen > 1024 is ESLURM_PATHNAME_TOO_LONG; 1024 bytes pass, checked on the test cluster).
+local NAME_MAX = 1024
+local COMMENT_MAX = 1024
+-- `advisor export` writes at most 16 MiB; anything much bigger is not its file.
+local EXPORT_MAX_BYTES = 32 * 1024 * 1024
+local EXPORT_VERSION = 2
 
 local cache = { key = nil, raw = nil, doc = nil }
 local users_by_uid = nil
+
+-- BLAKE2s in plain Lua 5.1 arithmetic: the same digest as Python's hashlib.blake2s.
+local TWO32 = 4294967296
+local XOR8 = nil -- XOR of two bytes, a * 256 + b -> a ^ b: built at the first digest (20 ms)
+
+local function xor_table()
+	local t = {}
+	for a = 0, 255 do
+		for b = 0, 255 do
+			local r, bit, x, y = 0, 1, a, b
+			while x > 0 or y > 0 do
+				if x % 2 ~= y % 2 then
+					r = r + bit
+				end
+				x, y, bit = (x - x % 2) / 2, (y - y % 2) / 2, bit * 2
+			end
+			t[a * 256 + b] = r
+		end
+	end
+	return t
+end
+
+local function bxor(a, b)
+	local a0, b0 = a % 256, b % 256
+	a, b = (a - a0) / 256, (b - b0) / 256
+	local a1, b1 = a % 256, b % 256
+	a, b = (a - a1) / 256, (b - b1) / 256
+	local a2, b2 = a % 256, b % 256
+	a, b = (a - a2) / 256, (b - b2) / 256
+	return XOR8[a0 * 256 + b0] + XOR8[a1 * 256 + b1] * 256 + XOR8[a2 * 256 + b2] * 65536
+		+ XOR8[a * 256 + b] * 16777216
+end
+
+-- Rotate right by n bits (0 < n < 32).
+local function rotr(x, n)
+	local low = x % 2 ^ n
+	return (x - low) / 2 ^ n + low * 2 ^ (32 - n)
+end
+
+local IV = {
+	0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19,
+}
+local SIGMA = {
+	{ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 },
+	{ 14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3 },
+	{ 11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4 },
+	{ 7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8 },
+	{ 9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13 },
+	{ 2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9 },
+	{ 12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11 },
+	{ 13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10 },
+	{ 6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5 },
+	{ 10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0 },
+}
+
+local function word(s, i) -- little-endian 32-bit word at byte i (1-based), zero past the end
+	local b0, b1, b2, b3 = s:byte(i, i + 3)
+	return (b0 or 0) + (b1 or 0) * 256 + (b2 or 0) * 65536 + (b3 or 0) * 16777216
+end
+
+local function compress(h, s, offset, counter, last)
+	local m = {}
+	for i = 0, 15 do
+		m[i] = word(s, offset + 4 * i)
+	end
+	local v = {}
+	for i = 0, 7 do
+		v[i], v[i + 8] = h[i], IV[i + 1]
+	end
+	v[12] = bxor(v[12], counter % TWO32)
+	v[13] = bxor(v[13], (counter - counter % TWO32) / TWO32)
+	if last then
+		v[14] = TWO32 - 1 - v[14]
+	end
+	local function g(a, b, c, d, x, y)
+		local va, vb, vc, vd = v[a], v[b], v[c], v[d]
+		va = (va + vb + x) % TWO32
+		vd = rotr(bxor(vd, va), 16)
+		vc = (vc + vd) % TWO32
+		vb = rotr(bxor(vb, vc), 12)
+		va = (va + vb + y) % TWO32
+		vd = rotr(bxor(vd, va), 8)
+		vc = (vc + vd) % TWO32
+		vb = rotr(bxor(vb, vc), 7)
+		v[a], v[b], v[c], v[d] = va, vb, vc, vd
+	end
+	for round = 1, 10 do
+		local s_ = SIGMA[round]
+		g(0, 4, 8, 12, m[s_[1]], m[s_[2]])
+		g(1, 5, 9, 13, m[s_[3]], m[s_[4]])
+		g(2, 6, 10, 14, m[s_[5]], m[s_[6]])
+		g(3, 7, 11, 15, m[s_[7]], m[s_[8]])
+		g(0, 5, 10, 15, m[s_[9]], m[s_[10]])
+		g(1, 6, 11, 12, m[s_[11]], m[s_[12]])
+		g(2, 7, 8, 13, m[s_[13]], m[s_[14]])
+		g(3, 4, 9, 14, m[s_[15]], m[s_[16]])
+	end
+	for i = 0, 7 do
+		h[i] = bxor(h[i], bxor(v[i], v[i + 8]))
+	end
+end
+
+-- BLAKE2s (RFC 7693) of text, outlen bytes, with an 8-byte personalisation, as lowercase hex.
+local function blake2s(text, outlen, person)
+	XOR8 = XOR8 or xor_table()
+	local h = {}
+	for i = 0, 7 do
+		h[i] = IV[i + 1]
+	end
+	h[0] = bxor(h[0], 0x01010000 + outlen)
+	h[6] = bxor(h[6], word(person, 1))
+	h[7] = bxor(h[7], word(person, 5))
+	local n = #text
+	local offset = 1
+	while n - (offset - 1) > 64 do
+		compress(h, text, offset, offset - 1 + 64, false)
+		offset = offset + 64
+	end
+	compress(h, text, offset, n, true)
+	local out = {}
+	for i = 0, outlen - 1 do
+		local w = h[(i - i % 4) / 4]
+		local byte = math.floor(w / 256 ^ (i % 4)) % 256
+		out[#out + 1] = string.format("%02x", byte)
+	end
+	return table.concat(out)
+end
+
+-- The key of a user's job name in users[user].tasks (advisor/store/names.py).
+local function name_key(user, name)
+	return blake2s(user .. "\0" .. name, 12, "advname1")
+end
+
 
 local function read_all(path)
 	local handle = io.open(path, "rb")
@@ -63,8 +211,16 @@ local function limits()
 	if key and key == cache.key then
 		return cache.doc
 	end
+	if have_lfs then
+		local size = lfs.attributes(EXPORT_PATH, "size")
+		if size and size > EXPORT_MAX_BYTES then
+			cache.key, cache.raw, cache.doc = key, nil, nil
+			slurm.log_error("advisor: %s is %d bytes, over %d; jobs pass unchanged", EXPORT_PATH, size, EXPORT_MAX_BYTES)
+			return nil
+		end
+	end
 	local raw = read_all(EXPORT_PATH)
-	if raw == nil then
+	if raw == nil or #raw > EXPORT_MAX_BYTES then
 		cache.key, cache.raw, cache.doc = nil, nil, nil
 		return nil
 	end
@@ -77,7 +233,7 @@ local function limits()
 		return nil
 	end
 	local ok, doc = pcall(cjson.decode, raw)
-	if ok and type(doc) == "table" and doc.version == 1 then
+	if ok and type(doc) == "table" and doc.version == EXPORT_VERSION then
 		cache.doc = doc
 	else
 		slurm.log_error("advisor: %s is not a valid limits file; jobs pass unchanged", EXPORT_PATH)
@@ -164,14 +320,32 @@ local function encode(text)
 	end))
 end
 
--- What to set, or nil: { time_limit, time_min (or nil), comment, name }.
+local function longer(text, bytes)
+	return type(text) == "string" and #text > bytes
+end
+
+-- The name the limits file knows the job by: the one place that says so.
+local function job_name(job_desc)
+	return job_desc.name
+end
+
+-- The user's own entry for a name (a digest of user and name keys it), or nil.
+local function own_entry(mine, user, name)
+	local own = table_at(mine, "tasks")
+	if own == nil or next(own) == nil or type(user) ~= "string" then
+		return nil
+	end
+	return table_at(own, name_key(user, name))
+end
+
+-- What to set, or nil: { time_limit, time_min (or nil), comment (or nil), name }.
 local function advice(job_desc, part_list, submit_uid)
 	if job_desc.time_limit ~= NO_VAL then
 		return nil -- the user chose a limit
 	end
-	local name = job_desc.name
-	if type(name) ~= "string" or name == "" then
-		return nil
+	local name = job_name(job_desc)
+	if type(name) ~= "string" or name == "" or #name > NAME_MAX or longer(job_desc.comment, COMMENT_MAX) then
+		return nil -- slurmctld rejects a longer name or comment anyway
 	end
 	name = task_key(name, job_desc.comment)
 	local doc = limits()
@@ -180,8 +354,9 @@ local function advice(job_desc, part_list, submit_uid)
 	end
 	-- As `advisor sbatch` decides: the task model (the user's own refinement first), else the
 	-- history policy (the user's job name, else the user's jobs in the partition).
-	local mine = table_at(table_at(doc, "users"), user_name(job_desc, submit_uid))
-	local entry = table_at(table_at(mine, "tasks"), name) or table_at(table_at(doc, "tasks"), name)
+	local user = user_name(job_desc, submit_uid)
+	local mine = table_at(table_at(doc, "users"), user)
+	local entry = own_entry(mine, user, name) or table_at(table_at(doc, "tasks"), name)
 	local per_partition = table_at(entry, "partitions") or table_at(mine, "partitions")
 	if not per_partition then
 		return nil
@@ -213,16 +388,30 @@ local function advice(job_desc, part_list, submit_uid)
 	if cap and high > cap then
 		high = cap
 	end
-	local tag = string.format("advisor:lua,action=set,limit=%d,task=%s", high, encode(name))
-	local comment = job_desc.comment
-	if type(comment) == "string" and comment ~= "" then
-		tag = comment .. " " .. tag
+	-- Never below the job's own --time-min (slurmctld: ESLURM_INVALID_TIME_MIN_LIMIT); when
+	-- even MaxTime is below it, Slurm's own rules decide.
+	local given_min = tonumber(job_desc.time_min)
+	if given_min and given_min ~= NO_VAL and given_min > high then
+		if cap and given_min > cap then
+			return nil
+		end
+		high = given_min
+	end
+	-- The tag, unless the comment would then be longer than slurmctld accepts: the limit still
+	-- holds, accounting then sees the job without the advisor's tag.
+	local comment = string.format("advisor:lua,action=set,limit=%d,task=%s", high, encode(name))
+	local given = job_desc.comment
+	if type(given) == "string" and given ~= "" then
+		comment = given .. " " .. comment
+	end
+	if #comment > COMMENT_MAX then
+		comment = nil
 	end
 	local time_min = nil
 	if low < high and job_desc.time_min == NO_VAL then
 		time_min = low
 	end
-	return { time_limit = high, time_min = time_min, comment = tag, name = name }
+	return { time_limit = high, time_min = time_min, comment = comment, name = name }
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
@@ -235,7 +424,9 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 	if found then
 		ok, err = pcall(function()
 			job_desc.time_limit = found.time_limit
-			job_desc.comment = found.comment
+			if found.comment then
+				job_desc.comment = found.comment
+			end
 			if found.time_min then
 				job_desc.time_min = found.time_min
 			end

@@ -1,7 +1,15 @@
-"""Reading the real Slurm outputs captured under tests/data/slurm (see its README)."""
+"""Reading the real Slurm outputs captured under tests/data/slurm (see its README).
+
+``tests/data/slurm/<MAJOR.MINOR>/`` holds one recording per Slurm version (22.05, 24.11), made
+by slurm/capture-fixtures.sh from the same job mix; a test meant to hold on every version is
+parametrised over ``VERSIONS`` and reads ``capture(name, version)``, its job ids from
+``submitted(version)``.  The files directly in tests/data/slurm/ are the first 22.05 recording,
+which older tests read by its job ids and dates (``capture(name)``).
+"""
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import time
@@ -10,6 +18,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from tests.conftest import TEST_DATA
+
+SLURM_DATA = TEST_DATA / "slurm"
+#: The Slurm versions recorded, oldest first ("22.05", "24.11").
+VERSIONS: tuple[str, ...] = tuple(
+    sorted(
+        (p.name for p in SLURM_DATA.iterdir() if p.is_dir() and re.fullmatch(r"\d+\.\d+", p.name)),
+        key=lambda v: tuple(int(part) for part in v.split(".")),
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -23,11 +40,20 @@ class Capture:
     def exit_code(self) -> int:
         return int(self.header.get("exit code", "0").split()[0])
 
+    @property
+    def slurm_version(self) -> str:
+        """``22.05.8`` from ``# slurm version: slurm-wlm 22.05.8 (from sinfo --version)``."""
+        match = re.search(r"(\d+\.\d+\.\d+)", self.header.get("slurm version", ""))
+        if not match:
+            raise ValueError(f"capture without a '# slurm version' header: {self.header}")
+        return match.group(1)
 
-def capture(name: str) -> Capture:
+
+def capture(name: str, version: str | None = None) -> Capture:
+    """The capture ``name`` of one version's recording (None: the first 22.05 recording)."""
     header: dict[str, str] = {}
     body: list[str] = []
-    path = TEST_DATA / "slurm" / name
+    path = SLURM_DATA / version / name if version else SLURM_DATA / name
     with path.open(encoding="utf-8", newline="") as stream:  # a \r in a job name stays a \r
         text = stream.read()
     for line in text.splitlines(keepends=True):
@@ -63,3 +89,9 @@ def record(name: str, argv: Sequence[str], *, notes: Sequence[str] = ()) -> Capt
     text = "".join(f"# {line}\n" for line in header) + done.stdout
     (TEST_DATA / "slurm" / name).write_text(text)
     return capture(name)
+
+
+def submitted(version: str) -> dict[str, int]:
+    """Job id by purpose, from the recording's jobs_submitted.tsv (``timeout`` -> 1234)."""
+    lines = (SLURM_DATA / version / "jobs_submitted.tsv").read_text().splitlines()[1:]
+    return {purpose: int(job) for job, purpose, _ in (line.split("\t", 2) for line in lines)}

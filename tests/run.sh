@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite, on a fresh Debian 12 machine as root: installs what it needs (Python deps
-# in .venv, Debian's Slurm/munge/MariaDB when missing), starts the real test cluster, runs the
-# lint and type gates, unit and integration tests, and stops the cluster it started.
+# The whole test suite, on a fresh Debian 12 (Slurm 22.05) or Debian 13 (Slurm 24.11) machine as
+# root: installs what it needs (Python deps in .venv, Debian's Slurm/munge/MariaDB when missing),
+# starts the real test cluster, runs the lint and type gates, unit and integration tests, and
+# stops the cluster it started.
 set -euo pipefail
 cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
 
@@ -19,6 +20,7 @@ echo "== test cluster"
 bash slurm/cluster.sh install
 bash slurm/cluster.sh up
 trap 'bash slurm/cluster.sh down' EXIT
+echo "Debian $(cat /etc/debian_version 2>/dev/null || echo '?'), $(sinfo --version), $("$VENV/bin/python" --version)"
 
 echo "== tests"
 export ADVISOR_TEST_CLUSTER=1

@@ -21,7 +21,15 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from advisor.accounting.censored import update_censored
-from advisor.accounting.mapping import history_name, job_observation, job_tag, was_advised
+from advisor.accounting.mapping import (
+    AdviceClaim,
+    advice_claim,
+    history_name,
+    job_observation,
+    job_tag,
+    recorded_advice,
+    was_advised,
+)
 from advisor.history.book import HistoryBook
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
@@ -29,6 +37,7 @@ from advisor.models.online import OnlineUpdates
 from advisor.models.reference import ReferenceModel
 from advisor.slurm.records import JobRecord
 from advisor.store.accounting import JOB_COLUMNS, add_job_rows, job_row, stored_job_ids
+from advisor.store.advice import AppliedLimit, applied_limits
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 from advisor.store.history import (
@@ -59,7 +68,10 @@ class Finished(NamedTuple):
     partition: str
     runtime_s: float
     state: str
-    advised: bool  # it ran under a limit the advisor set
+    advised: bool  # it ran under a limit the advisor set, as its tag says
+    #: What the advisor's record of setting that limit must match (mapping.advice_claim), or
+    #: None (not advised, or no record can be the job's).
+    claim: AdviceClaim | None
 
 
 def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
@@ -69,6 +81,7 @@ def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
     the job is stored.
     """
     tag, name, row = job_tag(job), history_name(job), job_row(job, now)
+    advised = was_advised(job, tag)
     return Finished(
         job.cluster,
         job.job_id,
@@ -80,7 +93,8 @@ def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
         job.partition,
         float(job.elapsed_s),
         job.state,
-        was_advised(job, tag),
+        advised,
+        advice_claim(job, tag) if advised else None,
     )
 
 
@@ -106,7 +120,7 @@ class IngestStats:
 
 
 def modelled_tasks(store: Store) -> dict[str, int]:
-    """Tasks with a fitted model, and the input size the wrapper assumes without --input.
+    """Tasks with a fitted model, and the input size the wrapper assumes without --advisor-input.
 
     Only these tasks' runs can update a model online.  A job whose tag records no input size
     teaches the model at that assumed size (the largest training input, the size its limit
@@ -186,8 +200,10 @@ class Ingestor:
         if not new:
             return 0
         book = self._book_for(new)
+        claims = [job.claim[0] for job in new if job.claim is not None]
+        applied = applied_limits(self.store, claims) if claims else {}
         for job in new:
-            self._learn_history(book, job)
+            self._learn_history(book, job, applied)
         self.stats.states.update(job.state for job in new)
         add_job_rows(self.store, [job.row for job in new])
         add_observation_rows(self.store, [job.observation for job in new])
@@ -204,7 +220,9 @@ class Ingestor:
         return len(new)
 
     @staticmethod
-    def _learn_history(book: HistoryBook, job: Finished) -> None:
+    def _learn_history(
+        book: HistoryBook, job: Finished, applied: Mapping[int, Sequence[AppliedLimit]]
+    ) -> None:
         key: HistoryKey | None = None
         if job.advised:
             key = book.propose_key(keys_for(job.user, job.name, job.partition))
@@ -216,6 +234,7 @@ class Ingestor:
             state=job.state,
             advised=job.advised,
             advised_key=key,
+            recorded=recorded_advice(job.user, job.cluster, job.claim, applied),
         )
 
     def _learn_model(self, models: OnlineUpdates, job: Finished) -> None:

@@ -9,11 +9,13 @@ when the wrapper recorded one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from advisor.accounting.swf import MAX_TIME_S, SwfJob
 from advisor.slurm.records import JobRecord
+from advisor.store.advice import AppliedLimit
 from advisor.store.observations import Observation
 from advisor.taskkey import task_key
 from advisor.wrapper.tag import Tag, parse_tag
@@ -42,6 +44,52 @@ def was_advised(job: JobRecord, tag: Tag | None) -> bool:
     )
 
 
+def advice_job_id(job: JobRecord) -> int | None:
+    """The id the wrapper recorded for the job (sbatch's), or None.
+
+    An array's elements (``49_1``) and a heterogeneous job's components (``50+0``) start with it.
+    """
+    digits = re.match(r"[0-9]{1,18}", job.job_id)
+    return int(digits.group()) if digits else None
+
+
+#: What a job claims of the advisor's record (recorded_advice): sbatch's id, the job's limit,
+#: whether it carries a tag.  Plain values, so that it travels between processes cheaply.
+AdviceClaim = tuple[int, int, bool]
+
+
+def advice_claim(job: JobRecord, tag: Tag | None) -> AdviceClaim | None:
+    """What recorded_advice checks of the job; None when no record can be the job's."""
+    job_id = advice_job_id(job)
+    if job_id is None or job.timelimit_s is None or not job.user:
+        return None
+    return (job_id, job.timelimit_s, tag is not None)
+
+
+def recorded_advice(
+    user: str,
+    cluster: str,
+    claim: AdviceClaim | None,
+    applied: Mapping[int, Sequence[AppliedLimit]],
+) -> bool:
+    """True when the advisor's own record says that it set the job's limit.
+
+    That record is an advice row of the job's user, of its cluster (a row without one needs the
+    job's tag), with the job's limit (claim: advice_claim of the job).  A tag is the job
+    owner's word (anyone can write one into a comment); an advice row of another user claims
+    someone else's job id and proves nothing either.
+    """
+    if claim is None:
+        return False
+    job_id, limit_s, tagged = claim
+    return any(
+        row.user == user
+        and row.limit_s == limit_s
+        and (row.cluster == cluster or (row.cluster is None and tagged))
+        for row in applied.get(job_id, ())
+    )
+
+
 def node_class_of(nodes: tuple[str, ...], classes: Mapping[str, str]) -> str | None:
     """The one class of all the job's nodes, or None (unclassified or mixed)."""
     if len(nodes) == 1:
@@ -64,7 +112,7 @@ def job_observation(
 
     tag and name: the job's ``job_tag`` and ``history_name`` (the caller has them already).
     """
-    input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --input
+    input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --advisor-input
     return Observation(
         source=observation_source(job.cluster),
         source_key=job.job_id,

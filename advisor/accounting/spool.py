@@ -1,10 +1,20 @@
 """``advisor update --spool DIR``: users' advice lines (advisor.spool) into the cache.
 
-Each file ``<uid>.jsonl`` is read from its watermark (inode and byte offset, stored with the
-rows in one transaction, so a killed update neither loses nor repeats a line) up to its last
-whole line.  The rows are attributed to the file's owner: a file whose name is not its owner's
-uid, a link, or anything but a regular file is refused, and no name inside a line is trusted.
-Malformed lines are counted and skipped; one bad line never stops the rest.
+Each user's directory ``<uid>/`` (and the old layout's ``<uid>.jsonl``) is read file by file
+from its watermark (inode and byte offset, stored with the rows in one transaction, so a killed
+update neither loses nor repeats a line) up to its last whole line.  The rows are attributed to
+the directory's owner: a directory or file whose owner is not the uid it is named after, a
+name that is not the uid's one canonical spelling, a link, or anything but a regular file is
+refused, and no name inside a line is trusted.
+
+Whatever one user wrote costs only that user's lines: a malformed line is skipped and counted,
+a file that cannot be read is counted and named, and reading is capped per user and per run
+(the rest waits for the next run, which starts with the user the cap stopped at), so no file
+can stop the update, exhaust its memory, or keep other users' files from being read.
+
+Segments two days old are finished (a writer appends only to its own day's segment): once
+every line of one is stored it is deleted, then its watermark, so a spool does not grow for
+ever and no line is lost or stored twice, whenever the update is killed.
 """
 
 from __future__ import annotations
@@ -12,25 +22,43 @@ from __future__ import annotations
 import os
 import pwd
 import re
-from typing import BinaryIO
+import sqlite3
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, NamedTuple
 
-from advisor.errors import InputError
+from advisor.errors import CacheError, InputError
 from advisor.spool import (
     LINE_MAX_BYTES,
+    SEGMENT_NAME,
     complete_lines,
+    legacy_path,
     mark_source,
     mark_value,
     open_spool,
-    parse_line,
     parse_mark,
+    parse_raw,
+    uid_of,
+    user_dir,
 )
-from advisor.store.accounting import get_watermark, set_watermark
+from advisor.store.accounting import delete_watermark, get_watermark, set_watermark
 from advisor.store.advice import Advice, record_advice
 from advisor.store.connection import Store
 
-#: Read at most this much of one file per update (the rest waits for the next run).
-CHUNK_BYTES = 64 << 20
-_NAME = re.compile(r"(\d{1,10})\.jsonl")
+#: Read at most this much of one user's files per update, and of all files per update.
+USER_BYTES = 16 << 20
+RUN_BYTES = 256 << 20
+#: Open at most this many of a user's segments per update (the oldest first).
+USER_FILES = 32
+#: A user's directory with more entries than this is refused (listing it would cost the run).
+USER_ENTRIES = 4096
+#: A segment this many days old takes no more lines: once stored, it is removed.
+FINISHED_AFTER = timedelta(days=2)
+#: Where the last run's byte cap stopped: the next run starts with that user.
+CURSOR = "spool-cursor"
+#: At most this many problems are named in the result (all are counted).
+PROBLEMS_SHOWN = 20
+#: A name made of decimal digits that is not canonical: an alias of some uid.
+_DIGITS = re.compile(r"\d+")
 
 
 def _user_name(uid: int) -> str:
@@ -40,50 +68,211 @@ def _user_name(uid: int) -> str:
         return str(uid)
 
 
-def ingest_spool(store: Store, directory: str) -> dict[str, int]:
-    """Copy every file's new lines into advice; counts of files, rows, skipped and refused."""
+class _Run:
+    """Counts, named problems and the byte budget of one ingestion."""
+
+    def __init__(self, run_bytes: int) -> None:
+        self.left = run_bytes
+        self.counts: dict[str, Any] = {
+            "files": 0, "rows": 0, "skipped_lines": 0, "refused_files": 0, "failed_files": 0,
+            "removed_segments": 0, "waiting_users": 0, "problems": [],
+        }  # fmt: skip
+
+    def problem(self, kind: str, where: str, why: str) -> None:
+        self.counts[kind] += 1
+        if len(self.counts["problems"]) < PROBLEMS_SHOWN:  # names are users': nothing raw
+            text = f"{where}: {why}"
+            self.counts["problems"].append(
+                "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+            )
+
+
+def ingest_spool(
+    store: Store,
+    directory: str,
+    *,
+    now: datetime | None = None,
+    user_bytes: int = USER_BYTES,
+    run_bytes: int = RUN_BYTES,
+) -> dict[str, Any]:
+    """Copy every user's new lines into advice: counts of files, rows, skipped and refused."""
     try:
-        names = sorted(os.listdir(directory))
+        names = os.listdir(directory)
     except OSError as error:
         raise InputError(f"cannot read the spool: {error.strerror}", source=directory) from None
-    counts = {"files": 0, "rows": 0, "skipped_lines": 0, "refused_files": 0}
+    run = _Run(run_bytes)
+    users: dict[int, set[str]] = {}
     for name in names:
-        match = _NAME.fullmatch(name)
-        if match is None:
+        legacy = name.endswith(".jsonl")
+        stem = name[: -len(".jsonl")] if legacy else name
+        uid = uid_of(stem)
+        if uid is None:
+            if _DIGITS.fullmatch(stem):  # 01001, ١٠٠١: one uid under many names
+                run.problem("refused_files", os.path.join(directory, name), "not a canonical uid")
             continue
-        opened = open_spool(os.path.join(directory, name))
-        if opened is None or opened[1].st_uid != int(match.group(1)):
-            counts["refused_files"] += 1  # a link, a FIFO, or a file under another uid's name
-            if opened is not None:
-                os.close(opened[0])
+        users.setdefault(uid, set()).add("legacy" if legacy else "dir")
+    order = sorted(users)
+    cursor = get_watermark(store, CURSOR)
+    start = next((i for i, uid in enumerate(order) if str(uid) == cursor), 0)
+    today = (now or datetime.now(UTC)).date()
+    stopped = None
+    for uid in order[start:] + order[:start]:
+        if run.left <= LINE_MAX_BYTES:
+            stopped = stopped if stopped is not None else uid
+            run.counts["waiting_users"] += 1
             continue
-        fd, info = opened
-        with os.fdopen(fd, "rb") as handle:
-            rows, skipped = _ingest_file(store, handle, info)
-        counts["files"] += 1
-        counts["rows"] += rows
-        counts["skipped_lines"] += skipped
-    return counts
+        budget = min(user_bytes, run.left)
+        if not _ingest_user(store, directory, uid, users[uid], budget, today, run):
+            run.counts["waiting_users"] += 1
+    if stopped is not None or cursor:
+        set_watermark(store, CURSOR, "" if stopped is None else str(stopped))
+    return run.counts
 
 
-def _ingest_file(store: Store, handle: BinaryIO, info: os.stat_result) -> tuple[int, int]:
-    """Rows stored and lines skipped from one open file, with its watermark moved."""
-    uid, source = info.st_uid, mark_source(info.st_uid)
+def _ingest_user(
+    store: Store, directory: str, uid: int, kinds: set[str], budget: int, today: date, run: _Run
+) -> bool:
+    """One user's files, oldest first, within budget; False when some of it waits."""
+    left, complete = budget, True
+    if "legacy" in kinds:
+        path = legacy_path(directory, uid)
+        opened = open_spool(path, uid)
+        if opened is None:
+            run.problem("refused_files", path, "not a regular file of its uid")
+        else:
+            used, done = _ingest_open(store, path, opened, mark_source(uid), left, None, run)
+            left, complete = left - used, complete and done
+    if "dir" not in kinds:
+        return complete
+    folder = user_dir(directory, uid)
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as error:
+        run.problem("refused_files", folder, error.strerror or "cannot be opened")
+        return complete
+    try:
+        info = os.fstat(dir_fd)
+        if info.st_uid != uid:
+            run.problem("refused_files", folder, f"owned by uid {info.st_uid}")
+            return complete
+        segments = _segments(folder, dir_fd, run)
+        for day, name in segments[:USER_FILES]:
+            path = os.path.join(folder, name)
+            if left <= LINE_MAX_BYTES:
+                return False
+            opened = open_spool(name, uid, dir_fd=dir_fd)
+            if opened is None:
+                run.problem("refused_files", path, "not a regular file of its uid")
+                continue
+            finished = day <= today - FINISHED_AFTER
+            used, done = _ingest_open(
+                store, path, opened, mark_source(uid, name), left, (dir_fd, name) if finished else None, run
+            )  # fmt: skip
+            left, complete = left - used, complete and done
+        return complete and len(segments) <= USER_FILES
+    finally:
+        os.close(dir_fd)
+
+
+def _segments(folder: str, dir_fd: int, run: _Run) -> list[tuple[date, str]]:
+    """A user's day segments by day; any other entry is counted as refused."""
+    found = []
+    with os.scandir(dir_fd) as entries:
+        for number, entry in enumerate(entries):
+            if number >= USER_ENTRIES:
+                run.problem("refused_files", folder, f"more than {USER_ENTRIES} entries; the rest waits")
+                break
+            match = SEGMENT_NAME.fullmatch(entry.name)
+            day = None
+            if match is not None:
+                try:
+                    day = date(*map(int, match.groups()))
+                except ValueError:  # 2026-02-31
+                    day = None
+            if day is None:
+                run.problem("refused_files", os.path.join(folder, entry.name), "not a day segment")
+            else:
+                found.append((day, entry.name))
+    return sorted(found)
+
+
+def _ingest_open(
+    store: Store,
+    path: str,
+    opened: tuple[int, os.stat_result],
+    source: str,
+    budget: int,
+    finished: tuple[int, str] | None,
+    run: _Run,
+) -> tuple[int, bool]:
+    """Bytes read, and whether all of the file was (not stopped by the cap).
+
+    A finished segment read to its end is then removed.  Nothing but the cache failing
+    (locked, full) gets out of here: any other error is this file's problem, counted and named.
+    """
+    fd, info = opened
+    try:
+        read = _ingest_file(store, fd, info, source, budget, finished is not None)
+        if finished is not None and read.offset == info.st_size == os.fstat(fd).st_size:
+            dir_fd, name = finished
+            os.unlink(name, dir_fd=dir_fd)  # first the file, then its mark: never read twice
+            delete_watermark(store, source)
+            run.counts["removed_segments"] += 1
+    except (CacheError, sqlite3.OperationalError):
+        raise
+    except Exception as error:  # whatever one user's file does, the others are still read
+        run.problem("failed_files", path, f"{type(error).__name__}: {error}")
+        return 0, True
+    finally:
+        os.close(fd)
+    run.counts["files"] += 1
+    run.counts["rows"] += read.rows
+    run.counts["skipped_lines"] += read.skipped
+    run.left -= read.bytes
+    return read.bytes, not read.capped
+
+
+class _Read(NamedTuple):
+    bytes: int  # read from the file
+    rows: int
+    skipped: int
+    offset: int  # the watermark now
+    capped: bool  # the budget ended before the file did
+
+
+#: What one line's values can raise on their way into SQLite: that line is skipped.
+_LINE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, sqlite3.IntegrityError,
+                sqlite3.DataError, sqlite3.InterfaceError)  # fmt: skip
+
+
+def _ingest_file(
+    store: Store, fd: int, info: os.stat_result, source: str, budget: int, finished: bool
+) -> _Read:
+    """What one open file gave, from its watermark on, with the watermark moved."""
     mark = parse_mark(get_watermark(store, source))
-    start = mark.start_in(handle.fileno(), info) if mark is not None else 0
-    handle.seek(start)
-    lines, used = complete_lines(handle.read(CHUNK_BYTES))
+    start = mark.start_in(fd, info) if mark is not None else 0
+    data = os.pread(fd, max(0, min(budget, info.st_size - start)), start)
+    capped = start + len(data) < info.st_size
+    lines, used = complete_lines(data)
+    if (not used and len(data) > LINE_MAX_BYTES) or (finished and not capped and used < len(data)):
+        # a line longer than any advice (skipped in pieces), or a finished segment's last
+        # line that will never be completed: both are skipped lines
+        lines, used = [*lines, data[used:]], len(data)
     if not used:
-        return 0, 0
-    user, rows, skipped = _user_name(uid), 0, 0
+        return _Read(len(data), 0, 0, start, capped)
+    user, rows, skipped = _user_name(info.st_uid), 0, 0
     with store.write():
         for raw in lines:
-            line = parse_line(raw.decode("utf-8", "replace")) if len(raw) <= LINE_MAX_BYTES else None
-            if line is None:
+            try:
+                line = parse_raw(raw)
+                if line is None:
+                    skipped += 1
+                    continue
+                created_at = line.pop("created_at")
+                record_advice(store, Advice(user=user, **line), created_at=created_at)
+            except _LINE_ERRORS:
                 skipped += 1
                 continue
-            created_at = line.pop("created_at")
-            record_advice(store, Advice(user=user, **line), created_at=created_at)
             rows += 1
-        set_watermark(store, source, mark_value(handle.fileno(), info.st_ino, start + used))
-    return rows, skipped
+        set_watermark(store, source, mark_value(fd, info.st_ino, start + used))
+    return _Read(len(data), rows, skipped, start + used, capped)

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("advisor.cli.runs_cmd", "import task executions (Lotaru, Nextflow, JSON)"),
     "learn": ("advisor.cli.learn_cmd", "(re)fit every task model from the observations"),
     "predict": ("advisor.cli.predict_cmd", "predicted runtime of a task on each node class"),
+    "calibrate": ("advisor.cli.calibrate_cmd", "run a task once on every node class, learn it"),
     "evaluate": ("advisor.cli.evaluate_cmd", "the Lotaru paper's evaluation protocol"),
     "plan": ("advisor.cli.plan_cmd", "plan workflows with HEFT, PEFT or FDWS"),
     "estimate": ("advisor.cli.estimate_cmd", "the classic workflow makespan estimates"),

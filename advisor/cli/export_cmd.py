@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from advisor.output_target import check_output
 from advisor.render import Result, Table
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
@@ -33,7 +34,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="write the limits file slurm/job_submit.lua reads",
         description="Per task and partition, the limit 'advisor sbatch' would set (for the task's "
         "largest training input), as JSON (schemas/export.json) for slurmctld's job_submit.lua. "
-        "Written atomically with mode 0644, so user slurm can read it.",
+        "Written atomically with mode 0644, so user slurm can read it; users' job names are in it "
+        "only as digests, and it is bounded (names, names per user, size).",
     )
     parser.add_argument("--out", metavar="PATH", required=True, help="where to write the file")
     parser.add_argument(
@@ -48,10 +50,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def run(args: argparse.Namespace) -> Result:
     """Read the cache, write the file, show what it holds."""
     with Store.open(getattr(args, "db", None), readonly=True) as store:
+        check_output(args.out, cache=store.path)  # before the work, and again when writing
         document = export_from_cache(
             store, quantile=args.quantile, margin=args.margin, generated_at=utc_now()
         )
-    path = write_export(args.out, document)
+        path = write_export(args.out, document, cache=store.path)
     rows = [
         {
             "task": task,
@@ -67,6 +70,8 @@ def run(args: argparse.Namespace) -> Result:
         tables=(Table(rows, columns=("task", "partition", "limit_min", "predicted_s")),),
         notes=(
             f"wrote {path}: {len(document['tasks'])} tasks, own limits of "
-            f"{len(document['users'])} users",
+            f"{len(document['users'])} users (their job names as digests); left out: "
+            f"{document['dropped']['unusable_names']} names no job can have, "
+            f"{document['dropped']['over_cap']} names past the per-user cap",
         ),
     )

@@ -15,9 +15,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "learn",
         parents=parents,
         help="fit the runtime models from the runs in the cache",
-        description="Per task: Lotaru's model on the reference node class (the one with most "
-        "runs), the CPU weight from a reduced-clock twin, the paper's baselines, and an online "
-        "model per other node class that ran the task.  Replaces the stored models.",
+        description="Per task: the advisor's model on the reference node class (the one with "
+        "most runs; the regression and the median averaged by their probability), Lotaru as "
+        "published, the CPU weight from a reduced-clock twin, the paper's baselines, and an "
+        "online model per other node class that ran the task, replaying the runs in stored "
+        "order (runs killed at their limit as accounting learns them).  Replaces the stored "
+        "models.",
     )
     parser.add_argument(
         "--reference", metavar="CLASS", help="train on this node class when it ran the task"
@@ -42,6 +45,7 @@ def run(args: argparse.Namespace) -> Result:
                     "task",
                     "reference",
                     "kind",
+                    "linear_weight",
                     "pearson_r",
                     "cpu_weight",
                     "cpu_weight_source",
@@ -50,5 +54,9 @@ def run(args: argparse.Namespace) -> Result:
                 ),
             ),
         ),
-        notes=(f"{data['tasks']} tasks, {data['models']} models from {data['observations']} runs",),
+        notes=(
+            f"{data['tasks']} tasks, {data['models']} models from {data['observations']} runs; "
+            f"{data['censored']['used']} of {data['censored']['runs']} runs killed at their "
+            "limit raised a model",
+        ),
     )

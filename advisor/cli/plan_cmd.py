@@ -120,6 +120,9 @@ def run(args: argparse.Namespace) -> Result:
     tables.append(task_table(data))
     notes = [f"makespan {data['makespan_s']:.1f} s on mean runtimes; P50 {data['p50_s']:.1f} s, "
              f"P95 {data['p95_s']:.1f} s (cv {data['cv']}, {data['samples']} samples)"]
+    if data.get("dispatch"):
+        notes.append(f"on Slurm {data['slurm_makespan_s']:.1f} s with the dispatch waits measured "
+                     f"on {data['dispatch']['jobs']} jobs of earlier runs (P50/P95 count them)")
     if data["fairness"]:
         fair = data["fairness"]
         notes.append(f"unfairness {fair['unfairness']:.3f} shared vs "

@@ -58,7 +58,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "--method",
         choices=METHODS,
         default="lotaru",
-        help="model (default lotaru; others: the paper's baselines)",
+        help="model (default lotaru, the advisor's; paper: Lotaru exactly as published; "
+        "naive, online-m, online-p: the paper's baselines)",
     )
     parser.set_defaults(func=run)
 

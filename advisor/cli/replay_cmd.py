@@ -1,4 +1,4 @@
-"""``advisor replay``: score the history policy and the baselines on a real log."""
+"""``advisor replay``: score the history policy, the guarded one and the baselines on a real log."""
 
 from __future__ import annotations
 
@@ -6,11 +6,18 @@ import argparse
 from datetime import datetime
 from typing import Any
 
-from advisor.accounting.swf import read_swf
-from advisor.cli.common import add_dump_options, dump_format_of, warn_skipped
+from advisor.accounting.swf import read_swf, swf_header
+from advisor.cli.common import add_dump_options, dump_format_of, positive_int, warn_skipped
 from advisor.errors import UsageError
 from advisor.history.replay import GROUPS, limit_series, policies, replay, scores_report
 from advisor.history.replay_job import ReplayJob, replay_jobs
+from advisor.history.replay_schedule import (
+    Machine,
+    sacct_machine,
+    schedule_figures,
+    swf_machine,
+    with_schedule,
+)
 from advisor.history.site_jobs import dump_jobs, sacct_jobs
 from advisor.progress import Progress
 from advisor.render import Result, Table
@@ -26,7 +33,10 @@ FIGURES = (
     "accuracy",
     "changed_pct",
 )
-COLUMNS = ("policy", *FIGURES)
+#: The guarded policy's raises, and the schedule's figures (--schedule).
+GUARD_FIGURES = ("raised_pct", "raises")
+SCHEDULE_FIGURES = ("mean_wait_s", "p95_wait_s", "mean_bounded_slowdown", "utilisation")
+COLUMNS = ("policy", *FIGURES, *GUARD_FIGURES)
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -34,13 +44,16 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser = sub.add_parser(
         "replay",
         parents=parents,
-        help="replay an SWF log or the site's own sacct history: the advisor's limits against "
-        "the user's, AVE2 and MAX5",
+        help="replay an SWF log or the site's own sacct history: the advisor's limits, with and "
+        "without the guard, against the user's, AVE2 and MAX5 (--schedule: and the queue waits)",
         description="Replays a log online, in submit order, once per policy under the same "
         "rules: a job is known to a policy only once it ended; limit = min(request, max(1 min, "
         "proposal rounded up to minutes)); a job running past a lower limit is killed there and "
-        "teaches only a TIMEOUT.  Scores the advisor's history policy, the user's request, "
-        "AVE2×1, AVE2×3 and MAX5×3.  The log is a Standard Workload Format file, a saved sacct "
+        "teaches only a TIMEOUT.  Scores the advisor's history policy, the guarded policy (tight "
+        "limits at submit that the guard raises while the job runs, killed only at the user's "
+        "request), the user's request, AVE2×1, AVE2×3 and MAX5×3; --schedule also runs each "
+        "policy's limits through an EASY backfilling simulation of the log's machine.  The log "
+        "is a Standard Workload Format file, a saved sacct "
         "dump (--sacct-file), or the cluster's own accounting read live from sacct (--since): "
         "the final allocations 'advisor update' would ingest, with their states, partitions, "
         "users, time limits (the request) and job names (a Nextflow job's process, a Snakemake "
@@ -74,6 +87,20 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="FILE.png",
         help="draw every scored job's limit against its runtime, under the users' limits and "
         "under the advisor's (needs matplotlib)",
+    )
+    parser.add_argument(
+        "--schedule",
+        action="store_true",
+        help="also replay each policy's limits through an EASY backfilling simulation of the "
+        "log's machine: mean and P95 wait, mean bounded slowdown (τ = 10 s), utilisation",
+    )
+    parser.add_argument(
+        "--procs",
+        type=positive_int,
+        metavar="N",
+        help="with --schedule: the machine's processors (default: an SWF log's MaxProcs, else "
+        "MaxNodes; for sacct records the CPUs of the --db cache's cluster snapshot in the "
+        "log's partitions; else the most the log had allocated at once)",
     )
     add_dump_options(parser)
     parser.set_defaults(func=run)
@@ -119,23 +146,37 @@ def _jobs(args: argparse.Namespace) -> tuple[list[ReplayJob], dict[str, Any]]:
     return site.jobs, about
 
 
+def _machine(args: argparse.Namespace, jobs: list[ReplayJob]) -> Machine:
+    if args.procs:
+        return Machine(args.procs, "--procs")
+    if args.log:
+        return swf_machine(swf_header(args.log), jobs)
+    return sacct_machine(jobs, getattr(args, "db", None))
+
+
 def run(args: argparse.Namespace) -> Result:
-    """Read, replay, lay out (and draw)."""
+    """Read, replay, (simulate,) lay out (and draw)."""
     if args.plot:
         from advisor.reports.plots import pyplot
 
         pyplot()  # without matplotlib, stop before the work
+    if args.procs and not args.schedule:
+        raise UsageError("advisor replay: --procs is for --schedule", hint="add --schedule")
     jobs, about = _jobs(args)
+    contenders = policies()
+    keep = [p.name for p in contenders] if args.schedule else ("user", "advisor") if args.plot else ()
     with Progress("replay", len(jobs)) as bar:
         scores = replay(
-            jobs,
-            policies(),
-            progress=bar,
-            group=GROUPS[args.by] if args.by else None,
-            keep=("user", "advisor") if args.plot else (),
+            jobs, contenders, progress=bar, group=GROUPS[args.by] if args.by else None, keep=keep
         )
     data = {**scores_report(jobs, scores, source=about["log"], by=args.by), **about}
-    tables = [Table(_rows(data), columns=COLUMNS)]
+    columns: tuple[str, ...] = COLUMNS
+    if args.schedule:
+        machine = _machine(args, jobs)
+        with Progress("schedule") as bar:
+            data = with_schedule(data, schedule_figures(jobs, scores, machine, progress=bar))
+        columns = (*COLUMNS, *SCHEDULE_FIGURES)
+    tables = [Table(_rows(data), columns=columns)]
     if args.by:
         rows = [
             {args.by: group["group"], "jobs": group["jobs"], "scored": group["scored"], **row}
@@ -149,6 +190,20 @@ def run(args: argparse.Namespace) -> Result:
         f"{data['jobs']} jobs, {data['scored']} scored, {data['completed']} completed "
         "(the harm set); percentages in %"
     ]
+    for name, figures in data["policies"].items():
+        if "raises_by_count" in figures:
+            counts = ", ".join(f"{n} × {times}" for times, n in figures["raises_by_count"].items())
+            notes.append(
+                f"{name}: {figures['raised_jobs']} jobs raised ({figures['raised_pct']:.1f} %), "
+                f"{figures['raises']} raises; jobs × raises: {counts or 'none'}"
+            )
+    if args.schedule:
+        about_schedule = data["schedule"]
+        notes.append(
+            f"schedule: EASY backfilling of {about_schedule['jobs']} jobs on "
+            f"{about_schedule['procs']} processors ({about_schedule['procs_from']}); "
+            "bounded slowdown with τ = 10 s"
+        )
     if data.get("skipped"):
         notes.append("left out: " + ", ".join(f"{n} {why}" for why, n in data["skipped"].items()))
     if args.plot:

@@ -2,7 +2,8 @@
 
 Unlike other commands, its output and exit code are sbatch's: ``main`` is the whole command and
 is what a fast dispatch (before the full parser is built) should call.  Only the standard
-library and light advisor modules load on this path; tabulate loads for ``--explain`` alone.
+library and light advisor modules load on this path; tabulate loads for ``--advisor-explain``
+alone.
 """
 
 from __future__ import annotations
@@ -25,26 +26,33 @@ HELP = f"""usage: {USAGE}
 
 A drop-in sbatch: without --time, the job gets the predicted upper quantile of its runtime on
 each candidate partition's node classes, plus a margin, rounded up to minutes and clamped to the
-partition's MaxTime.  Every sbatch option and script argument reaches sbatch unchanged; if the
-advisor fails, your arguments go to sbatch as they are, with one warning line.
+partition's MaxTime.  The job's options are read as sbatch reads them (command line, SBATCH_*
+variables, the #BSUB or #PBS lines sbatch translates, #SBATCH lines).  Every sbatch option and
+script argument reaches sbatch unchanged; if the advisor fails, your arguments go to sbatch as
+they are, with one warning line.
 
-advisor options (exact names, before the script):
-  --task NAME            task whose model to use (default: job name, else script file name)
-  --input PATH           an input file of the job (repeatable; compressed files count
-                         uncompressed); sbatch's own --input is still reachable as -i
-  --policy POLICY        fill (default): set --time only when none is given;
-                         tighten: also lower a given --time when the model is confident;
-                         advise: change nothing, only report
-  --pick earliest        submit to the one partition of -p a,b expected to finish first
-  --quantile Q           upper quantile of the runtime (default {DEFAULT_QUANTILE})
-  --margin M             added fraction (default {DEFAULT_MARGIN}: 10%)
-  --insitu STEPS_FILE    an in situ workflow: the limit is the makespan predicted from the
-                         measured steps (see advisor insitu), instead of a task model
-  --steps M              the number of steps the job will run (default: as in the file)
-  --explain              print per partition and node class what was predicted (to stderr)
-  --dry-run              print the sbatch command line and submit nothing
-  --db PATH, --format F  as for every advisor command (json: --explain/--dry-run as JSON)
-  -h, --help             this text (sbatch's own: sbatch --help)"""
+advisor options (exact names, before the script; all start with --advisor-, because sbatch
+takes any unique abbreviation of its own options: --task=4 is its --tasks-per-node=4, so no
+advisor option is an sbatch option, abbreviates one or starts with one):
+  --advisor-task NAME       task whose model to use (default: job name, else script file name)
+  --advisor-input PATH      an input file of the job (repeatable; compressed files count
+                            uncompressed); --input is sbatch's own (the job's stdin)
+  --advisor-policy POLICY   fill (default): set --time only when none is given;
+                            tighten: also lower a given --time when the model is confident;
+                            advise: change nothing, only report
+  --advisor-pick earliest   submit to the one partition of -p a,b expected to finish first
+  --advisor-quantile Q      upper quantile of the runtime (default {DEFAULT_QUANTILE})
+  --advisor-margin M        added fraction (default {DEFAULT_MARGIN}: 10%)
+  --advisor-insitu STEPS_FILE
+                            an in situ workflow: the limit is the makespan predicted from the
+                            measured steps (see advisor insitu), instead of a task model
+  --advisor-steps M         the number of steps the job will run (default: as in the file)
+  --advisor-explain         print per partition and node class what was predicted (to stderr)
+  --advisor-dry-run         print the sbatch command line and submit nothing
+  --advisor-db PATH, --advisor-format F
+                            as --db/--format of every advisor command (json: explain and
+                            dry-run as JSON); advisor --db PATH sbatch ... works too
+  -h, --help                this text (sbatch's own: sbatch --help)"""
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -123,6 +131,9 @@ def main(
     if cmd.advisor.help:
         print(HELP, file=out)
         return 0
+    retired = cmd.retired_warning()
+    if retired:
+        print(retired, file=err)
     cmd = cmd._replace(
         advisor=cmd.advisor._replace(db=cmd.advisor.db or db, fmt=cmd.advisor.fmt or fmt)
     )
@@ -150,7 +161,7 @@ def main(
             print(_render(data, fmt, with_table=True), file=err)
         except Exception as error:  # showing the advice must never stop the submission
             if not warned:
-                print(f"advisor: warning: --explain failed: {error}", file=err)
+                print(f"advisor: warning: --advisor-explain failed: {error}", file=err)
             warned = True
     done = submit(cmd, prepared, side)
     _write(out, done.result.stdout)

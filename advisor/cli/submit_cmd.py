@@ -77,18 +77,29 @@ def _submitted(data: dict[str, Any]) -> Result:
     ]
     notes = [
         f"run {data['run_id']}: {len(rows)} jobs submitted; planned makespan "
-        f"{data['makespan_s']:.1f} s (P50 {data['p50_s']:.1f} s, P95 {data['p95_s']:.1f} s); "
-        f"compare once they ran: advisor submit --status {data['run_id']}",
+        f"{data['makespan_s']:.1f} s (P50 {data['p50_s']:.1f} s, P95 {data['p95_s']:.1f} s"
+        f"{_on_slurm(data)}); compare once they ran: advisor submit --status {data['run_id']}",
         *data["warnings"],
     ]
     return Result(data=data, tables=(Table(rows, title=f"Submitted {data['workflow']}"),),
                   notes=tuple(notes))
 
 
+def _on_slurm(data: dict[str, Any]) -> str:
+    dispatch = data.get("dispatch")
+    if not dispatch:
+        return ", no Slurm dispatch waits measured yet"
+    wait = dispatch["dependency"]
+    return (f" on Slurm: {data['slurm_makespan_s']:.1f} s with mean waits measured on "
+            f"{dispatch['jobs']} jobs of {dispatch['runs']} runs"
+            + (f", {wait['mean_s']:.1f} s per dependency" if wait else ""))
+
+
 def _status(data: dict[str, Any]) -> Result:
     rows = [
         {key: job[key] for key in ("id", "job_id", "state", "planned_partition", "partition",
-                                   "planned_start_s", "start_s", "planned_finish_s", "end_s")}
+                                   "planned_start_s", "start_s", "late_s", "planned_runtime_s",
+                                   "elapsed_s", "planned_finish_s", "end_s")}
         for job in data["jobs"]
     ]
     actual = data["actual_makespan_s"]
@@ -96,7 +107,9 @@ def _status(data: dict[str, Any]) -> Result:
         f"run {data['run_id']} ({data['workflow']}): planned makespan "
         f"{data['planned_makespan_s']:.1f} s (P50 {data['planned_p50_s']:.1f} s, P95 "
         f"{data['planned_p95_s']:.1f} s); "
-        + (f"actual {actual:.1f} s, {data['turnaround_s']:.1f} s from submission"
+        + (f"actual {actual:.1f} s, {data['turnaround_s']:.1f} s from submission "
+           f"({data['actual_vs_p50']:+.1%} against P50, "
+           f"{'inside' if data['within_p95'] else 'OUTSIDE'} P95)"
            if actual is not None
            else f"{data['jobs_final']} of {data['jobs_total']} jobs finished so far")
     )

@@ -9,6 +9,7 @@ from datetime import timedelta
 from advisor.accounting.spool import ingest_spool
 from advisor.accounting.update import update_from_file, update_from_sacct
 from advisor.cli.common import add_dump_options, dump_format_of, warn_skipped
+from advisor.errors import InputError
 from advisor.progress import Progress
 from advisor.render import Result, Table
 from advisor.slurm.backend import CliBackend
@@ -86,7 +87,12 @@ def run(args: argparse.Namespace) -> Result:
     """Ingest and summarise."""
     dump = dump_format_of(args)
     with Store.open(getattr(args, "db", None)) as store, Progress("update") as bar:
-        spool = ingest_spool(store, args.spool) if args.spool else None
+        spool, unread = None, None
+        if args.spool:  # first: accounting then finds the advice of the jobs it ingests
+            try:
+                spool = ingest_spool(store, args.spool)
+            except InputError as error:  # the spool itself is missing: sacct still runs
+                unread = error
         if args.sacct_file or args.swf:
             kind = "sacct" if args.sacct_file else "swf"
             data = update_from_file(store, args.sacct_file or args.swf, kind=kind, dump=dump,
@@ -96,6 +102,8 @@ def run(args: argparse.Namespace) -> Result:
                 store, CliBackend(), since=args.since, until=args.until, window=args.window,
                 progress=bar, strict=args.strict,
             )  # fmt: skip
+    if unread is not None:
+        raise InputError(f"{unread.message} (the accounting part of the update was stored)")
     data["spool"] = spool
     warn_skipped(data["warnings"], data["skipped"])
     states = [{"state": state, "jobs": count} for state, count in data["states"].items()]
@@ -121,8 +129,11 @@ def run(args: argparse.Namespace) -> Result:
     if spool is not None:
         notes.append(
             f"spool {args.spool}: {spool['rows']} advice rows from {spool['files']} users' files"
-            f" ({spool['skipped_lines']} malformed lines, {spool['refused_files']} files refused)"
+            f" ({spool['skipped_lines']} malformed lines, {spool['refused_files']} files refused,"
+            f" {spool['failed_files']} unreadable, {spool['removed_segments']} finished segments"
+            f" removed, {spool['waiting_users']} users' lines wait for the next run)"
         )
+        notes.extend(f"spool: {problem}" for problem in spool["problems"])
     if data["held_back_by"]:
         held = data["held_back_by"]
         notes.append(f"held back by job {held['job_id']} (record not final yet); run again later")

@@ -99,15 +99,22 @@ class HistoryBook:
         state: str,
         advised: bool = False,
         advised_key: HistoryKey | None = None,
+        recorded: bool | None = None,
     ) -> None:
         """One finished job: its runtime (TIMEOUT: a lower bound) and, if advised, its outcome.
 
-        advised: the job ran under a limit the advisor set; advised_key: the key whose advice
-        that was (its at-risk budget learns the outcome).  FAILED, CANCELLED and the like
-        teach no runtime; every job counts for the site budget.
+        advised: the job ran under a limit the advisor set, as its tag says; advised_key: the
+        key whose advice that was (its at-risk budget learns the outcome).  FAILED, CANCELLED
+        and the like teach no runtime; every job counts for the site budget.  recorded: the
+        advisor's own record of setting that limit (an advice row of the job's user, see
+        advisor.accounting.mapping.recorded_advice); None means as advised (the replay, whose
+        limits are its own).  A tag alone proves nothing, anyone can write one: such a kill
+        teaches the user's own keys only.
         """
         advised = advised or advised_key is not None
         killed = advised and state == "TIMEOUT"
+        proven = advised if recorded is None else recorded
+        site_kill = killed and proven and self._first_kill(user)
         if state in LEARNED_STATES and runtime_s >= 0:
             run = (float(runtime_s), state == "TIMEOUT")  # KeyState.learned, one key at a time
             for key in keys_for(user, name, partition):
@@ -117,4 +124,19 @@ class HistoryBook:
             current = self._state(advised_key) or KeyState()
             self._states[advised_key] = current.after_advised(killed=killed, config=self.config)
             self.changed.add(advised_key)
-        self.site = self.site.after(killed=killed, config=self.config)
+        self.site = self.site.after(killed=site_kill, config=self.config)
+
+    def _first_kill(self, user: str | None) -> bool:
+        """Per user first: whether a kill of this user's counts for the site budget.
+
+        It counts only while none of the user's last ``window`` runs was killed, so one user
+        alone adds at most 1/(window + 1) ≈ 2 % to the site's kill rate, under its 3 % budget.
+        Further kills widen that user's own limits (a killed run enters every key of the user
+        at its limit, raising the basis).  A job without a user has no window of its own and
+        counts for nobody.
+        """
+        keys = keys_for(user, None, None)
+        if not keys:
+            return False
+        window = self._state(keys[0]) or KeyState()
+        return not any(censored for _, censored in window.runs)

@@ -102,7 +102,8 @@ def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> lis
     """Every key's limit as history_limit would give it, for a file slurmctld's Lua plugin reads.
 
     The plugin cannot count a key's advised jobs still running, so the at-risk budget is left
-    out; a key's partition's MaxTime still bounds its limit.
+    out; a key's partition's MaxTime still bounds its limit.  jobs: how many jobs the key
+    learned from (the export keeps a user's most used names when it must drop some).
     """
     max_times = {p.name: p.max_time_s for p in load_partitions(store)}
     site = load_site(store)
@@ -111,5 +112,6 @@ def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> lis
         found = propose([(key, state)], in_flight=lambda _key: 0, site=site, config=config)
         if isinstance(found, Proposal):
             limit = clamp(found.proposal_s, request_s=None, max_time_s=max_times.get(key.partition))
-            rows.append({**key._asdict(), "limit_s": limit, "why": found.explanation()})
+            rows.append({**key._asdict(), "limit_s": limit, "why": found.explanation(),
+                         "jobs": state.completed + state.kills})  # fmt: skip
     return rows

@@ -22,7 +22,11 @@ Why these rules (one configuration, fixed here, not fitted to any log):
   advised limit" over the last ~1000 finished jobs; above 3 % every further kill doubles a
   site-wide widening of all limits, which relaxes back once the rate is under half the budget.
   It catches correlated slow-downs (a degraded file system makes every job slower), which
-  per-key learning notices too late.
+  per-key learning notices too late.  Only kills at a limit the advisor recorded setting (an
+  advice row of the job's own user, not a comment tag anyone can write) count, and per user
+  first (advisor.history.book): a user's further kills widen that user's own limits, so one
+  user alone adds at most 1/(window + 1) ≈ 2 % to the site's rate and cannot trip it.  So
+  the limits slurm/job_submit.lua sets (a tag, no advice row) teach their users' keys only.
 * **Never above the user's request or the partition's MaxTime** (``clamp``).
 """
 
@@ -132,7 +136,7 @@ class Proposal(NamedTuple):
     floor_s: float
 
     def explanation(self) -> str:
-        """One line for --explain and the advice record."""
+        """One line for --advisor-explain and the advice record."""
         widen = f" × {self.widen:.2f} (site kill budget)" if self.widen > 1.0 else ""
         return (
             f"history of {self.key.label()}: longest of the last {self.runs} runs "

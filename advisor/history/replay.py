@@ -12,6 +12,12 @@ The rules (so that figures are comparable across tools):
 * completed (the harm set) = status completed and runtime < max(0.9 × request, request − 120 s);
 * freed % = Σ[max(0, request − run) − max(0, limit − run)] / Σ max(0, request − run).
 
+The guarded policy (advisor.history.guarded) has its limit raised as the guard would raise it
+(advisor.guard_schedule): killed = runtime > the last raised limit and that limit < request, so
+only at the request unless the guard's model has a hole; freed %, the limit-over-run ratio and
+the accuracy are those of the limit at submit, what the scheduler plans with when the job
+queues.
+
 The log is an SWF file or the site's own sacct records (advisor.history.site_jobs); with a
 grouping (``--by partition|user``) every policy still learns from all jobs in order, and each
 scored job also counts for its group's figures.
@@ -26,8 +32,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from advisor.guard_schedule import raises_for
 from advisor.history.baselines import UserRequest, ave2, max5
 from advisor.history.book import HistoryBook
+from advisor.history.guarded import GUARDED_CONFIG, GuardedPolicy
 from advisor.history.keys import HistoryKey
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig, Proposal, clamp
 from advisor.history.replay_job import ReplayJob
@@ -80,9 +88,16 @@ class AdvisorPolicy:
         )
 
 
-def policies(config: PolicyConfig = DEFAULT_CONFIG) -> list[ReplayPolicy]:
-    """The advisor and the baselines, in the order of the output."""
-    return [AdvisorPolicy(config), UserRequest(), ave2(1), ave2(3), max5(3)]
+def policies(
+    config: PolicyConfig = DEFAULT_CONFIG, guarded: PolicyConfig = GUARDED_CONFIG
+) -> list[ReplayPolicy]:
+    """The advisor, the advisor with the guard, and the baselines, in the order of the output."""
+    return [AdvisorPolicy(config), GuardedPolicy(guarded), UserRequest(), ave2(1), ave2(3), max5(3)]
+
+
+def is_guarded(policy: ReplayPolicy) -> bool:
+    """True for a policy whose limits the guard raises (GuardedPolicy.guarded)."""
+    return bool(getattr(policy, "guarded", False))
 
 
 @dataclass
@@ -98,15 +113,23 @@ class Score:
     slack_s: float = 0.0
     accuracy: float = 0.0
     ratios: list[float] = field(default_factory=list)
+    #: A guarded policy's Score: how many scored jobs had how many raises (0 included).
+    raises: Counter[int] | None = None
     #: Per group (``replay(group=...)``), the same sums over the group's jobs.
     groups: dict[str, Score] = field(default_factory=dict)
     #: (job index, limit s, killed) of every scored job, when asked for (``replay(keep=...)``).
     limits: list[tuple[int, int, bool]] | None = None
 
-    def add(self, job: ReplayJob, limit: int) -> bool:
-        """Score one job under limit; True when it is killed."""
+    def add(self, job: ReplayJob, limit: int, *, final: int | None = None, raised: int = 0) -> bool:
+        """Score one job under limit at submit; True when it is killed.
+
+        final: the limit it ended under, when the guard raised it (raised times) from limit.
+        """
         request, run = job.request_s or 0, job.run_s or 0
-        killed = run > limit and limit < request
+        last = limit if final is None else final
+        killed = run > last and last < request
+        if self.raises is not None:
+            self.raises[raised] += 1
         if self.limits is not None:
             self.limits.append((job.index, limit, killed))
         harm = job.completed and run < max(0.9 * request, request - 120)
@@ -121,9 +144,9 @@ class Score:
         self.ratios.append(limit / run)
         return killed
 
-    def result(self) -> dict[str, float]:
-        """The six figures (percentages in %)."""
-        return {
+    def result(self) -> dict[str, Any]:
+        """The six figures (percentages in %); a guarded policy's raises as well."""
+        figures: dict[str, Any] = {
             "killed_completed_pct": _pct(self.killed_harm, self.harm),
             "killed_all_pct": _pct(self.killed, self.scored),
             "freed_pct": _pct(self.freed_s, self.slack_s),
@@ -131,6 +154,19 @@ class Score:
             "accuracy": self.accuracy / self.scored if self.scored else 0.0,
             "changed_pct": _pct(self.changed, self.scored),
         }
+        if self.raises is not None:
+            raised = sum(n for times, n in self.raises.items() if times)
+            figures["raised_jobs"] = raised
+            figures["raised_pct"] = _pct(raised, self.scored)
+            figures["raises"] = sum(times * n for times, n in self.raises.items())
+            figures["raises_by_count"] = {
+                str(times): n for times, n in sorted(self.raises.items()) if times
+            }
+        return figures
+
+    def like(self) -> Score:
+        """An empty Score of the same kind (for a group)."""
+        return Score(raises=Counter() if self.raises is not None else None)
 
 
 def _pct(part: float, whole: float) -> float:
@@ -157,7 +193,12 @@ def replay(
     group: also score each job in its group's Score; keep: the policies whose limit of every
     scored job is kept (``Score.limits``, for the limit-vs-runtime picture).
     """
-    scores = {p.name: Score(limits=[] if p.name in keep else None) for p in contenders}
+    scores = {
+        p.name: Score(
+            limits=[] if p.name in keep else None, raises=Counter() if is_guarded(p) else None
+        )
+        for p in contenders
+    }
     pending: dict[str, list[tuple[float, int, float, str]]] = {p.name: [] for p in contenders}
     for number, job in enumerate(jobs, start=1):
         start = job.submit_s + job.wait_s
@@ -177,11 +218,17 @@ def replay(
                     else clamp(proposal, request_s=job.request_s, max_time_s=None)
                 )
                 if limit is not None:
+                    final, raised = limit, 0
+                    if is_guarded(policy):
+                        steps, final = raises_for(start, limit, job.run_s, job.request_s)
+                        raised = len(steps)
                     score = scores[policy.name]
                     if group is not None:
-                        score.groups.setdefault(group(job), Score()).add(job, limit)
-                    if score.add(job, limit):
-                        runtime, state = float(limit), "TIMEOUT"
+                        score.groups.setdefault(group(job), score.like()).add(
+                            job, limit, final=final, raised=raised
+                        )
+                    if score.add(job, limit, final=final, raised=raised):
+                        runtime, state = float(final), "TIMEOUT"
             heapq.heappush(ends, (start + runtime, job.index, runtime, state))
         if progress is not None:
             progress(number, len(jobs))
@@ -222,7 +269,7 @@ def scores_report(
         report["groups"] = [
             {
                 "group": name,
-                **_figures(size, {p: s.groups.get(name, Score()) for p, s in scores.items()}),
+                **_figures(size, {p: s.groups.get(name) or s.like() for p, s in scores.items()}),
             }
             for name, size in sorted(sizes.items())
         ]

@@ -14,7 +14,7 @@ from advisor.slurm.records import JobRecord
 
 @dataclass(frozen=True, slots=True)
 class ReplayJob:
-    """Submit time, logged wait and runtime, request (clipped), outcome and history key parts."""
+    """Submit time, logged wait and runtime, request (clipped), outcome, history key parts, size."""
 
     index: int
     job_id: int
@@ -27,6 +27,8 @@ class ReplayJob:
     user: str
     name: str
     partition: str
+    #: Processors allocated (SWF field 5, else 8; sacct AllocCPUS), None when unknown.
+    procs: int | None = None
 
     @property
     def scored(self) -> bool:
@@ -56,6 +58,7 @@ def replay_jobs(records: Iterable[SwfJob]) -> list[ReplayJob]:
             user=_part(job.user),
             name=job.name,
             partition=_part(job.partition),
+            procs=job.procs,
         )
         for index, job in enumerate(ordered)
     ]
@@ -83,6 +86,7 @@ class _Allocation(NamedTuple):
     user: str
     name: str
     partition: str
+    procs: int
 
 
 def _allocation(job: JobRecord) -> _Allocation | None:
@@ -101,6 +105,7 @@ def _allocation(job: JobRecord) -> _Allocation | None:
         user=job.user,
         name=history_name(job),
         partition=job.partition,
+        procs=job.cpus,
     )
 
 
@@ -132,6 +137,7 @@ def sacct_replay_jobs(records: Iterable[JobRecord]) -> list[ReplayJob]:
             user=row.user,
             name=row.name,
             partition=row.partition,
+            procs=row.procs or None,
         )
         for index, row in enumerate(ordered)
     ]

@@ -5,6 +5,7 @@ per-step stage times S, W, R, A reach a consistent state after a few warm-up ste
 of steps predicts the makespan and the resource-usage efficiency.
 """
 
-#: The most steps a makespan is predicted for (``--steps``): a million steps a second for thirty
-#: years; more is a typo, and 10**400 steps overflowed the float makespan.
+#: The most steps a makespan is predicted for (``advisor insitu --steps``, ``advisor sbatch
+#: --advisor-steps``): a million steps a second for thirty years; more is a typo, and 10**400
+#: steps overflowed the float makespan.
 MAX_STEPS = 10**15

@@ -177,7 +177,7 @@ def makespan_s(pipeline: Pipeline, times_s: Mapping[str, float], steps: int) -> 
         raise ValueError(f"negative number of steps {steps}")
     matrix = _transition(pipeline, times_s)
     state = mp_power_apply(matrix, np.zeros(matrix.shape[0]), steps)
-    return float(state[: len(pipeline.components)].max())
+    return float(np.max(state[: len(pipeline.components)]))
 
 
 def replay_makespan_s(pipeline: Pipeline, steps: Sequence[Mapping[str, float]]) -> float:

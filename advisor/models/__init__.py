@@ -1,8 +1,10 @@
-"""Task runtime models: Lotaru's transferred regression, its baselines, and online learning.
+"""Task runtime models: the advisor's averaged model, Lotaru as published, baselines, online learning.
 
 Stdlib-only (what the sbatch wrapper needs at submit time, no numpy or scikit-learn):
 ``linalg``, ``distributions``, ``bayes``, ``features``, ``reference``, ``transfer``,
-``class_model``, ``baselines``, ``node_factor`` and ``predict``.  Fitting (``lotaru``) imports
-scikit-learn lazily; ``learning``, ``online``, ``predicting`` and ``evaluation`` are the use
-cases behind ``advisor learn``, accounting updates, ``advisor predict`` and ``advisor evaluate``.
+``class_model``, ``baselines``, ``node_factor`` and ``predict``.  Fitting (``components``,
+``averaging``, ``lotaru``, ``fitting``) imports scikit-learn lazily; ``learning``, ``online``,
+``censoring``, ``predicting``, ``calibrating`` and ``evaluation``/``cross_validation`` are the
+use cases behind ``advisor learn``, accounting updates, ``advisor predict``, ``advisor
+calibrate`` and ``advisor evaluate``.
 """

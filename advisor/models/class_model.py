@@ -1,18 +1,21 @@
 """A task's model on one node class: the transferred prior and the runs seen on that class.
 
 Stored in ``task_models`` (method 'online'); predicting needs only the standard library, and
-adding a run touches only this record (O(k²), no history).  A user's own runs are kept apart
+adding a run touches only this record (O(k²), no history).  Its predictions carry the reference
+model's discrepancy (advisor.models.discrepancy) as relative noise, in the share the prior still
+holds in the posterior's noise estimate (a0 / an): it fades as runs on the class accumulate.  A user's own runs are kept apart
 (``UserRuns``, table user_task_models): that user's predictions add them to the shared
 statistics, nobody else's do, so no user can move another user's limits.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.bayes import NigPosterior, NigPrior, SufficientStats, nig_posterior
-from advisor.models.distributions import Predictive
+from advisor.models.distributions import Predictive, widened
 from advisor.models.features import features
 
 if TYPE_CHECKING:
@@ -64,6 +67,7 @@ class ClassModel(NamedTuple):
     feature_set: str
     prior: NigPrior
     stats: SufficientStats
+    discrepancy: float = 0.0
 
     def posterior(self) -> NigPosterior:
         """The exact conjugate posterior."""
@@ -71,7 +75,11 @@ class ClassModel(NamedTuple):
 
     def predict(self, input_bytes: float, cores: int | None = None) -> Predictive:
         """Predictive runtime on this node class."""
-        return self.posterior().predict(features(self.feature_set, input_bytes, cores))
+        posterior = self.posterior()
+        found = posterior.predict(features(self.feature_set, input_bytes, cores))
+        if not self.discrepancy:
+            return found
+        return widened(found, self.discrepancy * math.sqrt(self.prior.a / posterior.a))
 
     def with_runs(self, runs: Sequence[tuple[float, float, int | None]]) -> ClassModel:
         """The model after (input_bytes, runtime_s, cores) runs, one O(k²) update each."""
@@ -93,6 +101,7 @@ class ClassModel(NamedTuple):
             "features": self.feature_set,
             "prior": self.prior.to_json(),
             "stats": self.stats.to_json(),
+            "discrepancy": self.discrepancy,
         }
 
     @classmethod
@@ -106,4 +115,5 @@ class ClassModel(NamedTuple):
             feature_set=str(doc.get("features", "size")),
             prior=NigPrior.from_json(doc["prior"]),
             stats=SufficientStats.from_json(doc["stats"]),
+            discrepancy=float(doc.get("discrepancy", 0.0)),
         )

@@ -94,7 +94,9 @@ def student_t_cdf(t: float, dof: float) -> float:
 
 def student_t_pdf(t: float, dof: float) -> float:
     """The density of Student's t at t."""
-    log_norm = math.lgamma((dof + 1.0) / 2.0) - math.lgamma(dof / 2.0) - 0.5 * math.log(dof * math.pi)
+    log_norm = (
+        math.lgamma((dof + 1.0) / 2.0) - math.lgamma(dof / 2.0) - 0.5 * math.log(dof * math.pi)
+    )
     return math.exp(log_norm - (dof + 1.0) / 2.0 * math.log1p(t * t / dof))
 
 
@@ -174,3 +176,11 @@ def predictive(loc_s: float, scale_s: float, dof: float) -> Predictive:
 def scaled(pred: Predictive, factor: float) -> Predictive:
     """The same distribution with runtimes multiplied by factor (> 0)."""
     return predictive(pred.loc_s * factor, pred.scale_s * factor, pred.dof)
+
+
+def widened(pred: Predictive, relative_sd: float) -> Predictive:
+    """The predictive with an independent relative noise of sd relative_sd·loc added."""
+    if relative_sd <= 0.0:
+        return pred
+    extra = relative_sd * pred.loc_s
+    return predictive(pred.loc_s, math.sqrt(pred.scale_s * pred.scale_s + extra * extra), pred.dof)

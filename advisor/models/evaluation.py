@@ -5,46 +5,64 @@ same_hardware_as and clocks) and ``DIR/execution_reports/<machine>/results_<work
 
 For each workflow and each training label ``train-e`` of the reference machine: fit every task on
 the reference's train-e runs, take its CPU weight from the twin's train-e runs, and predict the
-``test`` runs of every machine (the twin excepted); error = |predicted − actual| / actual.  The
-errors are summarised (median, mean) per workflow × target × method, and pooled over targets
-equal to the reference ("homogeneous") and the others ("heterogeneous").
+``test`` runs of every machine (the twin excepted); error = |predicted − actual| / actual.
 
 By default the test runs are those whose workflow input also has a test run on the reference:
 the same inputs are predicted for every machine, so homogeneous and heterogeneous errors are
 comparable (the cluster machines of Lotaru-traces ran four extra inputs of the Eager workflow).
 ``test_rows='all'`` keeps every test run.
 
-With ``calibrate``, each target's own train-e run closest in size to 1/8 of its largest is added
-as an observed run on that node class (the online Bayesian update of class_model) before
-predicting: method 'lotaru+1run'.
+Methods, side by side on the same test runs:
+
+* ``advisor``: the advisor's model (advisor.models.averaging, transferred by advisor.models.
+  transfer), as ``advisor learn`` stores it and the sbatch wrapper predicts from it;
+* ``paper``: Lotaru exactly as published (r >= 0.8 regression times the node factor, else the
+  median, unscaled);
+* ``naive``, ``online-m``, ``online-p``: the paper's baselines;
+* with ``calibrate``, for k = 1, 2, 3 observed runs per task on each target (its train-e runs
+  closest to CALIBRATION_FRACTIONS of its largest, in that order): ``advisor+kruns``, the
+  advisor's class model after those runs (the online Bayesian update), and ``probe+kruns``, the
+  plain probe ratio: the observed runtimes over the paper's local predictions at their sizes
+  (a ratio of sums), times the paper's local prediction.
+
+Scored rows are summarised by advisor.models.cross_validation.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from advisor.errors import InputError
 from advisor.imports.lotaru import LotaruRun, read_lotaru_csv
 from advisor.models.baselines import METHODS as BASELINES
-from advisor.models.baselines import fit_baseline
-from advisor.models.class_model import ClassModel
+from advisor.models.baselines import Baseline, fit_baseline
 from advisor.models.context import twins_from_runs
-from advisor.models.lotaru import fit_task
+from advisor.models.distributions import Predictive, scaled
+from advisor.models.fitting import fit_models
 from advisor.models.node_factor import Scores, Twin, class_factor, with_twins
-from advisor.models.predict import transferred_model
+from advisor.models.predict import paper_prediction, transferred_model
 from advisor.models.reference import ReferenceModel
 from advisor.models.transfer import TAU
 from advisor.profiling.imports import read_node_import
 from advisor.store.node_classes import RunInfo
 from advisor.store.observations import Observation
 
-CALIBRATED = "lotaru+1run"
-#: The calibration run: the target's training run closest to this fraction of its largest input.
-CALIBRATION_FRACTION = 1 / 8
+ADVISOR = "advisor"
+PAPER = "paper"
+PROBE = "probe"
+#: The calibration runs: the target's training runs closest to these fractions of its largest.
+CALIBRATION_FRACTIONS = (1 / 8, 1 / 16, 1 / 32)
+
+
+#: (input_bytes, cores) -> the predictive, None where the method cannot say.
+Predictor = Callable[[float, int | None], Predictive | None]
+
+
+def with_runs(method: str, k: int) -> str:
+    """'advisor+1run', 'probe+2runs', ..."""
+    return f"{method}+{k}run{'s' if k > 1 else ''}"
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,9 @@ class Scored:
     p90_s: float
     p95_s: float
     actual_s: float
+    loc_s: float = 0.0
+    scale_s: float = 0.0
+    dof: float = 1.0
 
     @property
     def error(self) -> float:
@@ -99,109 +120,80 @@ def _by_task(runs: Sequence[LotaruRun], label: str) -> dict[str, list[Observatio
     return out
 
 
+def calibration_runs(runs: Sequence[Observation], k: int = 1) -> list[Observation]:
+    """The k runs closest in input size to CALIBRATION_FRACTIONS of the largest, in that order."""
+    free = [o for o in runs if o.input_bytes is not None]
+    if not free:
+        return []
+    largest = max(o.input_bytes or 0 for o in free)
+    chosen = []
+    for fraction in CALIBRATION_FRACTIONS[:k]:
+        if not free:
+            break
+        target = fraction * largest
+        best = min(free, key=lambda o: (abs((o.input_bytes or 0) - target), o.input_bytes))
+        free.remove(best)
+        chosen.append(best)
+    return chosen
+
+
 def calibration_run(runs: Sequence[Observation]) -> Observation | None:
-    """The run closest in input size to CALIBRATION_FRACTION of the largest."""
-    sized = [o for o in runs if o.input_bytes is not None]
-    if not sized:
+    """The one calibration run (the first of calibration_runs)."""
+    found = calibration_runs(runs, 1)
+    return found[0] if found else None
+
+
+def probe_prediction(
+    paper: ReferenceModel, runs: Sequence[tuple[float, float]], input_bytes: float
+) -> Predictive | None:
+    """The plain probe ratio at input_bytes (None when the local predictions are not positive).
+
+    Σ observed / Σ the paper's local prediction at their sizes, times the paper's local
+    prediction at input_bytes.
+    """
+    local = sum(paper.predict(x).mean_s for x, _ in runs)
+    if local <= 0 or not runs:
         return None
-    target = CALIBRATION_FRACTION * max(o.input_bytes or 0 for o in sized)
-    return min(sized, key=lambda o: (abs((o.input_bytes or 0) - target), o.input_bytes))
-
-
-def _summary(scored: Sequence[Scored]) -> dict[str, Any]:
-    """Median and mean relative error, and how often the actual runtime stayed below P90/P95."""
-    errors = [s.error for s in scored]
-    n = len(scored)
-    return {
-        "n": n,
-        "median_error": statistics.median(errors) if errors else None,
-        "mean_error": statistics.fmean(errors) if errors else None,
-        "p90_coverage": sum(s.actual_s <= s.p90_s for s in scored) / n if n else None,
-        "p95_coverage": sum(s.actual_s <= s.p95_s for s in scored) / n if n else None,
-    }
+    return scaled(paper.predict(input_bytes), sum(y for _, y in runs) / local)
 
 
 @dataclass(frozen=True)
-class _Setting:
-    """What every task of one workflow shares in the protocol."""
+class Setting:
+    """What every task of the protocol shares."""
 
-    workflow: str
     reference: str
     twin: str | None
     clock_ratio: float | None
     scores: Scores
     calibrate: bool
     seed: int
-    tau: float
+    tau: float = TAU
 
 
-def _predictors(
-    setting: _Setting, model: ReferenceModel, target: str, train: Sequence[Observation]
-) -> dict[str, ClassModel]:
-    """Lotaru's transferred model for the target, and with --calibrate the model after one run."""
-    factor = class_factor(setting.reference, target, setting.scores, model.cpu_weight)
-    if factor is None:
-        return {}
-    transferred = transferred_model(model, target, factor, tau=setting.tau)
-    out = {"lotaru": transferred}
-    if setting.calibrate and target != setting.reference:
-        run = calibration_run(train)
-        if run is not None:
-            out[CALIBRATED] = transferred.with_runs(
-                [(float(run.input_bytes or 0), run.runtime_s, run.cores)]
-            )
-    return out
+@dataclass(frozen=True)
+class TaskFit:
+    """One task of one workflow and training label: its fitted models and its targets' runs.
+
+    targets: machine -> (its train-e runs of the task, its test runs of the task).
+    """
+
+    workflow: str
+    label: str
+    task: str
+    model: ReferenceModel  # the advisor's, fitted with no discrepancy
+    paper: ReferenceModel
+    baselines: Mapping[str, Baseline]
+    targets: Mapping[str, tuple[Sequence[Observation], Sequence[Observation]]]
 
 
-def _score_task(
-    setting: _Setting,
-    label: str,
-    task: str,
-    task_runs: Sequence[Observation],
-    twin_runs: Sequence[Observation],
-    targets: Mapping[str, tuple[Sequence[Observation], Sequence[Observation]]],
-) -> list[Scored]:
-    """Predictions of one task's test runs on every target ((train runs, test runs) each)."""
-    twins = (
-        [(setting.twin, twin_runs, setting.clock_ratio)]
-        if setting.twin and setting.clock_ratio
-        else []
-    )
-    model = fit_task(task_runs, twins, reference=setting.reference)
-    xs = [float(o.input_bytes or 0) for o in task_runs]
-    ys = [o.runtime_s for o in task_runs]
-    name = f"{setting.workflow}/{label}/{task}"
-    baselines = {m: fit_baseline(m, xs, ys, task=name, seed=setting.seed) for m in BASELINES}
-    out: list[Scored] = []
-    for target, (train, tests) in targets.items():
-        predictors = _predictors(setting, model, target, train) if tests else {}
-        for test in tests:
-            if test.runtime_s <= 0 or test.input_bytes is None or not predictors:
-                continue
-            x = float(test.input_bytes)
-            values = {m: cm.predict(x, test.cores) for m, cm in predictors.items()}
-            values.update({m: b.predict(x) for m, b in baselines.items()})
-            out.extend(
-                Scored(
-                    setting.workflow,
-                    label,
-                    task,
-                    target,
-                    m,
-                    v.mean_s,
-                    v.p90_s,
-                    v.p95_s,
-                    test.runtime_s,
-                )
-                for m, v in values.items()
-            )
-    return out
-
-
-def score_workflow(
-    setting: _Setting, runs: Mapping[str, Sequence[LotaruRun]], *, shared_inputs: bool = True
-) -> list[Scored]:
-    """Every prediction of the protocol for one workflow (runs: machine -> runs)."""
+def fit_workflow(
+    setting: Setting,
+    workflow: str,
+    runs: Mapping[str, Sequence[LotaruRun]],
+    *,
+    shared_inputs: bool = True,
+) -> list[TaskFit]:
+    """Every task's models for one workflow (runs: machine -> runs), per training label."""
     ref_runs = runs.get(setting.reference, [])
     shared = {r.workflow_input_bytes for r in ref_runs if r.observation.label == "test"}
     labels = sorted({r.observation.label or "" for r in ref_runs} - {"test"})
@@ -217,25 +209,115 @@ def score_workflow(
         twin_tasks = _by_task(runs.get(setting.twin or "", []), label)
         train = {m: _by_task(runs[m], label) for m in machines}
         for task, task_runs in sorted(train[setting.reference].items()):
-            targets = {m: (train[m].get(task, []), tests[m].get(task, [])) for m in machines}
-            out.extend(
-                _score_task(setting, label, task, task_runs, twin_tasks.get(task, []), targets)
+            twins = (
+                [(setting.twin, twin_tasks.get(task, []), setting.clock_ratio)]
+                if setting.twin and setting.clock_ratio
+                else []
+            )
+            xs = [float(o.input_bytes or 0) for o in task_runs]
+            ys = [o.runtime_s for o in task_runs]
+            name = f"{workflow}/{label}/{task}"
+            model, paper = fit_models(
+                task_runs, twins, reference=setting.reference, discrepancy=0.0
+            )
+            out.append(
+                TaskFit(
+                    workflow,
+                    label,
+                    task,
+                    model,
+                    paper,
+                    {m: fit_baseline(m, xs, ys, task=name, seed=setting.seed) for m in BASELINES},
+                    {m: (train[m].get(task, []), tests[m].get(task, [])) for m in machines},
+                )
             )
     return out
 
 
-def evaluate_traces(
-    directory: str | Path,
-    *,
-    reference: str | None = None,
-    calibrate: bool = False,
-    shared_inputs: bool = True,
-    seed: int = 0,
-    tau: float = TAU,
-) -> dict[str, Any]:
-    """The protocol over every workflow in the directory; JSON-able (schemas/evaluate-output.json)."""
-    root = Path(directory)
-    runs, scores, twins = load_traces(root)
+def _predictors(
+    setting: Setting, fit: TaskFit, model: ReferenceModel, target: str
+) -> dict[str, Predictor]:
+    """Every method's predictor for one task on one target."""
+    factor = class_factor(setting.reference, target, setting.scores, model.cpu_weight)
+    paper_factor = class_factor(setting.reference, target, setting.scores, fit.paper.cpu_weight)
+    if factor is None or paper_factor is None:
+        return {}
+    transferred = transferred_model(model, target, factor, tau=setting.tau)
+
+    def paper(x: float, _cores: int | None) -> Predictive:
+        return paper_prediction(fit.paper, target, x, paper_factor)
+
+    # on the reference class the advisor predicts from the reference model itself (predict_on)
+    advisor = _sized(model.predict) if target == setting.reference else transferred.predict
+    out: dict[str, Predictor] = {ADVISOR: advisor, PAPER: paper}
+    out.update({m: _sized(b.predict) for m, b in fit.baselines.items()})
+    if setting.calibrate and target != setting.reference:
+        train = fit.targets[target][0]
+        for k in range(1, len(CALIBRATION_FRACTIONS) + 1):
+            chosen = calibration_runs(train, k)
+            if len(chosen) < k:
+                continue
+            observed = [(float(o.input_bytes or 0), o.runtime_s, o.cores) for o in chosen]
+            out[with_runs(ADVISOR, k)] = transferred.with_runs(observed).predict
+            out[with_runs(PROBE, k)] = _probe(fit.paper, [(x, y) for x, y, _ in observed])
+    return out
+
+
+def _sized(predict: Callable[[float], Predictive]) -> Predictor:
+    def at(x: float, _cores: int | None) -> Predictive:
+        return predict(x)
+
+    return at
+
+
+def _probe(paper: ReferenceModel, runs: list[tuple[float, float]]) -> Predictor:
+    def at(x: float, _cores: int | None) -> Predictive | None:
+        return probe_prediction(paper, runs, x)
+
+    return at
+
+
+def score_fits(setting: Setting, fits: Sequence[TaskFit], discrepancy: float) -> list[Scored]:
+    """Every prediction of the protocol, the advisor's model with this discrepancy."""
+    out: list[Scored] = []
+    for fit in fits:
+        model = fit.model._replace(discrepancy=discrepancy)
+        for target, (_, tests) in fit.targets.items():
+            predictors = _predictors(setting, fit, model, target) if tests else {}
+            for test in tests:
+                if test.runtime_s <= 0 or test.input_bytes is None:
+                    continue
+                x = float(test.input_bytes)
+                for method, predict in predictors.items():
+                    value = predict(x, test.cores)
+                    if value is None:
+                        continue
+                    out.append(_scored(fit, target, method, value, test.runtime_s))
+    return out
+
+
+def _scored(fit: TaskFit, target: str, method: str, value: Predictive, actual: float) -> Scored:
+    return Scored(
+        fit.workflow,
+        fit.label,
+        fit.task,
+        target,
+        method,
+        value.mean_s,
+        value.p90_s,
+        value.p95_s,
+        actual,
+        value.loc_s,
+        value.scale_s,
+        value.dof,
+    )
+
+
+def setting_for(
+    directory: Path, reference: str | None, *, calibrate: bool, seed: int, tau: float
+) -> tuple[Setting, dict[tuple[str, str], list[LotaruRun]]]:
+    """The protocol's setting for a traces directory, and its runs."""
+    runs, scores, twins = load_traces(directory)
     machines = sorted({m for m, _ in runs})
     if reference is None:
         candidates = sorted({t.reference for t in twins.values()} & set(machines))
@@ -244,35 +326,21 @@ def evaluate_traces(
         )
     if reference not in machines:
         raise InputError(
-            f"reference machine {reference!r} has no execution reports", source=str(root)
+            f"reference machine {reference!r} has no execution reports", source=str(directory)
         )
     twin = next(
         (t for t in sorted(twins) if twins[t].reference == reference and t in machines), None
     )
     clock_ratio = twins[twin].clock_ratio if twin else None
-    scored: list[Scored] = []
+    return Setting(reference, twin, clock_ratio, scores, calibrate, seed, tau), runs
+
+
+def fit_traces(
+    setting: Setting, runs: Mapping[tuple[str, str], Sequence[LotaruRun]], *, shared_inputs: bool
+) -> list[TaskFit]:
+    """Every workflow's task fits."""
+    fits: list[TaskFit] = []
     for workflow in sorted({w for _, w in runs}):
         per_machine = {m: rs for (m, w), rs in runs.items() if w == workflow}
-        setting = _Setting(workflow, reference, twin, clock_ratio, scores, calibrate, seed, tau)
-        scored.extend(score_workflow(setting, per_machine, shared_inputs=shared_inputs))
-    groups: dict[tuple[str, str, str], list[Scored]] = {}
-    pooled: dict[tuple[str, str], list[Scored]] = {}
-    for s in scored:
-        groups.setdefault((s.workflow, s.target, s.method), []).append(s)
-        scope = "homogeneous" if s.target == reference else "heterogeneous"
-        pooled.setdefault((scope, s.method), []).append(s)
-    return {
-        "traces": str(root),
-        "reference": reference,
-        "twin": twin,
-        "calibrate": calibrate,
-        "test_rows": "shared" if shared_inputs else "all",
-        "seed": seed,
-        "groups": [
-            {"workflow": w, "target": t, "method": m, **_summary(e)}
-            for (w, t, m), e in sorted(groups.items())
-        ],
-        "pooled": [
-            {"scope": scope, "method": m, **_summary(e)} for (scope, m), e in sorted(pooled.items())
-        ],
-    }
+        fits.extend(fit_workflow(setting, workflow, per_machine, shared_inputs=shared_inputs))
+    return fits

@@ -1,34 +1,46 @@
 """``advisor learn``: (re)fit every task's models from the observations in the cache.
 
 Per task: the reference node class is the one with the most runs (a reduced-clock twin only if
-nothing else ran the task); Lotaru's model is fitted there, the CPU weight comes from the twin's
-paired runs, the paper's baselines are fitted on the same runs, and every other class that ran
-the task gets an online model: the transferred prior updated with that class's runs.
-Censored runs (killed at their limit) are lower bounds, not runtimes, and are left out.
+nothing else ran the task); the advisor's model (advisor.models.averaging) and Lotaru exactly as
+published ('paper') are fitted there, the CPU weight comes from the twin's paired runs, the
+paper's baselines are fitted on the same runs, and every other class that ran the task gets an
+online model: the transferred prior updated with that class's runs.
 
-Only runs without a user (what the administrator imported) shape these shared models.  Runs
-of a user's jobs (ingested from accounting) become that user's own statistics per task and
+Only runs the administrator imported (no user, not from accounting) shape these shared
+models.  Runs of a user's jobs (ingested from accounting) become that user's own statistics per task and
 class (``UserRuns``), which refine that user's predictions alone: a user cannot move another
-user's limits by running jobs of the same name.
+user's limits by running jobs of the same name.  A job from accounting without a user is kept
+for the reports and learned by no model.
+
+Everything but the reference fit is a replay of the runs in the order they were stored, as
+accounting learnt them online: an exact run joins its class model (shared, or its user's own
+statistics); a run killed at its limit (censored, a lower bound) goes through the same rule as
+online accounting (advisor.models.censoring) on the model its user sees at that point, and
+where it raises the upper quantile its imputed runtime joins that model's runs.  So a refit
+arrives at the model that online learning built from the same runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.baselines import fit_baseline
-from advisor.models.class_model import UserRuns
+from advisor.models.censoring import imputed_runtime
+from advisor.models.class_model import ClassModel, UserRuns
 from advisor.models.context import NodeContext, load_node_context
-from advisor.models.lotaru import fit_task
+from advisor.models.fitting import fit_models
 from advisor.models.node_factor import class_factor
-from advisor.models.predict import transferred_model
+from advisor.models.predict import PAPER, transferred_model
+from advisor.models.reference import ReferenceModel
 from advisor.models.transfer import TAU
 from advisor.store.connection import Store
 from advisor.store.observations import Observation, load_observations
 from advisor.store.task_models import TaskModelRow, UserModelRow, replace_task_models
+
+Run = tuple[float, float, int | None]
 
 
 @dataclass(frozen=True)
@@ -38,11 +50,20 @@ class TaskSummary:
     task: str
     reference: str
     kind: str
+    linear_weight: float
     pearson_r: float | None
     cpu_weight: float
     cpu_weight_source: str
     n_train: int
     classes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CensoredSummary:
+    """What the runs killed at their limit taught."""
+
+    runs: int
+    used: int
 
 
 def _class_of(obs: Observation, context: NodeContext) -> str:
@@ -68,9 +89,8 @@ def learn_task(
     *,
     preferred_reference: str | None = None,
     seed: int = 0,
-    tau: float = TAU,
-) -> tuple[list[TaskModelRow], TaskSummary]:
-    """The rows for one task from its runs grouped by node class."""
+) -> tuple[list[TaskModelRow], ReferenceModel]:
+    """The machine-independent rows of one task ('*': the models, the baselines)."""
     ref = choose_reference(
         {c: len(r) for c, r in by_class.items()}, context.twins, preferred_reference
     )
@@ -80,8 +100,11 @@ def learn_task(
         for name, twin in sorted(context.twins.items())
         if twin.reference == ref and name in by_class
     ]
-    model = fit_task(runs, twins, reference=ref)
-    rows = [TaskModelRow(task, "*", "lotaru", model.to_params(), model.n_train)]
+    model, paper = fit_models(runs, twins, reference=ref)
+    rows = [
+        TaskModelRow(task, "*", "lotaru", model.to_params(), model.n_train),
+        TaskModelRow(task, "*", PAPER, paper.to_params(PAPER), paper.n_train),
+    ]
     sized = [
         (float(o.input_bytes), o.runtime_s)
         for o in runs
@@ -92,89 +115,126 @@ def learn_task(
         for method in BASELINES:
             baseline = fit_baseline(method, xs, ys, task=task, seed=seed)
             rows.append(TaskModelRow(task, "*", method, baseline.to_params(), len(xs)))
-    classes = []
-    for node_class, observed in sorted(by_class.items()):
-        if node_class == ref:
-            continue
-        factor = class_factor(ref, node_class, context.scores, model.cpu_weight)
-        prior = transferred_model(model, node_class, factor, tau=tau)
-        used = [
-            (float(o.input_bytes), o.runtime_s, o.cores)
-            for o in observed
-            if o.input_bytes is not None
-        ]
-        online = prior.with_runs(used)
-        rows.append(TaskModelRow(task, node_class, "online", online.to_params(), len(used)))
-        classes.append(node_class)
-    summary = TaskSummary(
-        task,
-        ref,
-        model.kind,
-        model.pearson_r,
-        model.cpu_weight,
-        model.cpu_weight_source,
-        model.n_train,
-        tuple(classes),
-    )
-    return rows, summary
+    return rows, model
+
+
+def _shared(obs: Observation) -> bool:
+    return not obs.user and not obs.from_accounting
+
+
+class _Replay:
+    """The class models and users' statistics as the runs are replayed in stored order."""
+
+    def __init__(
+        self, references: dict[str, ReferenceModel], context: NodeContext, tau: float
+    ) -> None:
+        self.references, self.context, self.tau = references, context, tau
+        self.classes: dict[tuple[str, str], ClassModel] = {}
+        self.users: dict[tuple[str, str, str], UserRuns] = {}
+        self.censored = self.used = 0
+
+    def shared(self, task: str, node_class: str) -> ClassModel:
+        """The class's shared model so far (the transferred prior before its first run)."""
+        found = self.classes.get((task, node_class))
+        if found is not None:
+            return found
+        model = self.references[task]
+        factor = class_factor(model.reference, node_class, self.context.scores, model.cpu_weight)
+        return transferred_model(model, node_class, factor, tau=self.tau)
+
+    def mine(self, user: str, task: str, node_class: str) -> UserRuns:
+        return self.users.get((user, task, node_class), UserRuns.empty("size"))
+
+    def add(self, obs: Observation, node_class: str, run: Run) -> None:
+        if obs.user:
+            key = (obs.user, obs.task, node_class)
+            mine = self.mine(*key)
+            if mine.feature_set != self.shared(obs.task, node_class).feature_set:
+                mine = UserRuns.empty(self.shared(obs.task, node_class).feature_set)
+            self.users[key] = mine.with_runs([run])
+        else:
+            self.classes[(obs.task, node_class)] = self.shared(obs.task, node_class).with_runs(
+                [run]
+            )
+
+    def replay(self, obs: Observation, node_class: str, size: float) -> None:
+        if not obs.censored:
+            self.add(obs, node_class, (size, obs.runtime_s, obs.cores))
+            return
+        self.censored += 1
+        view = self.shared(obs.task, node_class)
+        if obs.user:
+            view = view.with_user(self.mine(obs.user, obs.task, node_class))
+        imputed = imputed_runtime(view, size, obs.runtime_s, obs.cores)
+        if imputed is not None:
+            self.add(obs, node_class, (size, imputed, obs.cores))
+            self.used += 1
 
 
 def learn_models(
-    observations: Iterable[Observation],
+    observations: Sequence[Observation],
     context: NodeContext,
     *,
     reference: str | None = None,
     seed: int = 0,
     tau: float = TAU,
-) -> tuple[list[TaskModelRow], list[TaskSummary]]:
-    """All shared rows and summaries from the runs without a user (pure: no cache involved)."""
+) -> tuple[list[TaskModelRow], list[UserModelRow], list[TaskSummary], CensoredSummary]:
+    """Every row and summary from the observations, in their order (pure: no cache involved)."""
     grouped: dict[str, dict[str, list[Observation]]] = {}
     for obs in observations:
-        if obs.censored or obs.runtime_s < 0 or obs.user:
-            continue
-        grouped.setdefault(obs.task, {}).setdefault(_class_of(obs, context), []).append(obs)
+        if _shared(obs) and not obs.censored and obs.runtime_s >= 0:
+            grouped.setdefault(obs.task, {}).setdefault(_class_of(obs, context), []).append(obs)
     rows: list[TaskModelRow] = []
-    summaries = []
+    references: dict[str, ReferenceModel] = {}
     for task in sorted(grouped):
-        task_rows, summary = learn_task(
-            task, grouped[task], context, preferred_reference=reference, seed=seed, tau=tau
+        task_rows, model = learn_task(
+            task, grouped[task], context, preferred_reference=reference, seed=seed
         )
         rows.extend(task_rows)
-        summaries.append(summary)
-    return rows, summaries
-
-
-def learn_user_runs(
-    observations: Iterable[Observation], context: NodeContext, assumed_bytes: dict[str, float]
-) -> list[UserModelRow]:
-    """Each user's own statistics per task and class, for the tasks with a shared model.
-
-    assumed_bytes: per modelled task, the input size of a run that recorded none (the largest
-    training input, as accounting assumes when it learns the run online).
-    """
-    runs: dict[tuple[str, str, str], list[tuple[float, float, int | None]]] = {}
+        references[task] = model
+    replay = _Replay(references, context, tau)
     for obs in observations:
-        if not obs.user or obs.task not in assumed_bytes or obs.censored or obs.runtime_s < 0:
-            continue
-        size = float(obs.input_bytes) if obs.input_bytes is not None else assumed_bytes[obs.task]
-        key = (obs.user, obs.task, _class_of(obs, context))
-        runs.setdefault(key, []).append((size, obs.runtime_s, obs.cores))
-    rows = []
-    for (user, task, node_class), used in sorted(runs.items()):
-        mine = UserRuns.empty("size").with_runs(used)  # the features of every class model
-        rows.append(UserModelRow(user, task, node_class, mine.to_params(), mine.stats.n))
-    return rows
+        found = references.get(obs.task)
+        if found is None or obs.runtime_s < 0 or (obs.from_accounting and not obs.user):
+            continue  # a job from accounting without a user teaches no model
+        node_class = _class_of(obs, context)
+        if _shared(obs) and not obs.censored and node_class == found.reference:
+            continue  # in the reference fit
+        if _shared(obs) and obs.input_bytes is None:
+            continue  # an imported run without a size teaches no class model
+        # a user's job without a recorded size ran at the size its limit assumed (accounting)
+        size = float(obs.input_bytes) if obs.input_bytes is not None else found.x_max_bytes
+        replay.replay(obs, node_class, size)
+    for (task, node_class), online in sorted(replay.classes.items()):
+        rows.append(TaskModelRow(task, node_class, "online", online.to_params(), online.stats.n))
+    user_rows = [
+        UserModelRow(user, task, node_class, mine.to_params(), mine.stats.n)
+        for (user, task, node_class), mine in sorted(replay.users.items())
+    ]
+    summaries = [
+        TaskSummary(
+            task,
+            model.reference,
+            model.kind,
+            model.weight(),
+            model.pearson_r,
+            model.cpu_weight,
+            model.cpu_weight_source,
+            model.n_train,
+            tuple(c for t, c in sorted(replay.classes) if t == task and c != model.reference),
+        )
+        for task, model in references.items()
+    ]
+    return rows, user_rows, summaries, CensoredSummary(replay.censored, replay.used)
 
 
 def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> dict[str, Any]:
     """Refit everything and replace the stored models; a summary (schemas/learn-output.json)."""
     observations = load_observations(store)
     context = load_node_context(store)
-    rows, summaries = learn_models(observations, context, reference=reference, seed=seed)
-    assumed = {
-        row.task: float(row.params["x_max_bytes"]) for row in rows if row.method == "lotaru"
-    }
-    user_rows = learn_user_runs(observations, context, assumed)
+    rows, user_rows, summaries, censored = learn_models(
+        observations, context, reference=reference, seed=seed
+    )
     stored = replace_task_models(store, rows, user_rows)
     return {
         "observations": len(observations),
@@ -182,11 +242,13 @@ def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> dict[
         "models": stored,
         "user_models": len(user_rows),
         "users": len({row.user for row in user_rows}),
+        "censored": {"runs": censored.runs, "used": censored.used},
         "task_models": [
             {
                 "task": s.task,
                 "reference": s.reference,
                 "kind": s.kind,
+                "linear_weight": s.linear_weight,
                 "pearson_r": s.pearson_r,
                 "cpu_weight": s.cpu_weight,
                 "cpu_weight_source": s.cpu_weight_source,

@@ -9,7 +9,10 @@ once and writing each record back once.
 
 A run with a user (every job accounting sees) updates that user's own record only
 (user_task_models): what it teaches reaches that user's predictions, never another user's.
-Runs without a user (imported by the administrator) update the shared record.
+A job from accounting without a user (sacct printed an empty User, an SWF log's user -1)
+teaches nothing: it is nobody's own, and accounting never moves what everyone's predictions
+rest on, whatever a record says.  Only runs the administrator imported (no user, not from
+accounting) update the shared record.
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ from advisor.store.task_models import (
 
 def _teaches(observation: Observation) -> bool:
     return not (
-        observation.censored or observation.input_bytes is None or observation.runtime_s < 0
+        observation.censored
+        or observation.input_bytes is None
+        or observation.runtime_s < 0
+        or (not observation.user and observation.from_accounting)
     )
 
 

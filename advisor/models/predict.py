@@ -5,7 +5,8 @@ Which model answers, in order: the class's online model (transferred prior updat
 seen on the class), the reference model on the reference class itself, else the transferred
 prior alone (Lotaru's prediction times F, with the transfer's uncertainty).  Models loaded for a
 user carry that user's own runs too: they are added to the class's statistics (source 'user').
-The baselines answer without any node adjustment, as in the paper.
+The baselines answer without any node adjustment, as in the paper; 'paper' is Lotaru exactly as
+published (its regression times the node factor, its median unscaled; no online learning).
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.baselines import Baseline
 from advisor.models.bayes import SufficientStats
 from advisor.models.class_model import ClassModel, UserRuns
-from advisor.models.distributions import Predictive
-from advisor.models.features import size_features
+from advisor.models.distributions import Predictive, scaled
 from advisor.models.reference import ReferenceModel
 from advisor.models.transfer import TAU, transferred_prior
 
@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-METHODS = ("lotaru", *BASELINES)
+#: Lotaru as published (stored as its own reference model, method 'paper').
+PAPER = "paper"
+METHODS = ("lotaru", PAPER, *BASELINES)
 
 
 class TaskModels(NamedTuple):
@@ -38,6 +40,7 @@ class TaskModels(NamedTuple):
     classes: Mapping[str, ClassModel] = MappingProxyType({})
     baselines: Mapping[str, Baseline] = MappingProxyType({})
     user_runs: Mapping[str, UserRuns] = MappingProxyType({})
+    paper: ReferenceModel | None = None
 
 
 class ClassPrediction(NamedTuple):
@@ -64,18 +67,20 @@ def task_models_from_rows(
 
     rows are (node_class, method, params); user_rows (node_class, params).
     """
-    reference = None
+    reference = paper = None
     classes: dict[str, ClassModel] = {}
     baselines: dict[str, Baseline] = {}
     for node_class, method, params in rows:
         if method == "lotaru":
             reference = ReferenceModel.from_params(dict(params))
+        elif method == PAPER:
+            paper = ReferenceModel.from_params(dict(params))
         elif method == "online":
             classes[node_class] = ClassModel.from_params(node_class, dict(params))
         elif method in BASELINES:
             baselines[method] = Baseline.from_params(dict(params))
     user_runs = {node_class: UserRuns.from_params(dict(params)) for node_class, params in user_rows}
-    return TaskModels(task, reference, classes, baselines, user_runs)
+    return TaskModels(task, reference, classes, baselines, user_runs, paper)
 
 
 def transferred_model(
@@ -83,11 +88,12 @@ def transferred_model(
 ) -> ClassModel:
     """The class model before any run on the class.
 
-    On the reference class itself: the reference posterior (factor 1, no widening).  Without a
-    factor (no benchmark relates the class to the reference): factor 1, source 'none'.
+    On the reference class itself: the reference posterior (factor 1), each coefficient widened
+    by the model's discrepancy (transfer module docstring).  Without a factor (no benchmark
+    relates the class to the reference): factor 1, source 'none'.
     """
     if node_class == reference.reference:
-        value, source, widen = 1.0, "reference", 0.0
+        value, source, widen = 1.0, "reference", reference.discrepancy
     elif factor is None:
         value, source, widen = 1.0, "none", tau
     else:
@@ -100,6 +106,7 @@ def transferred_model(
         feature_set="size",
         prior=transferred_prior(reference, value, widen),
         stats=SufficientStats.empty(2),
+        discrepancy=reference.discrepancy,
     )
 
 
@@ -115,6 +122,16 @@ def _shared_model(
     if node_class != reference.reference and factor is None:
         raise NoFactorError(node_class)
     return transferred_model(reference, node_class, factor)
+
+
+def class_view(models: TaskModels, node_class: str, factor: float | None) -> ClassModel:
+    """The class model its user sees: the shared one (online, else transferred), theirs added.
+
+    LookupError without a model, NoFactorError without a factor.
+    """
+    view = _shared_model(models, node_class, models.classes.get(node_class), factor)
+    user = models.user_runs.get(node_class)
+    return view.with_user(user) if user is not None else view
 
 
 def predict_on(
@@ -134,6 +151,8 @@ def predict_on(
         return ClassPrediction(
             node_class, method, "baseline", None, 0, baseline.predict(input_bytes)
         )
+    if method == PAPER:
+        return _paper_prediction(models, node_class, input_bytes, factor)
     if method != "lotaru":
         raise ValueError(f"unknown method {method!r}")
     online = models.classes.get(node_class)
@@ -168,9 +187,38 @@ def predict_on(
             "reference",
             1.0,
             0,
-            reference.linear().predict(size_features(input_bytes)),
+            reference.predict(input_bytes),
         )
     if factor is None:
         raise NoFactorError(node_class)
     model = transferred_model(reference, node_class, factor)
     return ClassPrediction(node_class, method, "transferred", factor, 0, model.predict(input_bytes))
+
+
+def paper_prediction(
+    model: ReferenceModel, node_class: str, input_bytes: float, factor: float
+) -> Predictive:
+    """Lotaru as published: the regression times the node factor, the median as it is."""
+    found = model.predict(input_bytes)
+    if model.kind == "median" or node_class == model.reference:
+        return found
+    return scaled(found, factor)
+
+
+def _paper_prediction(
+    models: TaskModels, node_class: str, input_bytes: float, factor: float | None
+) -> ClassPrediction:
+    paper = models.paper
+    if paper is None:
+        raise LookupError(f"no {PAPER} model for task {models.task!r}")
+    if node_class != paper.reference and factor is None:
+        raise NoFactorError(node_class)
+    value = 1.0 if factor is None else factor
+    return ClassPrediction(
+        node_class,
+        PAPER,
+        "paper",
+        value,
+        0,
+        paper_prediction(paper, node_class, input_bytes, value),
+    )

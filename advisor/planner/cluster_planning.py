@@ -19,6 +19,7 @@ from advisor.planner.build import to_problem
 from advisor.planner.cache_models import CacheModels
 from advisor.planner.cluster import Cluster, build_cluster
 from advisor.planner.constraints import pinning
+from advisor.planner.dispatch_source import Fetch, measured_dispatch
 from advisor.planner.inputs import load_workflow
 from advisor.planner.job_advice import PlannedFallback, advise_job, choose_partition
 from advisor.planner.jobs import JobSpec, base_argv, placeholder
@@ -58,8 +59,12 @@ def plan_from_cache(request: PlanRequest) -> ClusterPlan:
         return plan_on_cluster(request, store)
 
 
-def plan_on_cluster(request: PlanRequest, store: Store) -> ClusterPlan:
-    """Plan the request's workflows on the cluster in the cache."""
+def plan_on_cluster(request: PlanRequest, store: Store, *, fetch: Fetch | None = None) -> ClusterPlan:
+    """Plan the request's workflows on the cluster in the cache.
+
+    P50/P95 count Slurm's dispatch waits measured on the cache's earlier runs (``fetch``: live
+    sacct for jobs not ingested yet).
+    """
     check_request(request)
     if request.nodes is not None or request.cores is not None:
         raise UsageError("--nodes/--cores plan on made-up nodes; drop them to plan on the "
@@ -80,7 +85,9 @@ def plan_on_cluster(request: PlanRequest, store: Store) -> ClusterPlan:
         for w, m in zip(workflows, matrices, strict=True)
     ], request)
     plan = registry.get(request.algorithm).schedule(problem)
-    data = summarise(plan, request, PredictiveSampler.from_matrices(matrices, nodes, request.cv))
+    dispatch = measured_dispatch(store, fetch=fetch)
+    data = summarise(plan, request, PredictiveSampler.from_matrices(matrices, nodes, request.cv),
+                     dispatch)
     options = AdvisorOptions(quantile=request.quantile, margin=request.margin,
                              db=request.db, policy="fill")
     jobs, snapshots = _jobs(plan, workflows, matrices, cluster, snapshot, options, request.cv)

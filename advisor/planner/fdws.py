@@ -29,9 +29,10 @@ import heapq
 
 import numpy as np
 
-from advisor.planner.heft import data_ready
+from advisor.planner.heft import ReadyTimes
 from advisor.planner.plan import Placement, Plan
-from advisor.planner.problem import Problem
+from advisor.planner.problem import FloatArray, Problem
+from advisor.planner.problem_arrays import EdgeArrays, edge_arrays
 from advisor.planner.ranks import rank_key, upward_rank
 
 NAME = "fdws"
@@ -42,8 +43,8 @@ CITATION = "Arabnejad, Barbosa: Fairness resource sharing for dynamic workflow s
 class _State:
     """Per-workflow bookkeeping: ready heaps, remaining counts and critical paths."""
 
-    def __init__(self, problem: Problem) -> None:
-        self.rank = upward_rank(problem)
+    def __init__(self, problem: Problem, edges: EdgeArrays) -> None:
+        self.rank = upward_rank(problem, edges)
         n_workflows = len(problem.workflows)
         self.total = [0] * n_workflows
         self.critical_path = [0.0] * n_workflows
@@ -67,16 +68,18 @@ class _State:
 
 def schedule(problem: Problem) -> Plan:
     """The FDWS plan: an event-driven simulation of the dynamic scheduler."""
-    state = _State(problem)
+    edges = edge_arrays(problem)
+    state = _State(problem, edges)
     arrival = [w.arrival_s for w in problem.workflows]
     release = problem.release_s
     waiting = [len(plist) for plist in problem.parents]
     free = [list(range(node.cores)) for node in problem.nodes]  # idle cores, as heaps
+    idle = np.array([node.cores for node in problem.nodes], dtype=np.int64)
+    runnable = np.isfinite(problem.runtime_s)
+    times = ReadyTimes(problem, edges)
     events: list[tuple[float, int, int]] = []  # (time, kind 0=arrival 1=finish, id)
     for workflow, time in enumerate(arrival):
         heapq.heappush(events, (time, 0, workflow))
-    finish = [0.0] * problem.n_tasks
-    node_of = [0] * problem.n_tasks
     core_of = [0] * problem.n_tasks
     placements: list[Placement] = []
     entries: list[list[int]] = [[] for _ in problem.workflows]
@@ -91,26 +94,29 @@ def schedule(problem: Problem) -> Plan:
                 for task in entries[ident]:
                     state.add_ready(ident, task)
             else:
-                heapq.heappush(free[node_of[ident]], core_of[ident])
+                node = int(times.node_of[ident])
+                heapq.heappush(free[node], core_of[ident])
+                idle[node] += 1
                 for child in problem.children[ident]:
                     waiting[child] -= 1
                     if waiting[child] == 0:
                         state.add_ready(problem.workflow_of[child], child)
         dispatched = True
-        while dispatched and any(free):
+        while dispatched and idle.any():
             dispatched = False
             for workflow in state.candidates(arrival):
                 task = state.ready[workflow][0][1]
-                ready = data_ready(problem, task, finish, node_of, max(now, release[task]))
+                ready = times.of(task, max(now, release[task]))
                 runtime = problem.runtime_s[task]
-                choice = _earliest_free(free, ready, runtime)
+                choice = _earliest_free(idle > 0, runnable[task], ready, runtime)
                 if choice is None:
                     continue
                 node, start = choice
                 heapq.heappop(state.ready[workflow])
                 core = heapq.heappop(free[node])
+                idle[node] -= 1
                 end = start + float(runtime[node])
-                finish[task], node_of[task], core_of[task] = end, node, core
+                times.finish[task], times.node_of[task], core_of[task] = end, node, core
                 placements.append(Placement(task, node, core, start, end))
                 state.remaining[workflow] -= 1
                 heapq.heappush(events, (end, 1, task))
@@ -120,15 +126,11 @@ def schedule(problem: Problem) -> Plan:
 
 
 def _earliest_free(
-    free: list[list[int]], ready: np.ndarray, runtime: np.ndarray
+    has_idle: np.ndarray, runnable: np.ndarray, ready: FloatArray, runtime: FloatArray
 ) -> tuple[int, float] | None:
-    """(node, start) of the idle slot finishing the task first; None when none can run it."""
-    best: tuple[float, int, float] | None = None
-    for node, cores in enumerate(free):
-        if not cores or not np.isfinite(runtime[node]):
-            continue
-        start = float(ready[node])
-        end = start + float(runtime[node])
-        if best is None or end < best[0]:
-            best = (end, node, start)
-    return None if best is None else (best[1], best[2])
+    """(node, start) of the idle slot finishing the task first (lowest node on ties); None: none."""
+    end = np.where(has_idle & runnable, ready + runtime, np.inf)
+    node = int(np.argmin(end))
+    if not has_idle[node] or not runnable[node]:
+        return None
+    return node, float(ready[node])

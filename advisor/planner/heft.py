@@ -14,8 +14,11 @@ Assumptions beyond the paper, each needed to apply it to a cluster:
   edge) the ready list still never takes a child before its parent.
 * A task never starts before its workflow arrives (release time).
 
-Speed: for each task, nodes are tried by the lower bound "data ready + runtime"; once that bound
-exceeds the best finish found, the remaining nodes cannot win and are skipped.
+Speed (same schedules, to the last bit, as the per-slot scan kept in ``reference``): a task's
+data-ready time on every node is one array operation over its parents, its earliest start on
+every slot one over the slots (``timeline.SlotTable``: an index of idle gaps decides where the
+exact insertion scan must run), and the node that finishes it first an ``argmin``, whose first
+minimum is the lowest node as the tie rule asks.
 """
 
 from __future__ import annotations
@@ -27,75 +30,101 @@ import numpy as np
 
 from advisor.planner.plan import Placement, Plan
 from advisor.planner.problem import FloatArray, Problem
+from advisor.planner.problem_arrays import EdgeArrays, edge_arrays
 from advisor.planner.ranks import rank_key, upward_rank
-from advisor.planner.timeline import Timeline
+from advisor.planner.timeline import SlotTable
 
 NAME = "heft"
 CITATION = "Topcuoglu, Hariri, Wu: Performance-effective and low-complexity task scheduling "\
     "for heterogeneous computing, IEEE TPDS 13(3):260-274, 2002, Sec. 4.1"
 
 
-def data_ready(problem: Problem, task: int, finish: Sequence[float], node_of: Sequence[int],
-               release: float) -> FloatArray:
-    """When all of a task's inputs can be on each node (eq. 3's max term), at least ``release``."""
-    ready = np.full(len(problem.nodes), release)
-    if problem.bandwidth is None or len(problem.nodes) < 2:
-        latest = max([release, *(finish[p] for p, _ in problem.parents[task])])
-        ready.fill(latest)
+class ReadyTimes:
+    """When a task's inputs can be on each node (eq. 3's max term), from its placed parents."""
+
+    def __init__(self, problem: Problem, edges: EdgeArrays) -> None:
+        self._edges = edges
+        n_nodes = len(problem.nodes)
+        self._comm = problem.bandwidth is not None and n_nodes >= 2
+        self._bandwidth = problem.bandwidth if problem.bandwidth is not None else np.ones((0, 0))
+        self._startup = (np.zeros(n_nodes) if problem.startup_s is None
+                         else np.asarray(problem.startup_s, dtype=np.float64))
+        self._n_nodes = n_nodes
+        self.finish = np.zeros(problem.n_tasks)
+        self.node_of = np.zeros(problem.n_tasks, dtype=np.int64)
+
+    def of(self, task: int, release: float) -> FloatArray:
+        """The data-ready time of ``task`` on every node, at least ``release``."""
+        begin, end = int(self._edges.in_start[task]), int(self._edges.in_start[task + 1])
+        if begin == end:
+            return np.full(self._n_nodes, release)
+        parents = self._edges.in_parent[begin:end]
+        finish = self.finish[parents]
+        if not self._comm:
+            return np.full(self._n_nodes, max(release, float(finish.max())))
+        senders = self.node_of[parents]
+        data = self._edges.in_data[begin:end]
+        # startup + data / bandwidth, as Problem.comm_row: nothing to the sender, nor for no data
+        comm = self._startup[senders][:, None] + data[:, None] / self._bandwidth[senders]
+        comm[np.arange(len(parents)), senders] = 0.0
+        comm[data == 0] = 0.0
+        ready: FloatArray = np.maximum((finish[:, None] + comm).max(axis=0), release)
         return ready
-    for parent, data in problem.parents[task]:
-        np.maximum(ready, finish[parent] + problem.comm_row(data, node_of[parent]), out=ready)
-    return ready
-
-
-def best_slot(
-    timeline: Timeline, ready: FloatArray, runtime: FloatArray, bias: FloatArray | None = None
-) -> tuple[int, int, float, float]:
-    """(node, core, start, finish) minimising finish (+ ``bias``, PEFT's OCT), lowest index on ties."""
-    score_bound = ready + runtime if bias is None else ready + runtime + bias
-    best = (float("inf"), -1, 0, 0.0, 0.0)  # score, node, core, start, finish
-    for node in np.argsort(score_bound, kind="stable").tolist():
-        bound = float(score_bound[node])
-        if bound > best[0] or (bound == best[0] and node > best[1]) or bound == float("inf"):
-            break
-        duration = float(runtime[node])
-        start, core = timeline.node_start(node, float(ready[node]), duration)
-        finish = start + duration
-        score = finish if bias is None else finish + float(bias[node])
-        if score < best[0] or (score == best[0] and node < best[1]):
-            best = (score, node, core, start, finish)
-    return best[1], best[2], best[3], best[4]
 
 
 def list_schedule(problem: Problem, priority: Sequence[float], algorithm: str,
-                  bias: FloatArray | None = None) -> Plan:
-    """The list-scheduling loop HEFT and PEFT share: ready task of highest priority first."""
+                  bias: FloatArray | None = None, edges: EdgeArrays | None = None) -> Plan:
+    """The list-scheduling loop HEFT and PEFT share: ready task of highest priority first.
+
+    Each task goes to the node minimising finish (+ ``bias``, PEFT's OCT), the lowest node on
+    ties, and there to its lowest slot with that start (insertion into idle gaps).
+    """
+    edges = edges or edge_arrays(problem)
     keys = [rank_key(float(value)) for value in priority]
     release = problem.release_s
     waiting = [len(plist) for plist in problem.parents]
-    ready_heap = [(-keys[t], t) for t in range(problem.n_tasks) if waiting[t] == 0]
-    heapq.heapify(ready_heap)
-    timeline = Timeline([n.cores for n in problem.nodes])
-    finish = [0.0] * problem.n_tasks
-    node_of = [0] * problem.n_tasks
+    times = ReadyTimes(problem, edges)
+    ready_at: dict[int, FloatArray] = {}
+    soonest: list[tuple[float, int]] = []  # (earliest data-ready over nodes, task) of ready tasks
+    ready_heap: list[tuple[float, int]] = []
+
+    def make_ready(task: int) -> None:
+        row = times.of(task, release[task])
+        ready_at[task] = row
+        heapq.heappush(soonest, (float(row.min(initial=np.inf)), task))
+        heapq.heappush(ready_heap, (-keys[task], task))
+
+    for task in range(problem.n_tasks):
+        if waiting[task] == 0:
+            make_ready(task)
+    runtime = problem.runtime_s
+    table = SlotTable([n.cores for n in problem.nodes], float(runtime.min()) if runtime.size else 0.0)
     placements = []
     while ready_heap:
         _, task = heapq.heappop(ready_heap)
-        ready = data_ready(problem, task, finish, node_of, release[task])
-        node, core, start, end = best_slot(
-            timeline, ready, problem.runtime_s[task], None if bias is None else bias[task]
-        )
-        timeline.reserve(node, core, start, end)
-        finish[task], node_of[task] = end, node
-        placements.append(Placement(task, node, core, start, end))
+        while soonest[0][1] not in ready_at:
+            heapq.heappop(soonest)
+        table.prune(soonest[0][0])  # no task from now on is ready before this
+        ready = ready_at.pop(task)
+        duration = runtime[task]
+        node_start, slot_of = table.best_slots(
+            table.earliest_starts(ready, duration, None if bias is None else bias[task]))
+        finish = node_start + duration
+        node = int(np.argmin(finish if bias is None else finish + bias[task]))
+        slot = int(slot_of[node])
+        start, end = float(node_start[node]), float(finish[node])
+        table.reserve(slot, start, end)
+        times.finish[task], times.node_of[task] = end, node
+        placements.append(Placement(task, node, slot - int(table.first_slot[node]), start, end))
         for child in problem.children[task]:
             waiting[child] -= 1
             if waiting[child] == 0:
-                heapq.heappush(ready_heap, (-keys[child], child))
+                make_ready(child)
     return Plan(problem, tuple(placements), algorithm)
 
 
 def schedule(problem: Problem, *, priority: Sequence[float] | None = None) -> Plan:
     """The HEFT plan; ``priority`` replaces the upward rank (e.g. another library's ranks)."""
-    ranks = upward_rank(problem).tolist() if priority is None else list(priority)
-    return list_schedule(problem, ranks, NAME)
+    edges = edge_arrays(problem)
+    ranks = upward_rank(problem, edges).tolist() if priority is None else list(priority)
+    return list_schedule(problem, ranks, NAME, edges=edges)

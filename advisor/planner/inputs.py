@@ -9,11 +9,16 @@ from advisor.planner.model import Workflow
 from advisor.planner.problem import Problem
 from advisor.planner.problem_file import parse_problem, split_case
 from advisor.planner.wfformat import is_wfformat, parse_workflow
-from advisor.validate import load_json
+from advisor.validate import load_json, paused_gc
 
 
 def load_input(spec: str) -> Workflow | Problem:
     """A ``Workflow`` for WfFormat files, a ``Problem`` for planning-problem files."""
+    with paused_gc():  # a 100,000-task input is millions of objects, and no cycle
+        return _load_input(spec)
+
+
+def _load_input(spec: str) -> Workflow | Problem:
     # A file whose name really contains '#' wins over the FILE#CASE reading.
     path, case = (spec, None) if Path(spec).exists() else split_case(spec)
     doc = load_json(path)

@@ -1,7 +1,7 @@
 """A workflow job's time limit and sbatch arguments, through the sbatch wrapper's own logic.
 
-The limit is what ``advisor sbatch --task MODEL -p PARTITION`` with the task's inputs would set
-(``advisor.wrapper.advise.plan``: the upper quantile on the slowest class of the partition, plus
+The limit is what ``advisor sbatch --advisor-task MODEL -p PARTITION`` with the task's inputs
+would set (``advisor.wrapper.advise.plan``: the upper quantile on the slowest class of the partition, plus
 the margin, rounded up to minutes, clamped to MaxTime) and the job carries the same ``advisor:``
 comment tag.  Two additions, both because a workflow knows more than a lone job:
 

@@ -4,7 +4,8 @@ For task t and node class c, in this order:
 
 1. The task model's prediction (``advisor.models.predict.predict_on``, Lotaru's node factor for
    c).  The input is the total size of the task's input files; a task that names no input file
-   gets what ``advisor sbatch`` assumes without ``--input`` (the model's largest training input).
+   gets what ``advisor sbatch`` assumes without ``--advisor-input`` (the model's largest
+   training input).
 2. Else the task's recorded runtime (or its ``--cpu-work`` estimate on ``--platform``) carried
    over by the node factor from the class of the machine it ran on to c
    (``advisor.models.node_factor.class_factor`` with the task model's CPU weight, else Lotaru's

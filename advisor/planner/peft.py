@@ -17,31 +17,45 @@ import numpy as np
 from advisor.planner.heft import list_schedule
 from advisor.planner.plan import Plan
 from advisor.planner.problem import FloatArray, Problem
-from advisor.planner.ranks import edge_mean_cost, mean_comm
+from advisor.planner.problem_arrays import EdgeArrays, edge_arrays, groups, heights, segments
+from advisor.planner.ranks import edge_mean_costs, mean_comm
 
 NAME = "peft"
 CITATION = "Arabnejad, Barbosa: List scheduling algorithm for heterogeneous systems by an "\
     "optimistic cost table, IEEE TPDS 25(3):682-694, 2014, Sec. 4"
 
 
-def optimistic_cost_table(problem: Problem) -> FloatArray:
-    """OCT (tasks x nodes): max over children j of min over p' of OCT(j,p') + w(j,p') + c (p' != p)."""
-    n_nodes = len(problem.nodes)
-    table = np.zeros((problem.n_tasks, n_nodes))
-    comm = mean_comm(problem)
-    best_tail = np.full(problem.n_tasks, np.inf)  # min over p of OCT(j, p) + w(j, p), per task
-    for task in reversed(problem.order):
-        through = table[task] + problem.runtime_s[task]  # OCT(j, p) + w(j, p), inf where barred
-        best_tail[task] = through.min()
-        for parent, data in problem.parents[task]:
-            via = np.minimum(through, best_tail[task] + edge_mean_cost(data, comm))
-            np.maximum(table[parent], via, out=table[parent])
+def optimistic_cost_table(problem: Problem, edges: EdgeArrays | None = None) -> FloatArray:
+    """OCT (tasks x nodes): max over children j of min over p' of OCT(j,p') + w(j,p') + c (p' != p).
+
+    In array form: the tasks of one height (edges to the farthest exit) at a time; their rows
+    are complete (every child has a lower height), and each adds to its parents' rows.
+    """
+    edges = edges or edge_arrays(problem)
+    table = np.zeros((problem.n_tasks, len(problem.nodes)))
+    cost = edge_mean_costs(edges.in_data, mean_comm(problem))
+    for level in groups(heights(problem)):
+        through = table[level] + problem.runtime_s[level]  # OCT(j, p) + w(j, p), inf if barred
+        best_tail = through.min(axis=1, initial=np.inf)  # min over p of OCT(j, p) + w(j, p)
+        counts = edges.in_start[level + 1] - edges.in_start[level]
+        inputs = segments(edges.in_start[level], counts)
+        if inputs.size == 0:
+            continue
+        row = np.repeat(np.arange(len(level)), counts)
+        via = np.minimum(through[row], (best_tail[row] + cost[inputs])[:, None])
+        parents = edges.in_parent[inputs]
+        by_parent = np.argsort(parents, kind="stable")
+        ordered = parents[by_parent]
+        first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        target = ordered[first]
+        table[target] = np.maximum(table[target], np.maximum.reduceat(via[by_parent], first))
     return table
 
 
 def schedule(problem: Problem) -> Plan:
     """The PEFT plan."""
-    table = optimistic_cost_table(problem)
+    edges = edge_arrays(problem)
+    table = optimistic_cost_table(problem, edges)
     cores = np.array([n.cores for n in problem.nodes], dtype=np.float64)
     rank_oct = (table * cores).sum(axis=1) / cores.sum() if problem.n_tasks else np.zeros(0)
-    return list_schedule(problem, rank_oct.tolist(), NAME, bias=table)
+    return list_schedule(problem, rank_oct.tolist(), NAME, bias=table, edges=edges)

@@ -15,7 +15,8 @@ import numpy as np
 
 from advisor.planner.matrix import RuntimeMatrix
 from advisor.planner.problem import FloatArray, Node
-from advisor.planner.uncertainty import IntArray, LognormalSampler
+from advisor.planner.problem_arrays import IntArray
+from advisor.planner.uncertainty import LognormalSampler
 
 
 @dataclass(frozen=True)

@@ -116,9 +116,9 @@ class Problem:
             total = float(runtime.max(axis=1, initial=0.0).sum())
             data = sum(d for plist in self.parents for _, d in plist)
             if self.bandwidth is not None and data:
-                total += float(np.float64(data) / self.bandwidth.min())  # 0: inf
+                total += float(np.float64(data) / np.min(self.bandwidth))  # 0: inf
             if self.startup_s is not None and len(self.startup_s):
-                total += float(self.startup_s.max()) * sum(len(p) for p in self.parents)
+                total += float(np.max(self.startup_s)) * sum(len(p) for p in self.parents)
             total += max((w.arrival_s for w in self.workflows), default=0.0)
         if not total < MAX_TOTAL_S:
             raise InputError(

@@ -5,7 +5,11 @@ the comparison works without ``advisor update``.  Actual times count from the fi
 like the planned ones from the plan's start: the actual makespan is the last end minus the first
 start once every job has a final record; the turnaround also counts the wait from submission.
 Dependency order holds when no job started before each of its parents ended (sacct's times are
-whole seconds, so a child may start in the second its parent ended).
+whole seconds, so a child may start in the second its parent ended).  Per job ``late_s`` is how
+much later than planned it started (Slurm's dispatch waits add up along the DAG); for the run,
+``actual_vs_p50`` is the actual makespan's relative error against the planned P50, which counts
+the dispatch waits measured on earlier runs (``dispatch``), and ``within_p95`` whether it stayed
+inside the planned P95.
 """
 
 from __future__ import annotations
@@ -57,6 +61,11 @@ def _seconds(moment: datetime | None, origin: datetime | None) -> float | None:
     return None if moment is None or origin is None else (moment - origin).total_seconds()
 
 
+def _late(record: JobRecord | None, first: datetime | None, planned_start_s: float) -> float | None:
+    started = None if record is None else _seconds(record.start, first)
+    return None if started is None else started - planned_start_s
+
+
 def _order_ok(jobs: Sequence[WorkflowJob], found: dict[str, JobRecord]) -> bool | None:
     checked = None
     for job in jobs:
@@ -99,6 +108,8 @@ def compare(
             "start_s": _seconds(record.start, first) if record else None,
             "end_s": _seconds(record.end, first) if record else None,
             "elapsed_s": record.elapsed_s if record else None,
+            "planned_runtime_s": job.planned_finish_s - job.planned_start_s,
+            "late_s": _late(record, first, job.planned_start_s),
         })
     return {
         "run_id": run.id,
@@ -112,6 +123,9 @@ def compare(
         "planned_p50_s": run.p50_s,
         "planned_p95_s": run.p95_s,
         "actual_makespan_s": actual,
+        "actual_vs_p50": None if actual is None or not run.p50_s
+        else (actual - run.p50_s) / run.p50_s,
+        "within_p95": None if actual is None else actual <= run.p95_s,
         "turnaround_s": _seconds(last, submitted) if done else None,
         "jobs_total": len(jobs),
         "jobs_final": sum(1 for r in found.values() if r.is_final),

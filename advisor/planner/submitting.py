@@ -13,7 +13,9 @@ for a parent's job id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from advisor.errors import InputError, SlurmCommandError, UsageError
@@ -21,6 +23,7 @@ from advisor.planner.cluster_planning import ClusterPlan, plan_on_cluster
 from advisor.planner.jobs import JobSpec, placeholder
 from advisor.planner.planning import PlanRequest
 from advisor.planner.uncertainty import replay_order
+from advisor.slurm.records import JobRecord
 from advisor.store.advice import Advice, record_advice
 from advisor.store.connection import Store
 from advisor.store.workflows import WorkflowJob, WorkflowRun, finish_run, set_job, start_run
@@ -44,8 +47,14 @@ def submit_workflow(
 
         side = real()
     with Store.open(request.db) as store:
-        found = plan_on_cluster(request, store)
+        found = plan_on_cluster(request, store, fetch=_sacct)
         return _submitted(found, store, side)
+
+
+def _sacct(start: datetime, end: datetime, job_ids: Sequence[int]) -> list[JobRecord]:
+    from advisor.slurm.backend import CliBackend
+
+    return CliBackend().accounting(start, end, job_ids=job_ids)
 
 
 def submission_order(found: ClusterPlan) -> list[int]:
@@ -105,6 +114,8 @@ def _summary(
         "cluster": cluster,
         "algorithm": data["algorithm"],
         "makespan_s": data["makespan_s"],
+        "slurm_makespan_s": data["slurm_makespan_s"],
+        "dispatch": data["dispatch"],
         "p50_s": data["p50_s"],
         "p95_s": data["p95_s"],
         "estimates": data["estimates"],

@@ -38,12 +38,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import jsonschema
-from jsonschema import Draft7Validator
-
 from advisor.errors import InvalidWorkflowError
 from advisor.planner.model import DataFile, Machine, Task, Workflow
-from advisor.validate import load_json
+from advisor.validate import SchemaCheck, error_message, load_json, paused_gc
 
 SCHEMA_FILES = {"1.3": "wfcommons-schema-1.3.json", "1.4": "wfcommons-schema-1.4.json",
                 "1.5": "wfcommons-schema-1.5.json"}
@@ -53,7 +50,7 @@ _CPU_WORK = re.compile(r"--cpu-work(?:\s+|=)([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9
 
 
 @cache
-def _validator(version: str) -> Draft7Validator:
+def _validator(version: str) -> SchemaCheck:
     """The validator for a document version; 1.6 reuses 1.5 with the version enum widened."""
     base = _SCHEMA_FOR_VERSION[version]
     path = resources.files("advisor.schemas") / "wfformat" / SCHEMA_FILES[base]
@@ -61,11 +58,7 @@ def _validator(version: str) -> Draft7Validator:
     if version not in schema["properties"]["schemaVersion"]["enum"]:
         schema = copy.deepcopy(schema)
         schema["properties"]["schemaVersion"]["enum"].append(version)
-    return Draft7Validator(schema)
-
-
-def _json_path(error: jsonschema.ValidationError) -> str:
-    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return SchemaCheck(schema, draft="7")
 
 
 def is_wfformat(doc: Any) -> bool:
@@ -84,10 +77,9 @@ def parse_workflow(doc: Any, *, source: str = "") -> Workflow:
             source=source,
             hint="WfFormat 1.0-1.6 is supported",
         )
-    best = jsonschema.exceptions.best_match(_validator(version).iter_errors(doc))
+    best = _validator(version).first_error(doc)
     if best is not None:
-        message = best.message if len(best.message) <= 200 else best.message[:197] + "..."
-        raise InvalidWorkflowError(f"{_json_path(best)}: {message}", source=source)
+        raise InvalidWorkflowError(error_message(best), source=source)
     if _SCHEMA_FOR_VERSION[version] == "1.5":
         parts = _parse_15(doc["workflow"], source=source)
     else:
@@ -99,7 +91,8 @@ def parse_workflow(doc: Any, *, source: str = "") -> Workflow:
 
 def read_workflow(path: str | Path) -> Workflow:
     """Read and validate a WfFormat file."""
-    return parse_workflow(load_json(path), source=str(path))
+    with paused_gc():
+        return parse_workflow(load_json(path), source=str(path))
 
 
 def cpu_work(arguments: Iterable[str]) -> float | None:

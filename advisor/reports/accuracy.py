@@ -13,8 +13,11 @@ below its runtime, is left out of the coverage of a quantile above it (unknown),
 errors.  Jobs that failed or were cancelled ran for reasons the model does not know and are
 left out.  The baselines stored with each task (Lotaru paper, Sec. 4.3) and the user's own
 limit (the limit without the advisor) are scored on the same jobs, for the error CDF.
-Quantiles are recomputed from the shared models; a user's own runs (which refine that user's
-later predictions) are not replayed here.
+
+What is scored is what each user was told: an advice row that stored its P50/P90/P95 (on the
+one class it advised) is taken as it is when the job ran on that class; otherwise the quantiles
+are recovered (advisor.reports.quantiles) from the models as that user sees them, the shared
+ones plus the user's own runs, at the input size the advice assumed when it stored one.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.context import load_node_context
 from advisor.models.loading import load_models
 from advisor.models.predict import TaskModels, predict_on
-from advisor.reports.jobs import JobView
+from advisor.reports.jobs import AdvisorLimit, JobView
 from advisor.reports.loading import Selection, load_jobs
 from advisor.reports.quantiles import ForecastAt, Quantiles, job_quantiles
 from advisor.reports.shaping import Shape, grouped_document, grouped_rows
@@ -103,15 +106,30 @@ def _forecaster(predictor: ModelPredictor, task: str, quantile: float) -> Foreca
     return forecast_at
 
 
+def _told(advice: AdvisorLimit, job_class: str) -> Quantiles | None:
+    """The quantiles the advice row stored, when they were for the class the job ran on."""
+    if advice.stored is None or advice.node_classes not in ((job_class,), ()):
+        return None
+    p50, p90, p95 = advice.stored
+    return Quantiles(p50, p90, p95, job_class, advice.input_bytes)
+
+
 def score_jobs(
     jobs: Sequence[JobView],
     models: Mapping[str, TaskModels],
     scores: Mapping[str, Mapping[str, float]],
     *,
     progress: Progress | None = None,
+    user_models: Mapping[str, Mapping[str, TaskModels]] | None = None,
 ) -> list[Scored]:
-    """The advised jobs that completed or timed out, each with its predictions."""
-    predictor = ModelPredictor(models, scores)
+    """The advised jobs that completed or timed out, each with its predictions.
+
+    user_models: per user, the models as that user sees them (default: everyone sees models).
+    """
+    predictors = {
+        user: ModelPredictor(seen, scores) for user, seen in (user_models or {}).items()
+    }
+    shared = ModelPredictor(models, scores)
     wanted = [
         (job, job.advice, job.advice.predicted_s, job.advice.quantile)
         for job in jobs
@@ -121,17 +139,19 @@ def score_jobs(
     cache: dict[tuple[Any, ...], Quantiles | None] = {}
     out = []
     for done, (job, advice, stored_s, quantile) in enumerate(wanted, start=1):
-        task_models = models.get(job.task)
-        quantiles = None
-        if task_models is not None:
-            key = (job.task, stored_s, quantile, advice.node_classes, job.node_class)
+        predictor = predictors.get(job.user, shared)
+        task_models = predictor.models.get(job.task)
+        quantiles = _told(advice, job.node_class)
+        if quantiles is None and task_models is not None:
+            hint = advice.input_bytes or predictor.default_input_bytes(job.task) or 0
+            key = (job.user, job.task, stored_s, quantile, advice.node_classes, job.node_class, hint)
             if key not in cache:
                 cache[key] = job_quantiles(
                     _forecaster(predictor, job.task, quantile),
                     stored_s,
                     advice.node_classes,
                     job.node_class,
-                    float(predictor.default_input_bytes(job.task) or 0),
+                    float(hint),
                 )
             quantiles = cache[key]
         levels = _levels(quantiles, stored_s, quantile)
@@ -227,7 +247,14 @@ def accuracy_report(
     """The schemas/report-accuracy.json document."""
     jobs = load_jobs(store, selection)
     models = load_models(store, None if selection.task is None else (selection.task,))
-    scored = score_jobs(jobs, models, load_node_context(store).scores, progress=progress)
+    tasks: dict[str, set[str]] = {}
+    for job in jobs:
+        if job.advice is not None and job.task in models:
+            tasks.setdefault(job.user, set()).add(job.task)
+    seen = {user: load_models(store, sorted(names), user=user) for user, names in tasks.items()}
+    scored = score_jobs(
+        jobs, models, load_node_context(store).scores, progress=progress, user_models=seen
+    )
     rows = grouped_rows(scored, by, lambda s: s.job, accuracy_figures)
     advised = [j for j in jobs if j.advice is not None]
     head = grouped_document(

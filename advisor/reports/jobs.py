@@ -40,6 +40,10 @@ class AdvisorLimit:
     quantile: float | None
     node_classes: tuple[str, ...]  # the classes that prediction covered
     policy: str | None
+    #: What the user was told (newer advice rows): the size assumed, and the P50/P90/P95
+    #: on the slowest advised class.
+    input_bytes: float | None = None
+    stored: tuple[float, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,16 @@ def advisor_limit(row: Mapping[str, Any], tag: Tag | None) -> AdvisorLimit | Non
         quantile=row.get("quantile") if has_advice else (tag.quantile if tag else None),
         node_classes=classes,
         policy=row.get("policy"),
+        input_bytes=row.get("advice_input_bytes") if has_advice else None,
+        stored=_stored(row) if has_advice else None,
     )
+
+
+def _stored(row: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    p50, p90, p95 = (row.get(f"advice_{name}_s") for name in ("p50", "p90", "p95"))
+    if p50 is None or p90 is None or p95 is None:
+        return None
+    return (float(p50), float(p90), float(p95))
 
 
 def node_class_of_job(nodes: Sequence[str], class_of: Mapping[str, str]) -> str:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from advisor.errors import UsageError
 
-_SPAN = re.compile(r"(\d{1,6})\s*([mhdw])", re.IGNORECASE)
+_SPAN = re.compile(r"(\d{1,6})\s*([mhdw])", re.IGNORECASE | re.ASCII)
 _UNIT = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 

@@ -11,12 +11,19 @@ import math
 import secrets
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from advisor.errors import InputError, SlurmCommandError
 from advisor.slurm.parsers import parse_job_id, parse_nodes, parse_partitions, parse_test_only
 from advisor.slurm.records import JobRecord, Node, Partition, StartEstimate
-from advisor.slurm.runner import CommandResult, Runner, SlurmCommands, TransientSlurmError
+from advisor.slurm.runner import (
+    AmbiguousSubmitError,
+    CommandResult,
+    Runner,
+    SlurmCommands,
+    TransientSlurmError,
+    no_resubmit,
+)
 from advisor.slurm.sacct_text import SACCT_FIELDS, SacctRows, parse_sacct_records
 
 log = logging.getLogger(__name__)
@@ -175,6 +182,44 @@ class CliBackend:
             self.commands.run(["scancel", f"--name={job_name}"], check=False)
             raise
 
+    def run_job(self, sbatch_args: Sequence[str], *, job_name: str, timeout_s: float) -> WaitedJob:
+        """``sbatch --parsable --wait --job-name=NAME ARGS``: submit, and return once the job ended.
+
+        A submission that fails in a way that may have created the job (a lost reply, our own
+        time-out) is never repeated; past timeout_s the job is cancelled by its (unique) name and
+        StepTimeoutError raised.  A rejected submission (no job id printed) is a SlurmCommandError.
+        """
+        argv = ["sbatch", "--parsable", "--wait", f"--job-name={job_name}", *sbatch_args]
+        commands = SlurmCommands(
+            no_resubmit(self.commands.runner),
+            policy=self.commands.policy,
+            timeout_s=timeout_s,
+            sleep=self.commands.sleep,
+        )
+        try:
+            result = commands.run(argv, check=False)
+        except AmbiguousSubmitError:
+            self.commands.run(["scancel", f"--name={job_name}"], check=False)
+            raise StepTimeoutError(
+                f"job {job_name}: no end within {timeout_s:g} s; cancelled", argv=argv
+            ) from None
+        try:
+            job_id = parse_job_id(result.stdout)
+        except InputError:
+            raise SlurmCommandError(
+                f"sbatch refused job {job_name}", argv=argv, stderr=result.stderr,
+                returncode=result.returncode,
+            ) from None  # fmt: skip
+        return WaitedJob(job_id, result.returncode, result.stderr)
+
+
+class WaitedJob(NamedTuple):
+    """A batch job that ran to its end: its id, and sbatch --wait's exit code (the job's)."""
+
+    job_id: int
+    returncode: int
+    stderr: str
+
 
 class StepTimeoutError(SlurmCommandError):
     """A job step gave no result within its time; it was cancelled (not retried)."""
@@ -190,4 +235,3 @@ def _no_retry_on_timeout(runner: Runner, what: str) -> Runner:
             raise StepTimeoutError(f"{what}: no result within {timeout_s:g} s", argv=argv) from None
 
     return run
-

@@ -32,6 +32,7 @@ TRANSIENT_MARKERS: tuple[str, ...] = (
     "Slurm backup controller in standby mode",
     "Resource temporarily unavailable",
     "Communication connection failure",
+    "Connection reset by peer",  # 24.11: slurmctld stopped while it served the request
 )
 
 
@@ -239,6 +240,7 @@ class SlurmCommands:
 AMBIGUOUS_SUBMIT_MARKERS: tuple[str, ...] = (
     "Socket timed out",
     "Zero Bytes were transmitted or received",
+    "Connection reset by peer",  # 24.11, slurmctld stopped mid-request: it may have taken the job
 )
 
 

@@ -20,14 +20,21 @@ _SEC = r"(\d{1,9}(?:\.\d{1,9})?)"
 
 @functools.cache
 def _patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
-    """Compiled on first use: the sbatch wrapper often parses no time at all."""
-    return (
-        (re.compile(rf"{_NUM}-{_NUM}:{_NUM}:{_SEC}"), ("d", "h", "m", "s")),
-        (re.compile(rf"{_NUM}-{_NUM}:{_NUM}"), ("d", "h", "m")),
-        (re.compile(rf"{_NUM}-{_NUM}"), ("d", "h")),
-        (re.compile(rf"{_NUM}:{_NUM}:{_SEC}"), ("h", "m", "s")),
-        (re.compile(rf"{_NUM}:{_SEC}"), ("m", "s")),
-        (re.compile(rf"{_NUM}"), ("m",)),
+    """Compiled on first use: the sbatch wrapper often parses no time at all.
+
+    ASCII digits only, as Slurm's parser (``time_str2mins``) reads them: ``--time=١٠`` is an
+    error for sbatch, so the wrapper must not take it for 10 minutes.
+    """
+    return tuple(
+        (re.compile(pattern, re.ASCII), parts)
+        for pattern, parts in (
+            (rf"{_NUM}-{_NUM}:{_NUM}:{_SEC}", ("d", "h", "m", "s")),
+            (rf"{_NUM}-{_NUM}:{_NUM}", ("d", "h", "m")),
+            (rf"{_NUM}-{_NUM}", ("d", "h")),
+            (rf"{_NUM}:{_NUM}:{_SEC}", ("h", "m", "s")),
+            (rf"{_NUM}:{_SEC}", ("m", "s")),
+            (rf"{_NUM}", ("m",)),
+        )
     )
 
 _SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}

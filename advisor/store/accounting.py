@@ -142,3 +142,9 @@ def get_watermark(store: Store, source: str) -> str | None:
     """How far ingestion of a source got, or None before the first run."""
     rows = store.query("SELECT value FROM watermarks WHERE source = ?", (source,))
     return str(rows[0]["value"]) if rows else None
+
+
+def delete_watermark(store: Store, source: str) -> None:
+    """Forget a source (a spool segment that was read to its end and removed)."""
+    with store.write():
+        store.conn.execute("DELETE FROM watermarks WHERE source = ?", (source,))

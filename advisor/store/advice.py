@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from advisor.lite import NamedTuple
 from advisor.store.clock import utc_now
@@ -65,6 +65,28 @@ def record_advice(store: Store, advice: Advice, *, created_at: str | None = None
             ),
         )
         return int(cursor.lastrowid or 0)
+
+
+class AppliedLimit(NamedTuple):
+    """What an advice row says the wrapper submitted a job with."""
+
+    cluster: str | None
+    user: str
+    limit_s: int
+
+
+def applied_limits(store: Store, job_ids: Iterable[int]) -> dict[int, list[AppliedLimit]]:
+    """Per job id: the limits that advice rows say were submitted (policy 'advise' only advised)."""
+    rows = store.conn.execute(
+        "SELECT job_id, cluster, user, limit_s FROM advice "
+        "WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'submitted' "
+        "AND policy != 'advise' AND limit_s IS NOT NULL",
+        (json.dumps(sorted(set(job_ids))),),
+    )
+    found: dict[int, list[AppliedLimit]] = {}
+    for job_id, cluster, user, limit_s in rows:
+        found.setdefault(int(job_id), []).append(AppliedLimit(cluster, str(user), int(limit_s)))
+    return found
 
 
 def _text(value: str | None) -> str | None:

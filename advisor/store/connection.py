@@ -103,6 +103,11 @@ class Store:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
             store = cls(conn, where, readonly=readonly)
+            if not readonly and store.published:
+                raise CacheError(
+                    f"cache {where} is a copy 'advisor publish' wrote, for users to read",
+                    hint="write to the working cache (contrib/site/README.md)",
+                )
             if not readonly:
                 current = conn.execute("PRAGMA journal_mode").fetchone()[0]
                 if not memory and current != "wal":
@@ -129,6 +134,17 @@ class Store:
         import sqlite_utils
 
         return sqlite_utils.Database(self.conn)
+
+    @cached_property
+    def published(self) -> bool:
+        """True for the copy 'advisor publish' writes (store/publish.py).
+
+        Users' job names in it are digests (store/names.py); it holds only what the wrapper needs.
+        """
+        row = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'publication'"
+        ).fetchone()
+        return row is not None
 
     def close(self) -> None:
         """Close the connection."""

@@ -15,16 +15,26 @@ from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
 
+def stored_key(store: Store, key: HistoryKey) -> HistoryKey:
+    """The key as the cache holds it: in a published copy a job name is a digest (store.names)."""
+    if key.kind == "user+name" and store.published:
+        from advisor.store.names import name_key
+
+        return key._replace(name=name_key(key.user, key.name))
+    return key
+
+
 def load_key_states(store: Store, keys: Iterable[HistoryKey]) -> dict[HistoryKey, KeyState]:
     """The stored states of these keys (keys never seen are absent), in one query."""
+    wanted = {stored_key(store, key): key for key in keys}
     rows = store.conn.execute(
         "SELECT kind, user, name, partition, runs, cap, completed, kills FROM history_keys "
         "WHERE (kind, user, name, partition) IN (SELECT json_extract(value, '$[0]'), "
         "json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') "
         "FROM json_each(?))",
-        (json.dumps(list(keys)),),
+        (json.dumps(list(wanted)),),
     )
-    return {HistoryKey(*row[:4]): _state(row[4:]) for row in rows}
+    return {wanted[HistoryKey(*row[:4])]: _state(row[4:]) for row in rows}
 
 
 def data_version(store: Store) -> int:
@@ -128,7 +138,7 @@ def advised_in_flight(store: Store, key: HistoryKey, *, since: str) -> int:
     a lost job from holding a key's budget forever.
     """
     params: tuple[str, ...] = {
-        "user+name": (key.user, key.name),
+        "user+name": (key.user, stored_key(store, key).name),
         "user+partition": (key.user, key.partition),
         "user": (key.user,),
     }[key.kind]

@@ -30,6 +30,15 @@ class Observation:
     state: str | None = None
     observed_at: str | None = None
 
+    @property
+    def from_accounting(self) -> bool:
+        """A job that accounting ingested: some user's run, never the administrator's import."""
+        return self.source.startswith(ACCOUNTING_SOURCES)
+
+
+#: The sources accounting ingestion writes (advisor.accounting.mapping.observation_source).
+ACCOUNTING_SOURCES = ("sacct:", "swf:")
+
 
 _COLUMNS = tuple(Observation.__dataclass_fields__)
 # Column names come from the dataclass above, never from input.

@@ -8,8 +8,10 @@ id sbatch printed, which for an array is the array's own id: sacct's JobID of ev
 (``49_1``, ``49_2``) starts with it, and SQLite's CAST of ``'49_1'`` to INTEGER is 49 (the
 longest leading integer).  An advice row without a cluster (slurm.conf was unreadable at
 submit time) matches only a job whose comment carries the ``advisor:`` tag, so a trace of
-another cluster with the same job ids never picks it up.  When one job has several advice rows
-(a retried submission) the newest wins.
+another cluster with the same job ids never picks it up.  Only the job's own user's advice
+joins: spool lines are what each user's wrapper wrote, and a user can write any job id there,
+so a row of another user's claims a job that is not theirs.  When one job has several advice
+rows of its user (a retried submission) the newest wins.
 """
 
 from __future__ import annotations
@@ -37,16 +39,20 @@ class JobFilter:
 _JOBS = """
 WITH latest AS (
     SELECT * FROM advice
-     WHERE id IN (SELECT MAX(id) FROM advice WHERE job_id IS NOT NULL GROUP BY cluster, job_id)
+     WHERE id IN (SELECT MAX(id) FROM advice WHERE job_id IS NOT NULL
+                   GROUP BY cluster, job_id, user)
 )
 SELECT j.cluster, j.job_id, j.name, j.user, j.account, j.partition, j.nodes, j.cpus,
        j.elapsed_s, j.timelimit_s, j.state, j.end, j.comment,
        a.id AS advice_id, a.task AS advice_task, a.node_class AS advice_node_class,
        a.predicted_s, a.quantile, a.limit_s AS advice_limit_s, a.policy, a.argv, a.outcome,
+       a.input_bytes AS advice_input_bytes, a.p50_s AS advice_p50_s, a.p90_s AS advice_p90_s,
+       a.p95_s AS advice_p95_s,
        COALESCE(p.default_time_s, p.max_time_s) AS partition_default_time_s
   FROM accounting_jobs j
   LEFT JOIN latest a
     ON a.job_id = CAST(j.job_id AS INTEGER)
+   AND a.user = j.user
    AND (a.cluster = j.cluster OR (a.cluster IS NULL AND j.comment LIKE '%advisor:%'))
   LEFT JOIN partitions p ON p.name = j.partition
  WHERE (:since IS NULL OR j.end >= :since)

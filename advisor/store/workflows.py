@@ -123,3 +123,29 @@ def load_run(store: Store, run_id: int | None = None) -> tuple[WorkflowRun, list
         )
     ]
     return run, jobs
+
+
+def recent_runs(store: Store, limit: int) -> list[tuple[WorkflowRun, list[WorkflowJob]]]:
+    """The newest ``limit`` runs that were submitted whole, newest first, with their jobs."""
+    ids = [row["id"] for row in store.query(
+        "SELECT id FROM workflow_runs WHERE state = 'submitted' ORDER BY id DESC LIMIT ?",
+        (limit,))]
+    found = [load_run(store, run_id) for run_id in ids]
+    return [item for item in found if item is not None]
+
+
+def accounting_times(
+    store: Store, job_ids: Sequence[int]
+) -> dict[int, tuple[str, str | None, str | None, str | None]]:
+    """(state, submit, start, end) of ingested jobs by id (ISO times), where ingested."""
+    found: dict[int, tuple[str, str | None, str | None, str | None]] = {}
+    wanted = list(dict.fromkeys(job_ids))
+    for begin in range(0, len(wanted), 500):  # SQLite's bound on host parameters
+        part = wanted[begin:begin + 500]
+        marks = ",".join("?" * len(part))
+        for row in store.query(
+            f"SELECT job_id_raw, state, submit, start, end FROM accounting_jobs "  # noqa: S608 - placeholders only
+            f"WHERE job_id_raw IN ({marks})", tuple(part)
+        ):
+            found[int(row["job_id_raw"])] = (row["state"], row["submit"], row["start"], row["end"])
+    return found

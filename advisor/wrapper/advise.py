@@ -18,7 +18,7 @@ from advisor.wrapper.request import JobRequest
 from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.tag import Tag, with_tag
 
-if TYPE_CHECKING:  # datetime loads only for --pick earliest
+if TYPE_CHECKING:  # datetime loads only for --advisor-pick earliest
     from datetime import datetime
 
     from advisor.slurm.records import StartEstimate
@@ -28,7 +28,7 @@ TAGGED_ACTIONS = ("set", "lowered", "kept")
 
 
 class PickEstimate(NamedTuple):
-    """One partition's expected start and end under ``--pick earliest``."""
+    """One partition's expected start and end under ``--advisor-pick earliest``."""
 
     partition: str
     start: datetime | None
@@ -37,7 +37,7 @@ class PickEstimate(NamedTuple):
 
 
 class Plan(NamedTuple):
-    """Everything the wrapper decided, for the submission, --explain and the advice record."""
+    """Everything the wrapper decided: for the submission, --advisor-explain and the advice row."""
 
     task: str | None
     input_bytes: int | None
@@ -49,15 +49,15 @@ class Plan(NamedTuple):
     argv: tuple[str, ...]
     picked: str | None = None
     estimates: tuple[PickEstimate, ...] = ()
-    #: '--input', or what was assumed without it.
+    #: '--advisor-input', or what was assumed without it.
     input_origin: str | None = None
     #: Where the limits come from: 'model', 'history' (no task model) or 'insitu'.
     basis: str = "model"
 
     @property
     def measured_bytes(self) -> int | None:
-        """The input size measured from --input (None when it was assumed or unknown)."""
-        return self.input_bytes if self.input_origin == "--input" else None
+        """The input size measured from --advisor-input (None when it was assumed or unknown)."""
+        return self.input_bytes if self.input_origin == "--advisor-input" else None
 
     def tag(self) -> Tag:
         """The comment tag's fields but the decision's (action and limit come with it)."""
@@ -231,7 +231,9 @@ def pick_earliest(
         time_s=chosen.limit_s,
         time_min_s=None,
         advised_s=chosen.limit_s,
-        reason=f"{current.decision.reason}; --pick earliest: {best.partition} finishes first",
+        reason=(
+            f"{current.decision.reason}; --advisor-pick earliest: {best.partition} finishes first"
+        ),
     )
     added = _added(current.request, decision, current.tag(), best.partition)
     return current._replace(

@@ -1,10 +1,18 @@
 """Splitting ``advisor sbatch`` arguments: the advisor's options, sbatch's options, the script.
 
 The split follows sbatch's own parser (getopt_long in POSIX mode, see sbatch_options) so that a
-value is never mistaken for an option: in ``--comment --task`` the comment is "--task".  Advisor
-options are recognised only by their exact names, anywhere before the script; everything else
-is kept verbatim and in order, so what reaches sbatch is the user's argv minus the advisor's
-options, plus only what the wrapper adds (inserted just before the script).
+value is never mistaken for an option: in ``--comment --advisor-task`` the comment is
+"--advisor-task".  Advisor options are recognised only by their exact names, anywhere before
+the script; everything else is kept verbatim and in order, so what reaches sbatch is the user's
+argv minus the advisor's options, plus only what the wrapper adds (inserted just before the
+script).
+
+The advisor's options are all named ``--advisor-*`` (besides ``-h``/``--help``, which submit
+nothing either way): getopt_long takes any unique prefix of a long option, so a name such as
+``--task`` is sbatch's ``--tasks-per-node`` and ``--input`` its own option.  The rule, checked
+against the installed sbatch by the tests: no advisor option is an sbatch option or a prefix of
+one, and none starts with one.  The names used before (``--task``, ``--policy``...) now reach
+sbatch as what sbatch makes of them; the wrapper says so in one warning line.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from collections.abc import Sequence
 from advisor.errors import UsageError
 from advisor.insitu import MAX_STEPS
 from advisor.lite import NamedTuple
+from advisor.text import ascii_int
 from advisor.wrapper.sbatch_options import (
     LONG_OPTIONS,
     SHORT_OPTIONS,
@@ -28,12 +37,23 @@ PICKS = ("earliest",)
 DEFAULT_QUANTILE = 0.95
 DEFAULT_MARGIN = 0.10
 
-#: Advisor options that take a value; ``--input`` shadows sbatch's ``--input`` (use ``-i``).
-_VALUED = (
-    "--task", "--input", "--policy", "--pick", "--quantile", "--margin", "--db", "--format",
-    "--insitu", "--steps",
+#: What every advisor option starts with: no sbatch option starts with "ad" (sbatch_options).
+PREFIX = "--advisor-"
+#: Advisor options that take a value.
+VALUED = tuple(
+    PREFIX + name
+    for name in ("task", "input", "policy", "pick", "quantile", "margin", "db", "format", "insitu",
+                 "steps")
 )  # fmt: skip
-_FLAGS = ("--dry-run", "--explain", "--help", "-h")
+#: Advisor options without a value; -h/--help are sbatch's too, and shadowed (nothing is submitted).
+FLAGS = (PREFIX + "dry-run", PREFIX + "explain")
+HELP_FLAGS = ("--help", "-h")
+#: The names of the advisor's options until issue 16 that are not sbatch's own exact names:
+#: they now reach sbatch (``--task`` as ``--tasks-per-node``, the rest rejected as unknown).
+RETIRED = (
+    "--task", "--policy", "--pick", "--quantile", "--margin", "--db", "--format", "--insitu",
+    "--steps", "--dry-run", "--explain",
+)  # fmt: skip
 
 
 class AdvisorOptions(NamedTuple):
@@ -94,15 +114,29 @@ class CommandLine(NamedTuple):
     sbatch: SbatchArgv
     #: The user's arguments with the advisor's removed: what sbatch gets when we fail open.
     original: tuple[str, ...] = ()
+    #: Options given by a name the advisor used before (RETIRED), now sbatch's.
+    retired: tuple[str, ...] = ()
+
+    def retired_warning(self) -> str | None:
+        """One line about RETIRED names among the options, or None."""
+        if not self.retired:
+            return None
+        given = ", ".join(self.retired)
+        meant = ", ".join(PREFIX + name[2:] for name in self.retired)
+        are, s = ("are", "s") if len(self.retired) > 1 else ("is", "")
+        return (
+            f"advisor: warning: sbatch reads {given} as its own option{s}; "
+            f"the advisor's {are} {meant}"
+        )
 
 
 def _float(option: str, text: str, low: float, high: float, *, open_high: bool) -> float:
-    try:
-        value = float(text)
+    try:  # ASCII only: float() also reads '٠.٩' and '０.９'
+        value = float(text) if text.isascii() else math.nan
     except ValueError:
         value = math.nan
     ok = math.isfinite(value) and low <= value and (value < high if open_high else value <= high)
-    if not ok or (option == "--quantile" and value <= low):
+    if not ok or (option.endswith("quantile") and value <= low):
         raise UsageError(
             f"advisor sbatch: {option} {text!r}: expected a number in the documented range"
         )
@@ -126,17 +160,20 @@ class _Scanner:
         self.invalid: list[str] = []
         self.settings: dict[str, object] = {}
         self.inputs: list[str] = []
+        self.retired: list[str] = []
         self.hetjob = False
         #: Index in kept of a ``--`` that ended the options.
         self.separator: int | None = None
 
     def _advisor_option(self, arg: str, rest: list[str]) -> bool:
         name, eq, attached = arg.partition("=")
-        if name in _FLAGS and not eq:
-            key = "help" if name == "-h" else name[2:].replace("-", "_")
-            self.settings[key] = True
+        if name in HELP_FLAGS and not eq:
+            self.settings["help"] = True
             return True
-        if name not in _VALUED:
+        if name in FLAGS and not eq:
+            self.settings[name[len(PREFIX) :].replace("-", "_")] = True
+            return True
+        if name not in VALUED:
             return False
         if eq:
             value = attached
@@ -144,13 +181,15 @@ class _Scanner:
             value = rest.pop(0)
         else:
             raise UsageError(f"advisor sbatch: {name} needs a value")
-        if name == "--input":
+        if name == PREFIX + "input":
             self.inputs.append(value)
         else:
-            self.settings[name[2:]] = value
+            self.settings[name[len(PREFIX) :]] = value
         return True
 
     def _long(self, arg: str, rest: list[str]) -> None:
+        if self.advisor and arg.partition("=")[0] in RETIRED:
+            self.retired.append(arg.partition("=")[0])
         name, eq, attached = arg[2:].partition("=")
         try:
             full = resolve_long(name)
@@ -238,28 +277,28 @@ def _advisor_options(settings: dict[str, object], inputs: list[str]) -> AdvisorO
     quantile, margin = text("quantile"), text("margin")
     policy, pick, task = text("policy"), text("pick"), text("task")
     if task is not None and not task.strip():
-        raise UsageError("advisor sbatch: --task needs a non-empty name")
+        raise UsageError(f"advisor sbatch: {PREFIX}task needs a non-empty name")
     insitu, steps = text("insitu"), text("steps")
     if steps is not None and insitu is None:
-        raise UsageError("advisor sbatch: --steps goes with --insitu STEPS_FILE")
-    # isascii: '²'.isdigit() is True but int('²') raises ValueError
-    if steps is not None and not (
-        steps.isascii() and steps.isdigit() and len(steps) <= 16 and 0 < int(steps) <= MAX_STEPS
-    ):
-        raise UsageError(f"advisor sbatch: --steps needs a whole number of steps, got {steps!r}")
+        raise UsageError(f"advisor sbatch: {PREFIX}steps goes with {PREFIX}insitu STEPS_FILE")
+    count = ascii_int(steps, max_digits=16) if steps is not None else None
+    if steps is not None and not (count is not None and 0 < count <= MAX_STEPS):
+        raise UsageError(
+            f"advisor sbatch: {PREFIX}steps needs a whole number of steps, got {steps!r}"
+        )
     return AdvisorOptions(
         insitu=insitu,
-        steps=int(steps) if steps is not None else None,
+        steps=count,
         task=task,
         inputs=tuple(inputs),
         dry_run=bool(settings.get("dry_run")),
         explain=bool(settings.get("explain")),
-        policy=_choice("--policy", policy, POLICIES) if policy is not None else "fill",
-        pick=_choice("--pick", pick, PICKS) if pick is not None else None,
-        quantile=_float("--quantile", quantile, 0.0, 1.0, open_high=True)
+        policy=_choice(PREFIX + "policy", policy, POLICIES) if policy is not None else "fill",
+        pick=_choice(PREFIX + "pick", pick, PICKS) if pick is not None else None,
+        quantile=_float(PREFIX + "quantile", quantile, 0.0, 1.0, open_high=True)
         if quantile is not None
         else DEFAULT_QUANTILE,
-        margin=_float("--margin", margin, 0.0, 10.0, open_high=False)
+        margin=_float(PREFIX + "margin", margin, 0.0, 10.0, open_high=False)
         if margin is not None
         else DEFAULT_MARGIN,
         db=text("db"),
@@ -289,4 +328,5 @@ def parse_command_line(argv: Sequence[str]) -> CommandLine:
         invalid=tuple(scanner.invalid),
         hetjob=scanner.hetjob,
     )
-    return CommandLine(_advisor_options(scanner.settings, scanner.inputs), sbatch, kept)
+    advisor = _advisor_options(scanner.settings, scanner.inputs)
+    return CommandLine(advisor, sbatch, kept, tuple(dict.fromkeys(scanner.retired)))

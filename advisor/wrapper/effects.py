@@ -67,7 +67,7 @@ def history(
     policy's at-risk budget counts those submissions from the user's own spool file.
     """
     from advisor.history.lookup import history_limit
-    from advisor.spool import SPOOL_ENV, mark_source, parse_mark, read_own_lines
+    from advisor.spool import SPOOL_ENV, read_own_lines
     from advisor.store.accounting import get_watermark
     from advisor.store.connection import Store
 
@@ -75,8 +75,7 @@ def history(
         unrecorded: list[dict[str, object]] = []
         spool = os.environ.get(SPOOL_ENV)
         if spool and not _writable(store.path):
-            mark = parse_mark(get_watermark(store, mark_source(os.getuid())))
-            unrecorded = read_own_lines(spool, mark)
+            unrecorded = read_own_lines(spool, lambda source: get_watermark(store, source))
         return {
             name: history_limit(store, user, job_name, name, unrecorded=unrecorded)
             for name in partitions

@@ -1,4 +1,6 @@
-"""What ``--explain`` and ``--dry-run`` show: plain data (schemas/sbatch-explain.json) and one line.
+"""What ``--advisor-explain`` and ``--advisor-dry-run`` show: plain data and one line.
+
+The data follows schemas/sbatch-explain.json.
 
 The command line is quoted for a POSIX shell on a single line: shlex quoting, except that an
 argument holding control characters (a newline) or bytes that are not UTF-8 is written in
@@ -72,7 +74,7 @@ def _limit_row(limit: PartitionLimit) -> dict[str, Any]:
 
 
 def explanation(plan: Plan | None, argv: Sequence[str], warning: str | None) -> dict[str, Any]:
-    """The --explain document (schemas/sbatch-explain.json)."""
+    """The --advisor-explain document (schemas/sbatch-explain.json)."""
     full = ["sbatch", *argv]
     if plan is None:
         return {

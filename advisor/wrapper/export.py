@@ -2,7 +2,7 @@
 
 Users who call plain ``sbatch`` get the same limits from slurmctld's Lua plugin.  The plugin
 knows a job's name, user and partitions but not its input: the export predicts for the largest
-training input of each task, as the wrapper does without ``--input``.  ``tasks`` holds what
+training input of each task, as the wrapper does without ``--advisor-input``.  ``tasks`` holds what
 the shared models say; ``users[NAME]`` what is that user's own: ``tasks`` refined by the user's
 runs, or the history policy's limit for a job name without a model, and ``partitions`` the
 history policy's limit for the user's other jobs (user + partition, else user).  The plugin
@@ -10,9 +10,16 @@ looks in that order (users.tasks, tasks, users.partitions), as ``advisor sbatch`
 (model, then history); what it cannot see is the history policy's at-risk budget (jobs still
 running under an advised limit), which only the wrapper applies.  Keys that users choose
 (task names, user names) are always object keys one level below a fixed key, so a task called
-``partitions`` cannot collide with anything.  The file is written to a temporary file in the
-same directory, fsync'ed and renamed into place (mode 0644, for user slurm), so slurmctld never
-reads half a file.
+``partitions`` cannot collide with anything.
+
+The file is mode 0644 (user slurm reads it), so a user's job names are never in it: the keys
+of ``users[NAME].tasks`` are digests of (user, name) (store/names.py), which the plugin
+computes from the job.  And it is bounded, because slurmctld decodes it under its locks (Lua
+5.1 hashes only some bytes of a long string: 50,000 long job names that differ elsewhere took
+cjson.decode 28.9 s): no name over Slurm's 1024-byte limit (no job can have it), at most
+USER_NAMES names per user (the most used), and at most EXPORT_BYTES in all (fewer names per
+user until it fits).  The file is written to a temporary file in the same directory, fsync'ed
+and renamed into place, so slurmctld never reads half a file.
 """
 
 from __future__ import annotations
@@ -25,17 +32,26 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, InputError
 from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
+from advisor.output_target import check_output
 from advisor.store.connection import Store
+from advisor.store.names import NAME_SCHEME, name_key
 from advisor.store.task_models import load_user_models
 from advisor.wrapper.advise import partition_limits
 from advisor.wrapper.argv import AdvisorOptions
 from advisor.wrapper.snapshot import Snapshot, load_snapshot
 
-EXPORT_VERSION = 1
+#: 2: users' job names are digests (store/names.py).
+EXPORT_VERSION = 2
 FILE_MODE = 0o644
+#: Slurm 22.05 refuses a job name (or comment) over 1024 bytes: no job can have a longer one.
+NAME_BYTES = 1024
+#: At most this many job names per user (model refinements and history), the most used kept.
+USER_NAMES = 512
+#: At most this big in all: lua-cjson decodes 16 MiB in about a quarter of a second.
+EXPORT_BYTES = 16 << 20
 
 
 class UserLimits(NamedTuple):
@@ -52,14 +68,20 @@ def export_document(
     margin: float,
     generated_at: str,
     users: Mapping[str, UserLimits] | None = None,
+    user_names: int = USER_NAMES,
+    max_bytes: int = EXPORT_BYTES,
 ) -> dict[str, Any]:
     """Per task (and optionally per user), each partition's limit in whole minutes.
 
-    users: what export_from_cache finds of each user's own (module docstring).
+    users: what export_from_cache finds of each user's own (module docstring), each user's
+    task names most used first: past user_names (halved until the file fits max_bytes), the
+    rest is left out and counted in ``dropped`` (as names no job can have: over NAME_BYTES, or
+    not UTF-8, which lua-cjson refuses).
     """
     tasks = task_limits(snapshot, snapshot.tasks, AdvisorOptions(quantile=quantile, margin=margin))
-    return {
+    document = {
         "version": EXPORT_VERSION,
+        "names": NAME_SCHEME,
         "generated_at": generated_at,
         "quantile": quantile,
         "margin": margin,
@@ -71,28 +93,53 @@ def export_document(
             for name, p in sorted(snapshot.partitions.items())
         },
         "tasks": tasks,
-        "users": {
-            user: {
-                "tasks": {
-                    task: {"partitions": _minutes(parts)}
-                    for task, parts in sorted(mine.tasks.items())
-                    if _utf8(task)
-                },
-                "partitions": _minutes(mine.partitions),
-            }
-            for user, mine in sorted((users or {}).items())
-            if _utf8(user)
-        },
     }
+    mine = {user: limits for user, limits in (users or {}).items() if _utf8(user)}
+    usable = sum(1 for limits in mine.values() for task in limits.tasks if _fits(task))
+    unusable = sum(len(limits.tasks) for limits in mine.values()) - usable
+    while True:
+        document["users"], kept = _users(mine, user_names)
+        document["dropped"] = {"unusable_names": unusable, "over_cap": usable - kept}
+        size = len(json.dumps(document, sort_keys=True, allow_nan=False))
+        if size <= max_bytes:
+            return document
+        if user_names == 0:
+            raise AdvisorError(
+                f"the export would take {size} bytes even without per-user job names "
+                f"(the bound is {max_bytes}): {len(tasks)} tasks, {len(mine)} users",
+                hint="a bound of the Lua plugin (advisor/wrapper/export.py, EXPORT_BYTES)",
+            )
+        user_names //= 2
+
+
+def _users(users: Mapping[str, UserLimits], cap: int) -> tuple[dict[str, Any], int]:
+    """The users' entries with at most cap names each, keyed by digest; and how many kept."""
+    found, kept = {}, 0
+    for user, mine in sorted(users.items()):
+        names = [task for task in mine.tasks if _fits(task)][:cap]
+        kept += len(names)
+        found[user] = {
+            "tasks": {
+                name_key(user, task): {"partitions": _minutes(mine.tasks[task])}
+                for task in names
+            },
+            "partitions": _minutes(mine.partitions),
+        }
+    return found, kept
+
+
+def _fits(name: str) -> bool:
+    """A name some job can have and the plugin can read (UTF-8, at most NAME_BYTES)."""
+    return _utf8(name) and len(name.encode("utf-8")) <= NAME_BYTES
 
 
 def task_limits(
     snapshot: Snapshot, tasks: Iterable[str], options: AdvisorOptions
 ) -> dict[str, dict[str, Any]]:
-    """Per task, each partition's limit in minutes, as the wrapper sets it without --input."""
+    """Per task, each partition's limit in minutes, as the wrapper sets it without an input."""
     names = sorted(snapshot.partitions)
     found: dict[str, Any] = {}
-    for task in filter(_utf8, tasks):
+    for task in filter(_fits, tasks):
         size = snapshot.predictor.default_input_bytes(task)
         limits = partition_limits(names, snapshot, task, size, options)
         parts = {
@@ -112,6 +159,11 @@ def export_from_cache(
     store: Store, *, quantile: float, margin: float, generated_at: str
 ) -> dict[str, Any]:
     """The export of a cache: shared limits, and per user the tasks their own runs refined."""
+    if store.published:
+        raise InputError(
+            f"cache {store.path} is a published copy: its job names are digests",
+            hint="export from the working cache",
+        )
     options = AdvisorOptions(quantile=quantile, margin=margin)
     with store.read():
         shared = load_snapshot(store, None)
@@ -131,7 +183,8 @@ def export_from_cache(
         for name, p in shared.partitions.items()
     }
     partitions: dict[str, dict[str, int]] = {}
-    for key in sorted(history, key=lambda k: k["kind"] != "user"):  # user+partition wins
+    # a user's refinements first, then the history names they use most
+    for key in sorted(history, key=lambda k: (k["kind"] != "user", -k["jobs"], k["name"])):
         user, minutes = str(key["user"]), int(key["limit_s"]) // 60
         if key["kind"] == "user+name":
             if key["name"] not in shared.tasks:  # a model decides for a task that has one
@@ -199,6 +252,9 @@ def write_atomically(path: str | os.PathLike[str], text: str, *, mode: int = FIL
     return target
 
 
-def write_export(path: str | os.PathLike[str], document: Mapping[str, Any]) -> Path:
-    """The export as compact JSON, atomically."""
+def write_export(
+    path: str | os.PathLike[str], document: Mapping[str, Any], *, cache: str | None = None
+) -> Path:
+    """The export as compact JSON, atomically, where no one else can replace it (never the cache)."""
+    check_output(path, cache=cache)
     return write_atomically(path, json.dumps(document, sort_keys=True, allow_nan=False) + "\n")

@@ -1,8 +1,8 @@
-"""``advisor sbatch --insitu STEPS_FILE --steps M``: the limit from an in situ run's makespan.
+"""``advisor sbatch --advisor-insitu FILE --advisor-steps M``: the limit from an in situ makespan.
 
 The in situ model (advisor.insitu) predicts the makespan of M steps from a few measured steps;
 here it stands in for a task model, so the limit goes through the wrapper's normal path (margin,
-whole minutes, MaxTime, policy, tag, advice record).  Imported only when --insitu is given.
+whole minutes, MaxTime, policy, tag, advice record).  Imported only when --advisor-insitu is given.
 """
 
 from __future__ import annotations

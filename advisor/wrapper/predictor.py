@@ -54,7 +54,7 @@ class ModelPredictor(NamedTuple):
     scores: Mapping[str, Mapping[str, float]]
 
     def default_input_bytes(self, task: str) -> int | None:
-        """The size assumed without ``--input``: the largest training input (a safe side)."""
+        """The size assumed without ``--advisor-input``: the largest training input (safe side)."""
         reference = self.models[task].reference if task in self.models else None
         return None if reference is None else int(reference.x_max_bytes)
 

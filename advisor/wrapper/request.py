@@ -1,6 +1,7 @@
 """What the job asks for once sbatch's precedence is applied.
 
 sbatch(1): options on the command line override ``SBATCH_*`` environment variables, which
+override the ``#BSUB`` or ``#PBS`` lines sbatch translates (advisor.wrapper.xlate), which
 override ``#SBATCH`` lines in the script; among options of one origin the last one wins.
 """
 
@@ -22,7 +23,11 @@ ENVIRONMENT = {
 
 
 class Setting(NamedTuple):
-    """A value and where it came from: 'command line', the variable's name, or 'script'."""
+    """A value and where it came from.
+
+    The origin is 'command line', the variable's name, '#PBS' or '#BSUB' (the directives
+    sbatch translates), or 'script' (``#SBATCH``).
+    """
 
     value: str
     origin: str
@@ -59,6 +64,7 @@ def _setting(
     command_line: Sequence[Option],
     env: Mapping[str, str],
     script: Sequence[Option],
+    translated: tuple[str, Sequence[Option]] | None,
 ) -> Setting | None:
     value = _last(command_line, name)
     if value is not None:
@@ -66,6 +72,10 @@ def _setting(
     variable = ENVIRONMENT.get(name)
     if variable and variable in env:
         return Setting(env[variable], variable)
+    if translated is not None:
+        value = _last(translated[1], name)
+        if value is not None:
+            return Setting(value, translated[0])
     value = _last(script, name)
     if value is not None:
         return Setting(value, "script")
@@ -76,20 +86,25 @@ def job_request(
     command_line: Sequence[Option],
     env: Mapping[str, str],
     script: Sequence[Option] = (),
+    translated: tuple[str, Sequence[Option]] | None = None,
 ) -> JobRequest:
-    """Merge the three origins with sbatch's precedence."""
+    """Merge the origins with sbatch's precedence; translated: ('#PBS', its options) or None."""
+
+    def setting(name: str) -> Setting | None:
+        return _setting(name, command_line, env, script, translated)
+
     return JobRequest(
-        partition=_setting("partition", command_line, env, script),
-        time=_setting("time", command_line, env, script),
-        time_min=_setting("time-min", command_line, env, script),
-        job_name=_setting("job-name", command_line, env, script),
-        comment=_setting("comment", command_line, env, script),
+        partition=setting("partition"),
+        time=setting("time"),
+        time_min=setting("time-min"),
+        job_name=setting("job-name"),
+        comment=setting("comment"),
         wrap=_last(command_line, "wrap") is not None,
     )
 
 
 def task_name(explicit: str | None, request: JobRequest, script: str | None) -> str | None:
-    """``--task``, else the job name's task key, else what sbatch names the job: the script's name.
+    """``--advisor-task``, else the job name's task key, else what sbatch names the job: the script's name.
 
     The task key (advisor.taskkey) is a Nextflow job's process or a Snakemake job's rule (from
     its comment), as accounting and the Lua plugin know the job; any other name as it is.

@@ -4,7 +4,8 @@ sbatch (src/sbatch/opt.c, ``_opt_batch_script``) looks at lines that start with 
 (``#SLURM`` is a deprecated spelling) and stops at the first line that is neither blank nor a
 comment.  Each directive is split into words with single and double quotes grouping, a
 backslash escaping the next character, and an unquoted ``#`` starting a comment.  A
-``#SBATCH hetjob`` line separates the components of a heterogeneous job.
+``#SBATCH hetjob`` line separates the components of a heterogeneous job.  ``#BSUB`` and
+``#PBS`` lines, which sbatch translates, are read by advisor.wrapper.xlate.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ class Directives(NamedTuple):
     hetjob: bool = False
 
 
-def _words(text: str, *, source: str, lineno: int) -> Iterator[str]:
-    """The words of one directive line, split like sbatch's ``_get_argument``."""
+def directive_words(
+    text: str, *, source: str, lineno: int, magic: str = "#SBATCH"
+) -> Iterator[str]:
+    """The words of one directive line, split like sbatch's ``get_argument``."""
     i, n = 0, len(text)
     while True:
         while i < n and text[i] in _C_SPACE:
@@ -61,7 +64,7 @@ def _words(text: str, *, source: str, lineno: int) -> Iterator[str]:
                 break
             word.append(char)
         if quote:
-            raise InputError(f"line {lineno}: unmatched {quote} in #SBATCH line", source=source)
+            raise InputError(f"line {lineno}: unmatched {quote} in {magic} line", source=source)
         if word:
             yield "".join(word)
 
@@ -79,7 +82,7 @@ def read_directives(text: str, *, source: str = "script") -> Directives:
                 break  # the first command: sbatch reads no further
             continue
         rest = line[len(magic) :]
-        found = list(_words(rest, source=source, lineno=lineno))
+        found = list(directive_words(rest, source=source, lineno=lineno))
         if found[:1] and found[0] in _HETJOB_WORDS:
             hetjob = True
             break  # later components do not concern the first job's limit

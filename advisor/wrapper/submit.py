@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 #: sbatch options after which sbatch only prints something: nothing to advise.
 _INFO_OPTIONS = frozenset({"help", "usage", "version"})
-#: Compiled by re on first use (re caches it), not at import: --dry-run never needs it.
+#: Compiled by re on first use (re caches it), not at import: --advisor-dry-run never needs it.
 _JOB_ID = r"^(?:Submitted batch job )?(\d+)(?:;\S+)?\s*$"
 
 
@@ -90,24 +90,49 @@ def _reads_stdin(cmd: CommandLine) -> bool:
     return cmd.sbatch.script_index is None and "wrap" not in names and not names & _INFO_OPTIONS
 
 
+def translated_options(
+    text: str | None,
+    source: str,
+    command_line: Sequence[Option],
+    script: Sequence[Option],
+    env: Mapping[str, str],
+) -> tuple[tuple[str, tuple[Option, ...]] | None, str | None]:
+    """The script's ``#BSUB``/``#PBS`` options as sbatch translates them, and why it refuses them.
+
+    None where there are none or sbatch ignores them; the module loads only for a script that
+    has such lines.
+    """
+    if text is None or ("#BSUB" not in text and "#PBS" not in text):
+        return None, None
+    from advisor.wrapper.xlate import ignored, translate_directives
+
+    if ignored(command_line, script, env):
+        return None, None
+    found = translate_directives(text, source=source)
+    if found.magic is None:
+        return None, None
+    return (found.magic, found.options), found.invalid
+
+
 def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
     """The plan for this command line; raises on any failure (the caller fails open)."""
     sbatch = cmd.sbatch
     script_options: tuple[Option, ...] = ()
-    if sbatch.script is not None:
-        text = side.read_script(sbatch.script)
-        directives = read_directives(text, source=sbatch.script)
+    text = side.read_script(sbatch.script) if sbatch.script is not None else stdin
+    source = sbatch.script or "stdin"
+    directives = read_directives(text, source=source) if text is not None else None
+    if directives is not None:
         script_options, _ = parse_options(directives.words)
-    elif stdin is not None:
-        directives = read_directives(stdin, source="stdin")
-        script_options, _ = parse_options(directives.words)
-    else:
-        directives = None
-    request = job_request(sbatch.options, side.env, script_options)
+    translated, refused = translated_options(
+        text, source, sbatch.options, script_options, side.env
+    )
+    request = job_request(sbatch.options, side.env, script_options, translated)
     task = task_name(cmd.advisor.task, request, sbatch.script if stdin is None else "sbatch")
     names = {o.name for o in sbatch.options}
     if sbatch.invalid:
         return _unadvised(cmd, request, task, f"sbatch will reject {sbatch.invalid[0]!r}")
+    if refused:
+        return _unadvised(cmd, request, task, f"sbatch will reject {refused}")
     if names & _INFO_OPTIONS:
         return _unadvised(cmd, request, task, "sbatch only prints information")
     if sbatch.hetjob or (directives is not None and directives.hetjob):
@@ -127,18 +152,18 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
         return _from_history(cmd, side, request, task, user, snapshot)._replace(
             input_bytes=input_bytes
         )
-    origin = "--input"
+    origin = "--advisor-input"
     if cmd.advisor.insitu is not None:
         origin = f"in situ steps {cmd.advisor.insitu}"
     elif input_bytes is None:
         input_bytes = snapshot.predictor.default_input_bytes(task)
-        origin = "largest training input (no --input)"
+        origin = "largest training input (no --advisor-input)"
     result = plan(sbatch, cmd.advisor, request, task, input_bytes, snapshot, input_origin=origin)
     if cmd.advisor.insitu is not None:
         result = result._replace(basis="insitu")
     if cmd.advisor.pick == "earliest":
         if sbatch.script is None:
-            return _noted(result, "--pick needs a script file")
+            return _noted(result, "--advisor-pick needs a script file")
         result = pick_earliest(result, sbatch, snapshot, side.estimate_start)
     return result
 
@@ -160,7 +185,7 @@ def _from_history(
     """The history policy's plan for a task without a model (accounting issue), if it has one.
 
     Its keys know the job by the name Slurm gives it (``-J``, else the script's name; a
-    workflow manager's job by its task key), as accounting does, not by ``--task``.
+    workflow manager's job by its task key), as accounting does, not by ``--advisor-task``.
     """
     sbatch = cmd.sbatch
     job_name = task_name(None, request, sbatch.script if sbatch.script is not None else "sbatch")
@@ -174,7 +199,7 @@ def _from_history(
         )
     result = history_plan(sbatch, cmd.advisor, request, job_name, found, snapshot)
     if cmd.advisor.pick == "earliest":
-        result = _noted(result, "--pick needs a task model")
+        result = _noted(result, "--advisor-pick needs a task model")
     return result
 
 

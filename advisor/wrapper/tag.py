@@ -2,8 +2,8 @@
 
 Format: ``advisor:<source>,action=<a>,limit=<minutes>[,q=<quantile>][,task=<task>][,in=<bytes>]``
 with the task percent-encoded (bytes outside ``A-Za-z0-9._~-``), so commas and spaces in
-user-chosen names cannot break the fields; ``in`` is the input size measured from ``--input``,
-which accounting learns the run at.  Sources: ``wrapper`` (a task model), ``history`` (the
+user-chosen names cannot break the fields; ``in`` is the input size measured from
+``--advisor-input``, which accounting learns the run at.  Sources: ``wrapper`` (a task model), ``history`` (the
 history policy), ``lua`` (slurm/job_submit.lua, same format).  The tag is appended to the
 user's own comment after a space.  Anyone can write a tag into a comment; what a forged one
 claims reaches only the forger's own models (advisor.models.online).
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from advisor.lite import NamedTuple
-from advisor.text import percent_decode, percent_encode, storable
+from advisor.text import ascii_int, percent_decode, percent_encode, storable
 
 PREFIX = "advisor:"
 _TAG = re.compile(r"(?:^|\s)advisor:(\w+)((?:,\w+=[^,\s]*)*)\s*$")
@@ -33,6 +33,9 @@ class Tag(NamedTuple):
 
 #: An input size beyond this (SQLite's INTEGER) is not one a tag may claim.
 _MAX_BYTES = 2**63 - 1
+#: Minutes: Slurm's limits are 32-bit (NO_VAL is 4294967294), so ten digits hold any of them.
+_MAX_LIMIT_DIGITS = 10
+_QUANTILE = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,17})?(?:e-[0-9]{1,3})?", re.ASCII)
 
 
 def format_tag(tag: Tag) -> str:
@@ -54,19 +57,31 @@ def with_tag(comment: str | None, tag: Tag) -> str:
     return f"{base} {text}" if base else text
 
 
+def _quantile(text: str | None) -> float | None:
+    """A quantile as format_tag writes it (``0.95``, ``1e-05``), strictly between 0 and 1."""
+    if text is None or not _QUANTILE.fullmatch(text):
+        return None
+    value = float(text)
+    return value if 0.0 < value < 1.0 else None
+
+
 def parse_tag(comment: str) -> Tag | None:
-    """The tag at the end of a comment, or None."""
+    """The tag at the end of a comment, or None (no tag, or no limit in ASCII digits).
+
+    Numbers are read with ASCII rules (advisor.text.ascii_int): anyone can write a tag, and a
+    digit that only Unicode knows must neither raise nor claim a limit Slurm never printed.  A
+    malformed optional field (q, in) is left out; the rest of the tag stands.
+    """
     match = _TAG.search(comment)
     if not match:
         return None
     fields = dict(part.split("=", 1) for part in match.group(2).split(",") if part)
-    try:
-        limit = int(fields["limit"])
-        quantile = float(fields["q"]) if "q" in fields else None
-    except (KeyError, ValueError):
+    limit = ascii_int(fields.get("limit", ""), max_digits=_MAX_LIMIT_DIGITS)
+    if limit is None:
         return None
     # Anyone can write a tag into a comment: '%FF' must not become a name SQLite refuses.
     task = storable(percent_decode(fields["task"])) if "task" in fields else None
-    size = fields.get("in", "")
-    input_bytes = int(size) if size.isdigit() and int(size) <= _MAX_BYTES else None
+    size = ascii_int(fields.get("in", ""), max_digits=19)
+    input_bytes = size if size is not None and size <= _MAX_BYTES else None
+    quantile = _quantile(fields.get("q"))
     return Tag(match.group(1), fields.get("action", ""), limit, quantile, task, input_bytes)

@@ -163,8 +163,8 @@ def test_the_wrapper_fails_open_on_a_hostile_step_file(
 ) -> None:
     steps = write(tmp_path / "steps.csv", "step,S,W,R,A\n0,1e400,1,1,1\n")
     script = write(tmp_path / "job.sh", "#!/bin/sh\ntrue\n")
-    code = main(["sbatch", "--insitu", str(steps), "--dry-run", "--db", str(tmp_path / "none.db"),
-                 str(script)])  # fmt: skip
+    code = main(["sbatch", "--advisor-insitu", str(steps), "--advisor-dry-run", "--advisor-db",
+                 str(tmp_path / "none.db"), str(script)])  # fmt: skip
     captured = capsys.readouterr()
     assert code == 0 and captured.out.strip().endswith(str(script))
     (warning,) = captured.err.splitlines()

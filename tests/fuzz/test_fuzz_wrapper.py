@@ -29,6 +29,7 @@ from advisor.slurm.records import Partition
 from advisor.slurm.runner import CommandResult
 from advisor.store import Store
 from advisor.store.advice import Advice, record_advice
+from advisor.store.names import name_key
 from advisor.text import percent_encode, storable
 from advisor.validate import validate
 from advisor.wrapper.argv import parse_command_line
@@ -326,11 +327,11 @@ def test_each_name_finds_only_its_own_limit(
     jobs = [(other, task) for task in tasks] + [(user, tasks[0]), (other, tasks[0] + "x")]
     got = lua_limits(scratch, doc, jobs)
     count("job_submit.lua: every lookup found its own limit")
-    overridden = doc["users"].get(user, {}).get("tasks", {})
+    overridden = doc["users"].get(user, {}).get("tasks", {})  # keyed by digests of the names
     for (job_user, name), limit in zip(jobs, got, strict=True):
         entry = doc["tasks"].get(name)
         expected = NO_VAL if entry is None or not name else entry["partitions"]["cpu"]["limit_min"]
-        if job_user == user and name and name in overridden:
+        if job_user == user and name and name_key(user, name) in overridden:
             expected = 7
         assert limit == expected, (job_user, name)
     exported = [t for t in tasks if _utf8(t)]
@@ -364,5 +365,6 @@ def test_percent_encoded_tags_cannot_forge_fields() -> None:
 @pytest.mark.parametrize("steps", ["²", "٣", "9" * 5000, "1" * 17, "0", "-1", ""])
 def test_odd_step_counts_are_usage_errors(steps: str) -> None:
     # Regression: '²'.isdigit() is True but int('²') raised ValueError, and so did 5000 digits.
-    error = rejected(parse_command_line, ["--insitu", "steps.csv", "--steps", steps, "job.sh"])
-    assert "--steps" in error.message
+    argv = ["--advisor-insitu", "steps.csv", "--advisor-steps", steps, "job.sh"]
+    error = rejected(parse_command_line, argv)
+    assert "--advisor-steps" in error.message

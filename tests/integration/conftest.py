@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,20 @@ def slurm_cluster() -> None:
 def cluster_sh(*args: str) -> None:
     """Run slurm/cluster.sh (stopping and starting daemons for fault tests)."""
     subprocess.run(["bash", str(CLUSTER_SH), *args], check=True, capture_output=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def live_cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache of the live cluster's snapshot, nodes grouped into classes by their hardware."""
+    from advisor.cluster_info import fetch_cluster
+    from advisor.profiling.classes import refresh_node_classes
+    from advisor.slurm.backend import CliBackend
+    from advisor.store.cluster import save_cluster
+    from advisor.store.connection import Store
+
+    path = tmp_path_factory.mktemp("live") / "cache.db"
+    partitions, nodes = fetch_cluster(CliBackend())
+    with Store.open(path) as store:
+        save_cluster(store, partitions, nodes)
+        refresh_node_classes(store)
+    return path

@@ -11,7 +11,7 @@ from pathlib import Path
 from advisor.store import Store
 from advisor.store.cluster import load_partitions
 from advisor.validate import validate
-from tests.integration.conftest import cluster_sh
+from tests.integration.conftest import CLUSTER_SH, cluster_sh
 
 
 def _advisor(*args: str) -> subprocess.CompletedProcess[str]:
@@ -58,3 +58,15 @@ def test_cluster_with_slurmctld_stopped_exits_1_after_bounded_retries(slurm_clus
     assert "Slurm did not answer after 4 attempts" in lines[0]
     assert "Unable to contact slurm controller" in lines[0]
     assert took < 120  # bounded: attempts and total delay are capped
+
+
+def test_a_daemon_started_under_a_callers_lock_does_not_keep_it(
+    slurm_cluster: None, tmp_path: Path
+) -> None:
+    """`flock FILE bash slurm/cluster.sh ...` (as the test machines' notes say to run it) leaves
+    the lock on an open descriptor: a daemon that inherited it held the lock while it ran."""
+    lock = tmp_path / "caller.lock"
+    for command in ("stop-daemon", "start-daemon"):
+        subprocess.run(["flock", str(lock), "bash", str(CLUSTER_SH), command, "slurmdbd"],
+                       check=True, capture_output=True, timeout=180)  # fmt: skip
+    assert subprocess.run(["flock", "-n", str(lock), "true"], check=False).returncode == 0

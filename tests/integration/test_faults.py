@@ -49,7 +49,7 @@ def advisor(*args: str | Path, timeout_s: float = 300) -> subprocess.CompletedPr
 
 def held(cache: Path, name: str) -> list[str]:
     """``advisor sbatch`` of a held one-line job of TASK named name."""
-    return [*ADVISOR, "--db", str(cache), "sbatch", "--task", TASK, "-H", "-J", name,
+    return [*ADVISOR, "--db", str(cache), "sbatch", "--advisor-task", TASK, "-H", "-J", name,
             "--output=/dev/null", "--wrap", "true"]  # fmt: skip
 
 
@@ -176,6 +176,9 @@ def test_slurmdbd_stopped_during_update_gives_a_clear_error_and_a_rerun_converge
         time.sleep(1)
     run(["scancel", f"--name={name}"])
     assert _final_in_sacct(jobs), "the two one-second jobs did not finish in 90 s"
+    # 24.11 has the final rows within the second the jobs end (22.05 a second or two later):
+    # an --until in that same second would leave them to the next window.
+    time.sleep(1.1)
     until = datetime.now().replace(microsecond=0)
     span = ["--since", (until - timedelta(minutes=6)).isoformat(), "--until", until.isoformat(),
             "--window", "0.002"]  # 50 windows of 7.2 s  # fmt: skip
@@ -316,7 +319,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 512 KiB tmpfs (root only)."""
     folder = tmp_path / "small"
     folder.mkdir()
-    mounted = run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(folder)])
+    # mode 0755: publish and export refuse a directory others may write (tmpfs makes it 1777)
+    mounted = run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0755", "tmpfs", str(folder)])
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
     try:

@@ -33,14 +33,18 @@ import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.cluster_info import fetch_cluster
+from advisor.history.keys import HistoryKey
+from advisor.history.lookup import history_limit
+from advisor.history.policy import KeyState, SiteBudget
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS, parse_key_values
 from advisor.slurm.records import JobRecord
 from advisor.slurm.timefmt import format_duration, parse_duration
-from advisor.store.accounting import set_watermark
 from advisor.store.advice import Advice, record_advice
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
+from advisor.store.history import save_key_states, save_site
+from advisor.store.names import name_key
 from advisor.store.publish import publish_copy
 from advisor.validate import validate
 from advisor.wrapper.export import UserLimits, export_document, write_export
@@ -56,7 +60,9 @@ EXPORT = Path("/etc/slurm/advisor-limits.json")
 PLUGIN = Path("/etc/slurm/job_submit.lua")
 WRITER = "generation-writer"  # advice rows of the half-transaction test
 
-# Run by other users: counts torn reads of a cache another process keeps rewriting.
+# Run by other users: counts torn reads of a cache another process keeps rewriting.  Each
+# generation adds 10 history keys of one user and sets the site's job counter to it in one
+# transaction (both are in the published copy).
 READER = """
 import json, sys, time
 from advisor.store import Store
@@ -67,16 +73,14 @@ end = time.monotonic() + seconds
 while time.monotonic() < end:
     try:
         with Store.open(path, readonly=True) as store, store.read():  # as load_snapshot does
-            rows = store.query("SELECT job_id, COUNT(*) AS n FROM advice WHERE user = ? "
-                               "GROUP BY job_id", (writer,))
-            mark = store.query("SELECT value FROM watermarks WHERE source = 'generation'")
+            rows = store.query("SELECT COUNT(*) AS n FROM history_keys WHERE user = ?", (writer,))
+            mark = store.query("SELECT jobs FROM history_site WHERE id = 1")
     except Exception as error:
         errors, last = errors + 1, repr(error)
         continue
     reads += 1
-    generation = int(mark[0]["value"]) if mark else 0
-    counts = {row["job_id"]: row["n"] for row in rows}
-    torn += set(counts) != set(range(1, generation + 1)) or any(n != 10 for n in counts.values())
+    generation = int(mark[0]["jobs"]) if mark else 0
+    torn += rows[0]["n"] != 10 * generation
     seen.add(generation)
 print(json.dumps({"reads": reads, "errors": errors, "torn": torn, "generations": len(seen),
                   "last_error": last}))
@@ -166,7 +170,7 @@ def site(slurm_cluster: None) -> Iterator[Site]:
 
 
 def dry_run(site: Site, user: str, cache: Path) -> subprocess.CompletedProcess[str]:
-    return advisor_as(site, user, "--db", str(cache), "sbatch", "--dry-run", "-J", TASK,
+    return advisor_as(site, user, "--db", str(cache), "sbatch", "--advisor-dry-run", "-J", TASK,
                       "--wrap", "true")  # fmt: skip
 
 
@@ -225,7 +229,7 @@ def test_a_user_submits_through_the_copy_and_gets_the_advised_limit_without_a_wa
     site: Site,
 ) -> None:
     name = f"{TASK}-nobody"
-    done = advisor_as(site, "nobody", "--db", str(site.copy), "sbatch", "--task", TASK, "-H",
+    done = advisor_as(site, "nobody", "--db", str(site.copy), "sbatch", "--advisor-task", TASK, "-H",
                       "-J", name, "--output=/dev/null", "--wrap", "true")  # fmt: skip
     try:
         assert done.returncode == 0, done.stderr
@@ -242,30 +246,29 @@ def test_a_user_submits_through_the_copy_and_gets_the_advised_limit_without_a_wa
 def test_a_users_advice_reaches_the_cache_through_the_spool(site: Site, tmp_path: Path) -> None:
     """The copy is read-only: nobody's wrapper appends to its own spool file, which root's
     'advisor update --spool' brings into the working cache as nobody's advice row."""
-    spool = site.root / "spool"
-    spool.mkdir(mode=0o1733, exist_ok=True)
-    spool.chmod(0o1733)  # users add files; they can neither list nor replace others'
+    spool = _spool(site, "nobody")
     env = {**site.env, "ADVISOR_SPOOL": str(spool)}
     name = f"{TASK}-spooled"
     done = run(["runuser", "-u", "nobody", "--", *site.python, "-m", "advisor", "--db",
-                str(site.copy), "sbatch", "--task", TASK, "-H", "-J", name, "--output=/dev/null",
+                str(site.copy), "sbatch", "--advisor-task", TASK, "-H", "-J", name, "--output=/dev/null",
                 "--wrap", "true"], env=env, cwd=site.root)  # fmt: skip
     try:
         assert done.returncode == 0 and done.stderr == "", done.stderr
         job = job_id(done.stdout)
     finally:
         run(["scancel", f"--name={name}"])
-    own = spool / f"{pwd.getpwnam('nobody').pw_uid}.jsonl"
+    folder = spool / str(pwd.getpwnam("nobody").pw_uid)
+    (own,) = folder.iterdir()  # today's segment
     assert (own.stat().st_uid, own.stat().st_mode & 0o777) == (pwd.getpwnam("nobody").pw_uid, 0o600)
     peek = run(["runuser", "-u", "daemon", "--", "cat", str(own)])
-    listing = run(["runuser", "-u", "daemon", "--", "ls", str(spool)])
+    listing = run(["runuser", "-u", "daemon", "--", "ls", str(folder)])
     assert peek.returncode != 0 and listing.returncode != 0  # another user sees neither
     excerpt = REPO / "tests" / "data" / "traces" / "kth-sp2-excerpt.swf"
     ingested = advisor("--db", site.working, "update", "--swf", excerpt, "--spool", spool,
                        "--format", "json")  # fmt: skip
     assert ingested.returncode == 0, ingested.stderr
-    assert json.loads(ingested.stdout)["spool"] == {"files": 1, "rows": 1, "skipped_lines": 0,
-                                                     "refused_files": 0}  # fmt: skip
+    counts = json.loads(ingested.stdout)["spool"]
+    assert (counts["files"], counts["rows"], counts["skipped_lines"], counts["refused_files"]) == (1, 1, 0, 0)
     with Store.open(site.working, readonly=True) as store:
         rows = store.query("SELECT user, task, outcome, limit_s FROM advice WHERE job_id = ?",
                            (job,))  # fmt: skip
@@ -276,6 +279,122 @@ def test_a_users_advice_reaches_the_cache_through_the_spool(site: Site, tmp_path
     assert json.loads(again.stdout)["spool"]["rows"] == 0  # each line once
 
 
+def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_decide(
+    site: Site, tmp_path: Path
+) -> None:
+    """Issue 16, finding 6: the copy (0644) held every user's argv, --export tokens, --wrap
+    commands, job names, comments and accounts.  Here they are planted for nobody; daemon
+    reads the copy and the export; nobody's wrapper and the plugin still give the limit."""
+    secret = secrets.token_hex(6)
+    planted = {"token": f"API_TOKEN=tok{secret}", "wrap": f"curl https://x.invalid/{secret}w",
+               "name": f"{TASK}-{secret}n", "comment": f"grant-{secret}c", "account": f"acct{secret}"}  # fmt: skip
+    working = train_cache(tmp_path / "cache.db", TASK)
+    start = datetime.now() - timedelta(days=1)
+    jobs = [
+        JobRecord("advisor", str(70000 + i), 70000 + i, planted["name"], "nobody", planted["account"],
+                  "cpu", ("c1",), 1, 100.0, 600, 3600, None, "COMPLETED", None, 0, 0, start, start,
+                  start + timedelta(seconds=600 + i), planted["comment"])
+        for i in range(6)
+    ]  # fmt: skip
+    dump = tmp_path / "nobody.txt"
+    dump.write_text("|".join(SACCT_FIELDS) + "\n" + "".join(f"{format_sacct_row(j)}\n" for j in jobs))
+    assert advisor("--db", working, "update", "--sacct-file", dump).returncode == 0
+    with Store.open(working) as store:
+        argv = [f"--export=ALL,{planted['token']}", "-J", planted["name"], "--wrap", planted["wrap"]]
+        record_advice(store, Advice(user="nobody", policy="history", argv=argv, outcome="submitted",
+                                    task=planted["name"], partition="cpu", limit_s=4200,
+                                    job_id=70000, cluster="advisor"))  # fmt: skip
+        expected = history_limit(store, "nobody", planted["name"], "cpu")
+    assert expected is not None
+    public = site.root / f"public-{secret}"
+    public.mkdir(mode=0o755)
+    copy, export = public / "cache.db", public / "limits.json"
+    for command in (("publish", "--out", copy), ("export", "--out", export)):
+        done = advisor("--db", working, *command)
+        assert done.returncode == 0, done.stderr
+    for path in (copy, export):
+        read = subprocess.run(["runuser", "-u", "daemon", "--", "cat", str(path)],
+                              capture_output=True, check=False, timeout=60)  # fmt: skip
+        data = read.stdout  # what another user reads
+        assert read.returncode == 0 and data == path.read_bytes() and b"nobody" in data, path
+        for what, value in planted.items():
+            assert value.encode() not in data, (path.name, what)
+        assert secret.encode() not in data, path.name  # in no form
+    dry = advisor_as(site, "nobody", "--db", str(copy), "sbatch", "--advisor-dry-run", "-J", planted["name"],
+                     "-p", "cpu", "--wrap", "true")  # fmt: skip
+    assert dry.returncode == 0 and dry.stderr == "", dry.stderr
+    assert f"--time={format_duration(expected[0])}" in dry.stdout.split()
+    before = EXPORT.read_bytes() if EXPORT.exists() else None
+    if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
+        shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
+        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    shutil.copy(export, EXPORT)
+    try:
+        _, info, err = plain_sbatch(site, "nobody", "-J", planted["name"], "-p", "cpu")
+        assert parse_duration(info["TimeLimit"]) == expected[0]
+        assert "advisor: no --time given" in err
+        _, info, _ = plain_sbatch(site, "daemon", "-J", planted["name"], "-p", "cpu")
+        assert info["TimeLimit"] == "00:30:00"  # nobody's entry is nobody's only
+    finally:
+        if before is None:
+            EXPORT.unlink(missing_ok=True)
+        else:
+            EXPORT.write_bytes(before)
+
+
+def _spool(site: Site, *users: str) -> Path:
+    """The spool of contrib/site/README.md: root's 0755 directory, a 0700 one per user."""
+    spool = site.root / "spool"
+    spool.mkdir(mode=0o755, exist_ok=True)
+    for user in users:
+        uid = pwd.getpwnam(user).pw_uid
+        folder = spool / str(uid)
+        folder.mkdir(mode=0o700, exist_ok=True)
+        os.chown(folder, uid, -1)
+    return spool
+
+
+def test_no_user_can_take_another_users_place_in_the_spool(site: Site) -> None:
+    """Issue 16, finding 5: in the old 1733 spool nobody created <daemon's uid>.jsonl first, and
+    every submission of daemon's then printed 'advice not recorded' (and skipped its budget)."""
+    spool = _spool(site, "nobody", "daemon")
+    victim = pwd.getpwnam("daemon").pw_uid
+    for target in (f"{victim}.jsonl", f"0{victim}.jsonl", f"{victim}/2026-12-01.jsonl",
+                   f"{victim}/x", "new-dir/"):  # fmt: skip
+        path = spool / target
+        made = (as_user(site, "nobody", "mkdir", str(path)) if target.endswith("/")
+                else as_user(site, "nobody", "touch", str(path)))  # fmt: skip
+        assert made.returncode != 0 and "Permission denied" in made.stderr, target
+    assert sorted(p.name for p in spool.iterdir()) == sorted(
+        [str(victim), str(pwd.getpwnam("nobody").pw_uid)]
+    )
+    name = f"{TASK}-victim"
+    env = {**site.env, "ADVISOR_SPOOL": str(spool)}
+    done = run(["runuser", "-u", "daemon", "--", *site.python, "-m", "advisor", "--db",
+                str(site.copy), "sbatch", "--advisor-task", TASK, "-H", "-J", name, "--output=/dev/null",
+                "--wrap", "true"], env=env, cwd=site.root)  # fmt: skip
+    try:
+        assert done.returncode == 0 and done.stderr == "", done.stderr  # recorded, no warning
+    finally:
+        run(["scancel", f"--name={name}"])
+    (segment,) = (spool / str(victim)).iterdir()
+    assert segment.stat().st_uid == victim
+    # a file in daemon's place that is not daemon's (root makes one here, as a user with a
+    # 0777 directory of their own could): one line, and the job is still submitted
+    os.chown(segment, pwd.getpwnam("nobody").pw_uid, -1)
+    again = run(["runuser", "-u", "daemon", "--", *site.python, "-m", "advisor", "--db",
+                 str(site.copy), "sbatch", "--advisor-task", TASK, "-H", "-J", name, "--output=/dev/null",
+                 "--wrap", "true"], env=env, cwd=site.root)  # fmt: skip
+    try:
+        assert again.returncode == 0 and "Submitted batch job" in again.stdout
+        lines = again.stderr.strip().splitlines()
+        assert lines == [f"advisor: warning: advice not recorded: advice spool {segment} belongs "
+                         f"to uid {pwd.getpwnam('nobody').pw_uid}, not to you (uid {victim}); "
+                         "nothing written: tell the administrator"], again.stderr  # fmt: skip
+    finally:
+        run(["scancel", f"--name={name}"])
+
+
 def test_a_user_can_change_neither_cache_nor_the_export(site: Site) -> None:
     before = fingerprint(site.root)
     plugin_file = EXPORT.read_bytes() if EXPORT.exists() else None
@@ -284,12 +403,14 @@ def test_a_user_can_change_neither_cache_nor_the_export(site: Site) -> None:
         "learn on the working cache": ("--db", str(site.working), "learn"),
         "publish next to the copy": ("--db", str(site.copy), "publish", "--out",
                                      str(site.root / "other.db")),
-        "export over the plugin's file": ("--db", str(site.copy), "export", "--out", str(EXPORT)),
+        "export over the plugin's file": ("--db", str(site.working), "export", "--out", str(EXPORT)),
+        "export from the copy": ("--db", str(site.copy), "export", "--out", str(EXPORT)),
     }  # fmt: skip
     attempts["learn without a home for the default cache"] = ("learn",)
     for what, args in attempts.items():
         done = advisor_as(site, "nobody", *args)
-        assert done.returncode == 1, f"{what}: {done.stdout}{done.stderr}"
+        code = 2 if what == "export from the copy" else 1  # its names are digests: input error
+        assert done.returncode == code, f"{what}: {done.stdout}{done.stderr}"
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("advisor: error:"), f"{what}: {done.stderr}"
     assert fingerprint(site.root) == before
@@ -330,10 +451,9 @@ def test_readers_never_see_half_a_transaction(site: Site) -> None:
         while any(process.poll() is None for process in readers):
             generation += 1
             with store.write():
-                for _ in range(10):
-                    record_advice(store, Advice(user=WRITER, policy="fill", argv=(),
-                                                outcome="submitted", job_id=generation))  # fmt: skip
-                set_watermark(store, "generation", str(generation))
+                save_key_states(store, {HistoryKey("user+name", WRITER, f"{generation}-{i}", ""):
+                                        KeyState() for i in range(10)})  # fmt: skip
+                save_site(store, SiteBudget(0.0, 1.0, generation))
             publish_copy(store, site.copy)
     results = [json.loads(process.communicate(timeout=60)[0]) for process in readers]
     assert generation >= 10
@@ -435,20 +555,20 @@ def test_the_wrapper_clamps_to_maxtime_and_falls_back_on_a_stale_maxtime(
     try:
         for part in partitions:
             assert part.max_time_s is not None
-            done = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p",
+            done = advisor("--db", cache, "sbatch", "--advisor-task", task, "-H", "-J", name, "-p",
                            part.name, "--output=/dev/null", "--wrap", "true")  # fmt: skip
             assert done.returncode == 0, done.stderr
             info = show(job_id(done.stdout))
             assert info["TimeLimit"] == format_duration(part.max_time_s), part.name
             assert f"limit={part.max_time_s // 60}," in info["Comment"]
-        both = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p",
+        both = advisor("--db", cache, "sbatch", "--advisor-task", task, "-H", "-J", name, "-p",
                        "cpu,long", "--output=/dev/null", "--wrap", "true")  # fmt: skip
         assert both.returncode == 0 and both.stderr == "", both.stderr
         cpu = next(p.max_time_s for p in partitions if p.name == "cpu")
         assert show(job_id(both.stdout))["TimeLimit"] == format_duration(cpu or 0)
         with Store.open(cache) as store:  # MaxTime lowered since 'advisor cluster --save'
             save_cluster(store, [p._replace(max_time_s=30 * 86400) for p in partitions], nodes)
-        stale = advisor("--db", cache, "sbatch", "--task", task, "-H", "-J", name, "-p", "cpu",
+        stale = advisor("--db", cache, "sbatch", "--advisor-task", task, "-H", "-J", name, "-p", "cpu",
                         "--output=/dev/null", "--wrap", "true")  # fmt: skip
         assert stale.returncode == 0, stale.stderr
         lines = stale.stderr.strip().splitlines()
@@ -479,7 +599,7 @@ def test_another_users_jobs_of_the_same_name_do_not_move_my_limit(
     before = _cpu_minutes(_exported(cache, tmp_path / "before.json")["tasks"][TASK])
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\n#SBATCH -p cpu\ntrue\n")
-    mine = advisor("--db", cache, "sbatch", "--task", TASK, "--dry-run", script)
+    mine = advisor("--db", cache, "sbatch", "--advisor-task", TASK, "--advisor-dry-run", script)
     assert mine.returncode == 0 and f"--time={format_duration(before * 60)}" in mine.stdout
     start = datetime(2026, 1, 1)
     jobs = [
@@ -499,7 +619,7 @@ def test_another_users_jobs_of_the_same_name_do_not_move_my_limit(
             assert advisor("--db", cache, "learn").returncode == 0
         doc = _exported(cache, tmp_path / f"after-{step}.json")
         assert _cpu_minutes(doc["tasks"][TASK]) == before, step  # what everyone else gets
-        assert _cpu_minutes(doc["users"]["mallory"]["tasks"][TASK]) < before, step  # hers
+        assert _cpu_minutes(doc["users"]["mallory"]["tasks"][name_key("mallory", TASK)]) < before, step  # hers
         assert sorted(doc["users"]) == ["mallory"]
-        again = advisor("--db", cache, "sbatch", "--task", TASK, "--dry-run", script)
+        again = advisor("--db", cache, "sbatch", "--advisor-task", TASK, "--advisor-dry-run", script)
         assert again.stdout == mine.stdout, step  # the wrapper, for this (other) user

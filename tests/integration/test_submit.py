@@ -16,11 +16,7 @@ from typing import Any
 
 import pytest
 
-from advisor.cluster_info import fetch_cluster
-from advisor.profiling.classes import refresh_node_classes
 from advisor.slurm.backend import CliBackend
-from advisor.store.cluster import save_cluster
-from advisor.store.connection import Store
 from advisor.validate import validate
 from tests.conftest import REPO
 
@@ -35,14 +31,9 @@ def advisor(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The live cluster's snapshot, nodes grouped into classes by their Slurm hardware."""
-    path = tmp_path_factory.mktemp("submit") / "cache.db"
-    partitions, nodes = fetch_cluster(CliBackend())
-    with Store.open(path) as store:
-        save_cluster(store, partitions, nodes)
-        refresh_node_classes(store)
-    return path
+def cache(live_cache: Path) -> Path:
+    """The live cluster's snapshot (tests/integration/conftest.py)."""
+    return live_cache
 
 
 @pytest.fixture(scope="module")

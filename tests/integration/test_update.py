@@ -85,7 +85,7 @@ def finished(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> d
     }
     script = folder / "job.sh"
     script.write_text("#!/bin/sh\n#SBATCH --output=/dev/null\n#SBATCH --mem=100M\nsleep 2\n")
-    wrapped = sh(*ADVISOR, "--db", str(cache), "sbatch", "--task", TASK, "-p", "cpu",
+    wrapped = sh(*ADVISOR, "--db", str(cache), "sbatch", "--advisor-task", TASK, "-p", "cpu",
                  "-J", "wrapped-job", str(script))  # fmt: skip
     assert wrapped.returncode == 0, wrapped.stderr
     match = re.search(r"Submitted batch job (\d+)", wrapped.stdout)

@@ -37,6 +37,7 @@ from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.timefmt import format_duration
 from advisor.store import Store
+from advisor.store.names import name_key
 from tests.captures import record
 from tests.conftest import REPO
 from tests.integration.test_update import final_in_sacct, sh
@@ -215,7 +216,7 @@ def test_the_wrapper_gives_their_jobs_the_tasks_history_limit(ingested: dict[str
 
 def test_the_wrapper_gives_a_traced_process_its_models_limit(ingested: dict[str, Any]) -> None:
     cache, folder = ingested["cache"], ingested["folder"]
-    by_task = advisor(cache, "sbatch", "--dry-run", "--task", MODELLED_KEY, *COMMON, "--wrap", "x")
+    by_task = advisor(cache, "sbatch", "--advisor-dry-run", "--advisor-task", MODELLED_KEY, *COMMON, "--wrap", "x")
     assert by_task.returncode == 0, by_task.stderr
     expected = next(w for w in by_task.stdout.split() if w.startswith("--time="))
     info, _ = _advised(cache, folder, "-J", nf_name(MODELLED, "s2"), "--wrap", "sleep 1")
@@ -240,8 +241,9 @@ def exported(ingested: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def test_the_plugin_gives_their_jobs_the_tasks_limit(exported: dict[str, Any]) -> None:
-    mine = exported["users"].get(pwd.getpwuid(os.getuid()).pw_name, {}).get("tasks", {})
-    model = mine.get(MODELLED_KEY) or exported["tasks"][MODELLED_KEY]  # the user's refinement first
+    user = pwd.getpwuid(os.getuid()).pw_name
+    mine = exported["users"].get(user, {}).get("tasks", {})  # the user's refinement first
+    model = mine.get(name_key(user, MODELLED_KEY)) or exported["tasks"][MODELLED_KEY]
     model_min = model["partitions"]["cpu"]["limit_min"]
     cases = [
         (("-J", nf_name(PROCESS, "sample_42"), "--wrap", "sleep 1"), "", 61, PROCESS_KEY),

@@ -118,10 +118,10 @@ def input_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def explained(
     cache: Path, job_script: Path, *options: str
 ) -> Iterator[tuple[dict[str, Any], int, dict[str, str]]]:
-    """Submit TASK held with --explain --format json; the explanation, job id and scontrol view."""
+    """Submit TASK held, explained as JSON; the explanation, job id and scontrol view."""
     done = advisor_sbatch(
-        cache, "--task", TASK, "--explain", "--format", "json", "-H", *options,
-        str(job_script), "/dev/null",
+        cache, "--advisor-task", TASK, "--advisor-explain", "--advisor-format", "json", "-H",
+        *options, str(job_script), "/dev/null",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     job = job_id(done.stdout)
@@ -136,7 +136,8 @@ def explained(
 def test_explained_limit_is_the_time_limit_and_comment_is_tagged(
     cache: Path, job_script: Path, input_file: Path
 ) -> None:
-    with explained(cache, job_script, "--input", str(input_file), "-p", "cpu") as (doc, job, info):
+    options = ("--advisor-input", str(input_file), "-p", "cpu")
+    with explained(cache, job_script, *options) as (doc, job, info):
         time_s = doc["decision"]["time_s"]
         assert limit_s(info["TimeLimit"]) == time_s
         assert (
@@ -163,7 +164,8 @@ def test_two_partitions_give_the_largest_limit_and_the_smallest_as_time_min(
 def test_pick_earliest_submits_to_one_partition_with_its_limit(
     cache: Path, job_script: Path
 ) -> None:
-    with explained(cache, job_script, "--pick", "earliest", "-p", "cpu,fat") as (doc, _, info):
+    options = ("--advisor-pick", "earliest", "-p", "cpu,fat")
+    with explained(cache, job_script, *options) as (doc, _, info):
         assert info["Partition"] in ("cpu", "fat")
         assert info["Partition"] == doc["picked"]
         limits = {p["partition"]: p["limit_s"] for p in doc["partitions"]}
@@ -172,7 +174,9 @@ def test_pick_earliest_submits_to_one_partition_with_its_limit(
 
 
 def test_a_given_time_is_kept(cache: Path, job_script: Path) -> None:
-    done = advisor_sbatch(cache, "--task", TASK, "-H", "-t", "7", str(job_script), "/dev/null")
+    done = advisor_sbatch(
+        cache, "--advisor-task", TASK, "-H", "-t", "7", str(job_script), "/dev/null"
+    )
     job = job_id(done.stdout)
     try:
         info = show(job)
@@ -183,10 +187,12 @@ def test_a_given_time_is_kept(cache: Path, job_script: Path) -> None:
 
 
 def test_arguments_reach_the_job_unchanged(cache: Path, job_script: Path, tmp_path: Path) -> None:
-    args = ["a b", "it's", 'say "hi"', "$HOME", "a;b", "x\ny", "--task", "-p", "", "*", "é"]
+    args = ["a b", "it's", 'say "hi"', "$HOME", "a;b", "x\ny", "--advisor-task", "-p", "", "*",
+            "é"]  # fmt: skip
     out = tmp_path / "argv.bin"
     done = advisor_sbatch(
-        cache, "--task", TASK, "-p", "cpu", "-J", "x y;$z", str(job_script), str(out), *args
+        cache, "--advisor-task", TASK, "-p", "cpu", "-J", "x y;$z", str(job_script), str(out),
+        *args,
     )
     assert done.returncode == 0, done.stderr
     job = job_id(done.stdout)
@@ -236,7 +242,7 @@ def test_a_job_name_without_model_gets_its_history_limit(
 
 def _fail_open(cache_arg: Path, job_script: Path, prefix: tuple[str, ...] = ()) -> None:
     done = advisor_sbatch(
-        cache_arg, "--task", TASK, "-H", str(job_script), "/dev/null", prefix=prefix
+        cache_arg, "--advisor-task", TASK, "-H", str(job_script), "/dev/null", prefix=prefix
     )
     assert done.returncode == 0, done.stderr
     job = job_id(done.stdout)
@@ -340,7 +346,7 @@ def test_a_corrupt_export_lets_jobs_through_unchanged(
 ) -> None:
     _replace_export(
         json.dumps(
-            {"version": 1, "tasks": {TASK: {"partitions": {"cpu": {"limit_min": 11}}}}, "users": {}}
+            {"version": 2, "tasks": {TASK: {"partitions": {"cpu": {"limit_min": 11}}}}, "users": {}}
         )
     )
     first = run("sbatch", "-H", "-J", TASK, str(job_script), "/dev/null")
@@ -350,7 +356,7 @@ def test_a_corrupt_export_lets_jobs_through_unchanged(
     finally:
         cancel(job)
     time.sleep(1.1)  # ...and notices the next one (the plugin also compares size and inode)
-    _replace_export('{"version": 1, "tasks": {"' + TASK + '": ')
+    _replace_export('{"version": 2, "tasks": {"' + TASK + '": ')
     done = run("sbatch", "-H", "-J", TASK, str(job_script), "/dev/null")
     assert done.returncode == 0, done.stderr
     job = job_id(done.stdout)
@@ -387,7 +393,7 @@ def test_stopped_controller_gives_sbatchs_error_after_bounded_retries(
     try:
         start = time.monotonic()
         code = sbatch_main(
-            ["--db", str(cache), "--task", TASK, str(job_script), "/dev/null"],
+            ["--advisor-db", str(cache), "--advisor-task", TASK, str(job_script), "/dev/null"],
             side=side,
             out=out,
             err=err,
@@ -407,13 +413,18 @@ def test_stopped_controller_gives_sbatchs_error_after_bounded_retries(
 
 
 def test_sbatch_option_table_matches_the_installed_sbatch(slurm_cluster: None) -> None:
-    from advisor.wrapper.sbatch_options import LONG_OPTIONS, SHORT_OPTIONS, Arg
+    from advisor.wrapper.sbatch_options import LONG_OPTIONS, ONLY_IN, SHORT_OPTIONS, Arg
 
+    installed = re.search(r"(\d+\.\d+)\.\d+", run("sbatch", "--version").stdout)
+    assert installed, "sbatch --version printed no version"
     for name, kind in LONG_OPTIONS.items():
         if name == "wrap":  # with a value it would submit a job
             assert "requires an argument" in run("sbatch", "--wrap").stderr
             continue
         with_value = run("sbatch", f"--{name}=x").stderr
+        if ONLY_IN.get(name, installed.group(1)) != installed.group(1):
+            assert f"unrecognized option '--{name}=x'" in with_value, name  # the other version's
+            continue
         without = run("sbatch", f"--{name}").stderr if kind is not Arg.NONE else ""
         assert "unrecognized option" not in with_value, name
         if kind is Arg.NONE:

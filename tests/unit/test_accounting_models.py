@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.accounting.censored import expected_above
 from advisor.accounting.ingest import Ingestor
 from advisor.imports.lotaru import read_lotaru_csv
+from advisor.models.censoring import expected_above
 from advisor.models.distributions import predictive
 from advisor.models.learning import learn
 from advisor.models.predicting import predict_runtime
@@ -23,7 +23,7 @@ from advisor.slurm.records import JobRecord, Node, Partition
 from advisor.store import Store
 from advisor.store.cluster import save_cluster
 from advisor.store.node_classes import save_node_classes
-from advisor.store.observations import add_observations, load_observations
+from advisor.store.observations import Observation, add_observations, load_observations
 from advisor.wrapper.tag import Tag, with_tag
 from tests.conftest import TEST_DATA
 
@@ -103,6 +103,39 @@ def test_a_timeout_raises_the_upper_quantile_and_stays_censored(store: Store) ->
     assert forecast(store)["p95"] > before["p95"]
     stored = [o for o in load_observations(store, "fastqc") if o.source == "sacct:advisor"]
     assert [(o.censored, o.runtime_s) for o in stored] == [(True, float(limit + 9))]
+
+
+def test_learn_fits_timeouts_as_accounting_did_online(store: Store) -> None:
+    """Issue 19: a refit uses the censored runs the same way the online update did."""
+    shared_before = forecast(store, None)
+    limit = round(shared_before["p95"] * 1.5)
+    ingest(
+        store,
+        job(1, "TIMEOUT", limit + 9, limit_s=limit),
+        job(2, "COMPLETED", round(shared_before["mean"])),
+        job(3, "TIMEOUT", limit * 2 + 5, limit_s=limit * 2),
+    )
+    online, shared = forecast(store), forecast(store, None)
+    assert online["p95"] > shared_before["p95"]
+    summary = learn(store)
+    assert summary["censored"] == {"runs": 2, "used": 2}
+    refit = forecast(store)
+    assert refit["mean"] == pytest.approx(online["mean"], rel=1e-9)
+    assert refit["p95"] == pytest.approx(online["p95"], rel=1e-9)
+    assert forecast(store, None) == shared  # alice's kills raised her limits, nobody else's
+
+
+def test_an_administrators_timeout_raises_the_shared_model_in_learn(store: Store) -> None:
+    before = forecast(store, None)
+    limit = round(before["p95"] * 1.5)
+    killed = Observation(
+        "import", "k1", "fastqc", float(limit), node="c1", node_class="local",
+        input_bytes=Ingestor(store).modelled["fastqc"], censored=True,
+    )  # fmt: skip
+    add_observations(store, [killed])
+    assert learn(store)["censored"] == {"runs": 1, "used": 1}
+    after = forecast(store, None)
+    assert after["p95"] > before["p95"] and forecast(store, "bob") == after
 
 
 def test_a_timeout_far_below_the_prediction_teaches_nothing(store: Store) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from advisor.slurm.records import JobRecord, Node, Partition
 from advisor.store import Store
 from advisor.store.advice import Advice, record_advice
 from advisor.store.cluster import save_cluster
+from advisor.store.names import name_key
 from advisor.validate import validate
 from advisor.wrapper.export import export_from_cache
 from tests.conftest import REPO
@@ -141,11 +143,14 @@ def test_the_limits_file_carries_each_users_history_for_the_lua_plugin(store: St
     doc = export_from_cache(store, quantile=0.95, margin=0.1, generated_at="now")
     validate(doc, "export", source="export")
     alice = doc["users"]["alice"]
-    # user + name: 9000 s + 50 % in cpu; short's MaxTime (120 min) bounds it there
-    assert alice["tasks"]["sim"]["partitions"] == {
+    # user + name: 9000 s + 50 % in cpu; short's MaxTime (120 min) bounds it there.  The file
+    # is everyone's to read: the job names are keyed by a digest the plugin computes.
+    assert sorted(alice["tasks"]) == sorted([name_key("alice", "sim"), name_key("alice", "post")])
+    assert "sim" not in json.dumps(doc) and "post" not in json.dumps(doc)
+    assert alice["tasks"][name_key("alice", "sim")]["partitions"] == {
         "cpu": {"limit_min": 225}, "short": {"limit_min": 120},
     }  # fmt: skip
-    assert alice["tasks"]["post"]["partitions"]["cpu"] == {"limit_min": 70}  # 600 s + 1 h
+    assert alice["tasks"][name_key("alice", "post")]["partitions"]["cpu"] == {"limit_min": 70}  # 600 s + 1 h
     # user + partition for the names without history of their own; one run of bob's is none
     assert alice["partitions"] == {"cpu": {"limit_min": 70}, "short": {"limit_min": 120}}
     assert "bob" not in doc["users"] and doc["tasks"] == {}
@@ -162,7 +167,8 @@ def test_the_wrapper_sets_the_history_limit_of_a_task_without_model(
         "import sys, advisor.wrapper.effects as e\n"
         "e.user = lambda: 'root'\n"
         "from advisor.cli import main\n"
-        f"sys.exit(main(['--db', {str(cache_path)!r}, 'sbatch', '--dry-run', {str(script)!r}]))\n"
+        f"sys.exit(main(['--db', {str(cache_path)!r}, 'sbatch', '--advisor-dry-run',"
+        f" {str(script)!r}]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False

@@ -3,6 +3,9 @@
 Paper protocol (Bader et al., SSDBM 2022): train on the local machine's train-e runs, CPU weights
 from the reduced-clock twin, predict the test runs of the other machines.  Reference figures for
 the two workflows here: median error 8.7 % homogeneous, 14.5 % heterogeneous, Online-P 33.9 %.
+
+Issue 19's figures are cross-validated (advisor.models.cross_validation): leave one workflow
+out and leave one target out, each fold's discrepancy estimated without it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from advisor.validate import validate
 
 TARGETS = ("asok01", "asok02", "n1", "n2", "c2")
 WORKFLOWS = ("eager", "bacass")
+SCHEMES = ("leave-one-workflow-out", "leave-one-target-out")
 
 
 def _cli(*argv: str) -> str:
@@ -37,17 +41,27 @@ def _cli(*argv: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def evaluation(shared_data: Path) -> dict[str, Any]:
+def document(shared_data: Path) -> dict[str, Any]:
     data = json.loads(
         _cli("--format", "json", "evaluate", "--traces", str(shared_data / "lotaru"), "--calibrate")
     )
     validate(data, "evaluate-output", source="evaluate")
-    return {(p["scope"], p["method"]): p for p in data["pooled"]}
+    return data
 
 
-def test_evaluate_reproduces_the_papers_method(evaluation: dict[Any, Any]) -> None:
-    assert evaluation[("homogeneous", "lotaru")]["median_error"] == pytest.approx(0.087, abs=0.01)
-    assert evaluation[("heterogeneous", "lotaru")]["median_error"] == pytest.approx(0.145, abs=0.01)
+@pytest.fixture(scope="module")
+def evaluation(document: dict[str, Any]) -> dict[Any, Any]:
+    return {(p["scope"], p["method"]): p for p in document["pooled"]}
+
+
+@pytest.fixture(scope="module")
+def folds(document: dict[str, Any]) -> dict[Any, Any]:
+    return {(f["scheme"], f["fold"], f["scope"], f["method"]): f for f in document["folds"]}
+
+
+def test_the_paper_method_is_reproduced(evaluation: dict[Any, Any]) -> None:
+    assert evaluation[("homogeneous", "paper")]["median_error"] == pytest.approx(0.087, abs=0.01)
+    assert evaluation[("heterogeneous", "paper")]["median_error"] == pytest.approx(0.145, abs=0.01)
     assert evaluation[("heterogeneous", "online-p")]["median_error"] == pytest.approx(
         0.339, abs=0.01
     )
@@ -55,17 +69,83 @@ def test_evaluate_reproduces_the_papers_method(evaluation: dict[Any, Any]) -> No
         0.339, abs=0.01
     )
     assert evaluation[("heterogeneous", "naive")]["median_error"] > 0.5
-    assert evaluation[("heterogeneous", "lotaru")]["n"] == 360
+    assert evaluation[("heterogeneous", "advisor")]["n"] == 360
 
 
-def test_one_calibration_run_per_task_and_node_brings_it_under_ten_percent(
-    evaluation: dict[Any, Any],
+def test_every_fold_has_every_method(document: dict[str, Any], folds: dict[Any, Any]) -> None:
+    methods = set(document["methods"])
+    assert {"advisor", "paper", "online-p", "advisor+1run", "probe+1run", "probe+3runs"} <= methods
+    for fold in (*WORKFLOWS, "all"):
+        for method in methods:
+            assert (SCHEMES[0], fold, "heterogeneous", method) in folds
+    for fold in (*TARGETS, "all"):
+        for method in methods:
+            assert (SCHEMES[1], fold, "heterogeneous", method) in folds
+
+
+def test_local_only_error_is_at_or_below_the_papers_on_every_fold(folds: dict[Any, Any]) -> None:
+    """Issue 19, Done when: heterogeneous median error <= the paper method's on every fold.
+
+    Where the two agree on which explanation holds, the averaged model keeps a sliver of the
+    other (0.14 % for a task with r = 0.89): such a fold's figure may differ in the fifth digit.
+    """
+    for (scheme, fold, scope, method), row in folds.items():
+        if scope == "heterogeneous" and method == "advisor":
+            paper = folds[(scheme, fold, scope, "paper")]
+            assert row["median_error"] <= paper["median_error"] + 1e-4, (scheme, fold)
+    assert (
+        folds[(SCHEMES[1], "all", "heterogeneous", "advisor")]["median_error"]
+        < folds[(SCHEMES[1], "all", "heterogeneous", "paper")]["median_error"] - 0.01
+    )
+
+
+def test_one_calibration_run_beats_the_plain_probe_ratio_by_fifteen_percent(
+    folds: dict[Any, Any],
 ) -> None:
-    calibrated = evaluation[("heterogeneous", "lotaru+1run")]
-    assert calibrated["median_error"] <= 0.10
-    assert calibrated["mean_error"] < evaluation[("heterogeneous", "lotaru")]["mean_error"]
-    # The transferred model's quantiles are honest about the transfer: P90 covers ~90 %.
-    assert evaluation[("heterogeneous", "lotaru")]["p90_coverage"] >= 0.85
+    """Issue 19, Done when: the calibrated setting >= 15 % (relative) below the plain ratio."""
+    for scheme in SCHEMES:
+        ours = folds[(scheme, "all", "heterogeneous", "advisor+1run")]["median_error"]
+        probe = folds[(scheme, "all", "heterogeneous", "probe+1run")]["median_error"]
+        assert ours <= 0.85 * probe, scheme
+        # and more runs help, more than they help the plain ratio
+        more = [folds[(scheme, "all", "heterogeneous", f"advisor+{k}runs")] for k in (2, 3)]
+        assert ours >= more[0]["median_error"] >= more[1]["median_error"]
+        assert more[1]["median_error"] <= 0.85 * (
+            folds[(scheme, "all", "heterogeneous", "probe+3runs")]["median_error"]
+        )
+
+
+def test_the_p95_covers_ninety_percent_cross_validated(folds: dict[Any, Any]) -> None:
+    """Issue 19: on the training machine, and on the targets with one calibration run."""
+    assert folds[(SCHEMES[0], "all", "homogeneous", "advisor")]["p95_coverage"] >= 0.90
+    for scheme in SCHEMES:
+        assert folds[(scheme, "all", "heterogeneous", "advisor+1run")]["p95_coverage"] >= 0.90
+        assert folds[(scheme, "all", "heterogeneous", "advisor")]["p95_coverage"] >= 0.90
+    # the paper's own intervals do not (its noise variance is the training scatter only)
+    assert folds[(SCHEMES[0], "all", "homogeneous", "paper")]["p95_coverage"] < 0.80
+
+
+def test_each_fold_estimates_its_own_discrepancy(document: dict[str, Any]) -> None:
+    lowo = {
+        f["fold"]: f["discrepancy"]
+        for f in document["folds"]
+        if f["scheme"] == SCHEMES[0] and f["fold"] != "all"
+    }
+    assert set(lowo) == set(WORKFLOWS)
+    assert lowo["eager"] != lowo["bacass"]  # estimated on the other workflow's runs
+    assert all(0.05 < d < 0.4 for d in lowo.values())
+    # the shipped value is what these traces estimate (advisor.models.discrepancy)
+    assert document["discrepancy"]["used"] == pytest.approx(
+        document["discrepancy"]["estimated"], abs=0.005
+    )
+
+
+def test_the_table_shows_the_folds_side_by_side(shared_data: Path) -> None:
+    text = _cli("evaluate", "--traces", str(shared_data / "lotaru"))
+    first = text.split("\n\n")[0]
+    assert "workflow:bacass" in first and "target:asok01" in first and "target:all" in first
+    rows = {line.split()[0] for line in first.splitlines()[3:]}
+    assert {"advisor", "paper", "online-p", "online-m", "naive"} <= rows
 
 
 def _fresh_cache(tmp: Path, lotaru: Path, labels: list[str]) -> str:
@@ -161,8 +241,13 @@ def _calibrate(db: str, tmp: Path, lotaru: Path, labels: list[str]) -> None:
     _cli("--db", db, "learn")
 
 
-def test_cli_flow_per_training_set_matches_the_paper(shared_data: Path, tmp_path: Path) -> None:
-    """nodes -> runs import (local + twin) -> learn -> predict --queries, once per train-e."""
+def test_cli_flow_per_training_set_gives_the_evaluated_figures(
+    shared_data: Path, tmp_path: Path, evaluation: dict[Any, Any]
+) -> None:
+    """nodes -> runs import (local + twin) -> learn -> predict --queries, once per train-e.
+
+    What the CLI predicts from the stored models is what ``advisor evaluate`` scores.
+    """
     lotaru = shared_data / "lotaru"
     rows = _test_rows(lotaru)
     pooled: dict[tuple[str, str], list[float]] = {}
@@ -170,27 +255,35 @@ def test_cli_flow_per_training_set_matches_the_paper(shared_data: Path, tmp_path
         tmp = tmp_path / label
         tmp.mkdir()
         db = _fresh_cache(tmp, lotaru, [label])
-        for method in ("lotaru", "online-p"):
+        for method in ("lotaru", "paper", "online-p"):
             for scope, errors in _errors(db, tmp, rows, method).items():
                 pooled.setdefault((scope, method), []).extend(errors)
         _calibrate(db, tmp, lotaru, [label])
         for scope, errors in _errors(db, tmp, rows, "lotaru").items():
             pooled.setdefault((scope, "calibrated"), []).extend(errors)
     median = {key: statistics.median(v) for key, v in pooled.items()}
-    assert median[("homogeneous", "lotaru")] == pytest.approx(0.087, abs=0.01)
-    assert median[("heterogeneous", "lotaru")] == pytest.approx(0.145, abs=0.01)
+    for scope in ("homogeneous", "heterogeneous"):
+        assert median[(scope, "lotaru")] == pytest.approx(
+            evaluation[(scope, "advisor")]["median_error"], abs=1e-9
+        )
+        assert median[(scope, "paper")] == pytest.approx(
+            evaluation[(scope, "paper")]["median_error"], abs=1e-9
+        )
     assert median[("heterogeneous", "online-p")] == pytest.approx(0.339, abs=0.01)
-    assert median[("heterogeneous", "calibrated")] <= 0.10
+    assert median[("heterogeneous", "calibrated")] == pytest.approx(
+        evaluation[("heterogeneous", "advisor+1run")]["median_error"], abs=1e-9
+    )
 
 
 def test_cli_flow_training_on_both_sets_at_once(shared_data: Path, tmp_path: Path) -> None:
-    """The literal Done-when: one import of the local and twin CSVs (training rows), one learn."""
+    """One import of the local and twin CSVs (training rows), one learn."""
     lotaru = shared_data / "lotaru"
     rows = _test_rows(lotaru)
     db = _fresh_cache(tmp_path, lotaru, ["train-*"])
     errors = _errors(db, tmp_path, rows, "lotaru")
-    assert statistics.median(errors["homogeneous"]) == pytest.approx(0.087, abs=0.01)
-    assert statistics.median(errors["heterogeneous"]) == pytest.approx(0.145, abs=0.01)
+    paper = _errors(db, tmp_path, rows, "paper")
+    assert statistics.median(errors["homogeneous"]) == pytest.approx(0.087, abs=0.015)
+    assert statistics.median(errors["heterogeneous"]) <= statistics.median(paper["heterogeneous"])
     online_p = _errors(db, tmp_path, rows, "online-p")
     assert statistics.median(online_p["heterogeneous"]) == pytest.approx(0.339, abs=0.02)
     _calibrate(db, tmp_path, lotaru, ["train-*"])

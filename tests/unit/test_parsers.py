@@ -1,8 +1,13 @@
-"""Parsers on real outputs captured from the test cluster (tests/data/slurm, Slurm 22.05.8)."""
+"""Parsers on real outputs captured from the test cluster, on every recorded Slurm version.
+
+tests/data/slurm/<version>/ (22.05.8 from Debian 12, 24.11.5 from Debian 13) were recorded by
+slurm/capture-fixtures.sh from the same job mix; the expectations come from the job mix itself
+(jobs_submitted.tsv, the capture headers), never from one recording's job ids or dates.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -20,112 +25,245 @@ from advisor.slurm.parsers import (
     parse_state,
     parse_test_only,
 )
+from advisor.slurm.records import JobRecord
 from advisor.slurm.timefmt import NoLimit
-from tests.captures import capture
+from tests.captures import SLURM_DATA, VERSIONS, Capture, capture, submitted
+
+X1F = "\x1f"
 
 
-def _by_name(delimiter: str = "\x1f", name: str = "sacct_allocations_x1f.txt") -> dict[str, object]:
-    return {r.name: r for r in parse_sacct(capture(name).body, delimiter=delimiter)}
+@pytest.fixture(params=VERSIONS)
+def version(request: pytest.FixtureRequest) -> str:
+    """One recorded Slurm version (MAJOR.MINOR)."""
+    return str(request.param)
 
 
-def test_capture_used_our_field_list() -> None:
-    assert ",".join(SACCT_FIELDS) in capture("sacct_allocations.txt").header["command"]
+def _when(c: Capture) -> datetime:
+    """When the capture's command ran (local time, as sacct prints it)."""
+    return datetime.fromisoformat(c.header["date"]).replace(tzinfo=None)
 
 
-def test_sacct_rows_of_every_partition_and_state() -> None:
-    jobs = _by_name()
+#: Jobs whose user text breaks a row: ``|`` in a name/comment (not with X1F), a newline (always).
+PIPE, NEWLINE = "pipe-in-name-and-comment", "newline-in-name"
+
+
+def _text(version: str, name: str, *, drop: tuple[str, ...] = (PIPE, NEWLINE)) -> str:
+    """The capture's rows without those of the jobs ``drop`` names (by purpose)."""
+    ids = submitted(version)
+    broken = {str(ids[purpose]) for purpose in drop if purpose in ids}
+    kept, dropping = [], False
+    for line in capture(name, version).body.splitlines():
+        first = line.replace(X1F, "|").split("|", 1)[0]
+        if first[:1].isdigit():  # else the line continues the last one's job name (a newline)
+            dropping = first.split(".")[0] in broken
+        if not dropping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def _by_name(version: str, name: str = "sacct_allocations_x1f.txt") -> dict[str, JobRecord]:
+    text = _text(version, name, drop=(NEWLINE,))
+    return {r.name: r for r in parse_sacct(text, delimiter=X1F)}
+
+
+def test_both_versions_are_recorded() -> None:
+    assert {"22.05", "24.11"} <= set(VERSIONS)
+
+
+def test_every_capture_carries_its_version_and_command(version: str) -> None:
+    names = sorted(p.name for p in (SLURM_DATA / version).iterdir() if p.name != "jobs_submitted.tsv")
+    assert len(names) > 30
+    for name in names:
+        c = capture(name, version)
+        assert c.slurm_version.startswith(f"{version}."), name
+        assert c.header["command"], name
+
+
+def test_capture_used_our_field_list(version: str) -> None:
+    assert ",".join(SACCT_FIELDS) in capture("sacct_allocations.txt", version).header["command"]
+    header = capture("sacct_header.txt", version).body.splitlines()[0]
+    assert header.split("|") == list(SACCT_FIELDS)
+
+
+def test_sacct_rows_of_every_partition_and_state(version: str) -> None:
+    jobs = _by_name(version)
+    recorded = _when(capture("sacct_allocations_x1f.txt", version))
     done = jobs["done-fat"]
     assert (done.partition, done.nodes, done.cpus, done.state) == ("fat", ("f1",), 4, "COMPLETED")
     assert done.req_mem_mb == 1024.0
     assert done.elapsed_s == 2 and done.timelimit_s == 600
     assert done.cluster == "advisor" and done.user == "root" and done.account == "research"
-    assert done.start == datetime(2026, 11, 29, 15, 17, 11)
+    assert done.submit and done.start and done.end
+    assert recorded - timedelta(minutes=10) < done.submit <= done.start <= done.end < recorded
     assert done.is_final
     assert jobs["done-long"].partition == "long"
+    assert jobs["done-cpu"].req_mem_mb == 200.0
     failed = jobs["fail-exit3"]
     assert (failed.state, failed.exit_code, failed.exit_signal) == ("FAILED", 3, 0)
     timeout = jobs["timeout-1min"]
     assert timeout.state == "TIMEOUT" and timeout.timelimit_s == 60 and timeout.elapsed_s >= 60
     cancelled = jobs["cancel-running"]
     assert (cancelled.state, cancelled.state_by_uid) == ("CANCELLED", 0)
-    assert jobs["two-node"].nodes == ("c1", "c2")
+    assert jobs["two-node"].nodes == ("c1", "c2") and jobs["two-node"].cpus == 2
     assert jobs["long-2d"].timelimit_s == 2 * 86400
+    assert jobs["mem-per-cpu"].req_mem_mb == 1500.0  # 2 CPUs x 750M, shown as the total
     assert jobs["killed-by-signal"].exit_signal == 9
     assert jobs["comment-spaces"].comment == "predicted 12 min by advisor (p90, n=40)"
     assert jobs["no-assoc"].user == "nobody" and jobs["no-assoc"].account == ""
+    assert jobs["defaults"].partition == "cpu" and jobs["defaults"].timelimit_s == 1800
 
 
-def test_unit_separator_keeps_pipes_in_user_text() -> None:
-    jobs = _by_name()
+def test_unit_separator_keeps_pipes_in_user_text(version: str) -> None:
+    jobs = _by_name(version)
     assert jobs["name|with|pipe"].comment == "comment|with|pipe"
 
 
-def test_pipe_in_user_text_is_an_error_naming_the_job_not_a_silent_shift() -> None:
-    text = capture("sacct_allocations.txt").body
+def test_pipe_in_user_text_is_an_error_naming_the_job_not_a_silent_shift(version: str) -> None:
+    text = _text(version, "sacct_allocations.txt", drop=(NEWLINE,))
     with pytest.raises(InputError, match=r"sacct:\d+: expected 20 fields, found 24"):
         parse_sacct(text)
     # every other row of the same dump is fine on its own
     good = [line for line in text.splitlines() if "with|pipe" not in line]
-    assert len(parse_sacct("\n".join(good))) == len(good)
+    assert len(parse_sacct("\n".join(good))) == len(good) > 15
 
 
-def test_array_jobs_keep_their_array_id() -> None:
-    rows = parse_sacct(capture("sacct_allocations_x1f.txt").body, delimiter="\x1f")
+def test_a_newline_in_a_job_name_breaks_its_row_with_any_delimiter(version: str) -> None:
+    job = submitted(version)[NEWLINE]
+    for name, delimiter in (("sacct_allocations.txt", "|"), ("sacct_allocations_x1f.txt", X1F)):
+        body = _text(version, name, drop=(PIPE,)) if delimiter == "|" else capture(name, version).body
+        assert body.count(f"{job}{delimiter}{job}{delimiter}two\nlines{delimiter}") == 1
+        with pytest.raises(InputError, match=r"sacct:\d+: expected 20 fields, found 3"):
+            parse_sacct(body, delimiter=delimiter)
+
+
+def test_array_jobs_keep_their_array_id(version: str) -> None:
+    rows = parse_sacct(_text(version, "sacct_allocations_x1f.txt", drop=(NEWLINE,)), delimiter=X1F)
+    array_id = submitted(version)["job-array"]
     array = {r.job_id: r.job_id_raw for r in rows if r.name == "array"}
-    assert array == {"49_1": 54, "49_2": 49}
+    assert set(array) == {f"{array_id}_1", f"{array_id}_2"}
+    # one task keeps the array's own id, the other gets a new one
+    assert sorted(raw == array_id for raw in array.values()) == [False, True]
+    assert all(raw >= array_id for raw in array.values())
 
 
-def test_in_flight_record_is_not_final() -> None:
-    (record,) = parse_sacct(capture("sacct_inflight.txt").body)
+def test_a_pending_array_remainder_is_one_record_of_its_own(version: str) -> None:
+    if "array-pending-remainder" not in submitted(version):
+        pytest.fail(f"the {version} recording lacks the throttled array job")
+    array_id = submitted(version)["array-pending-remainder"]
+    rows = {r.job_id: r for r in parse_sacct(capture("sacct_array_pending.txt", version).body)}
+    assert rows[f"{array_id}_1"].state == "RUNNING" and rows[f"{array_id}_1"].end is None
+    (remainder,) = (r for job, r in rows.items() if job.startswith(f"{array_id}_["))
+    assert remainder.job_id in (f"{array_id}_[2-3%1]", f"{array_id}_[2-3]")
+    assert remainder.state == "PENDING" and remainder.start is None and remainder.nodes == ()
+    assert remainder.job_id_raw == array_id and not remainder.is_final
+
+
+def test_jobs_that_never_started(version: str) -> None:
+    ids = submitted(version)
+    rows = {r.job_id_raw: r for r in parse_sacct(capture("sacct_never_started.txt", version).body)}
+    pending = rows[ids["cancelled-while-pending"]]
+    assert (pending.state, pending.start, pending.nodes) == ("CANCELLED", None, ())
+    deadline = rows[ids["deadline-while-pending"]]
+    assert deadline.state == "DEADLINE" and deadline.start is None and deadline.end is not None
+    remainder = rows[ids["array-pending-remainder"]]
+    assert remainder.state == "CANCELLED" and remainder.start is None
+    # a job cancelled before it was eligible is in no -S window dump; the DEADLINE one was
+    window = {r.job_id_raw for r in _by_name(version).values()}
+    assert not {pending.job_id_raw, remainder.job_id_raw} & window
+    assert deadline.job_id_raw in window
+
+
+def test_running_and_pending_rows_of_the_snapshot(version: str) -> None:
+    rows = {r.job_id_raw: r for r in parse_sacct(_text(version, "sacct_running.txt"))}
+    running = rows[submitted(version)["cancelled-while-running"]]
+    assert running.state == "RUNNING" and running.end is None and running.start is not None
+    assert not running.is_final
+    for row in rows.values():
+        if row.state == "PENDING":
+            assert row.nodes == () and row.start is None and row.end is None, row
+        if row.state == "RUNNING":
+            assert row.start is not None and row.end is None, row
+
+
+def test_the_in_flight_sequence_ends_in_the_final_row(version: str) -> None:
+    """22.05 shows a job first as JobName=allocation without a partition; 24.11 does not."""
+    body = capture("sacct_inflight_sequence.txt", version).body
+    rows = [parse_sacct_line(line) for line in body.splitlines() if line and not line.startswith("#")]
+    assert len(rows) >= 2 and len({r.job_id for r in rows}) == 1
+    *early, last = rows
+    assert last.is_final and last.state == "COMPLETED" and last.name == "inflight-probe"
+    assert not any(r.is_final for r in early)
+    final = parse_sacct_line(capture("sacct_inflight_final.txt", version).body.strip())
+    assert final == last
+
+
+@pytest.mark.parametrize(
+    "version",
+    # None: the first 22.05 recording (tests/data/slurm/), which caught one
+    [None, *(v for v in VERSIONS if (SLURM_DATA / v / "sacct_inflight.txt").exists())],
+)
+def test_in_flight_record_is_not_final(version: str | None) -> None:
+    (record,) = parse_sacct(capture("sacct_inflight.txt", version).body)
     assert record.name == "allocation" and record.partition == ""
     assert not record.is_final
-    assert record.req_mem_mb is None  # '16?' while slurmdbd fills the record
 
 
-def test_step_rows_parse_too() -> None:
-    text = capture("sacct_steps.txt").body
-    rows = parse_sacct("\n".join(line for line in text.splitlines() if "with|pipe" not in line))
+def test_step_rows_parse_too(version: str) -> None:
+    rows = parse_sacct(_text(version, "sacct_steps.txt"))
     assert any(r.job_id.endswith(".batch") for r in rows)
+    two_node = submitted(version)["two-nodes"]
+    assert f"{two_node}.0" in {r.job_id for r in rows}  # its srun step
     assert all(r.job_id_raw > 0 for r in rows)
 
 
-def test_partitions_from_scontrol() -> None:
-    parts = {p.name: p for p in parse_partitions(capture("scontrol_show_partition.txt").body)}
+def test_partitions_from_scontrol(version: str) -> None:
+    text = capture("scontrol_show_partition.txt", version).body
+    parts = {p.name: p for p in parse_partitions(text)}
     assert set(parts) == {"cpu", "long", "fat"}
     assert parts["cpu"].is_default and not parts["fat"].is_default
     assert parts["cpu"].max_time_s == 86400 and parts["cpu"].default_time_s == 1800
     assert parts["long"].max_time_s == 7 * 86400 and parts["long"].default_time_s == 4 * 3600
     assert parts["fat"].nodes == ("f1",) and parts["cpu"].nodes == ("c1", "c2")
-    assert parts["cpu"].total_cpus == 4
+    assert parts["cpu"].total_cpus == 4 and parts["fat"].total_cpus == 8
 
 
-def test_nodes_from_scontrol_with_spaces_in_values() -> None:
-    nodes = {n.name: n for n in parse_nodes(capture("scontrol_show_node.txt").body)}
+def test_nodes_from_scontrol_with_spaces_in_values(version: str) -> None:
+    nodes = {n.name: n for n in parse_nodes(capture("scontrol_show_node.txt", version).body)}
     assert nodes["f1"].cpus == 8 and nodes["f1"].memory_mb == 64000
     assert nodes["f1"].features == ("fat", "bigmem")
     assert nodes["c1"].partitions == ("cpu", "long")
     assert nodes["c2"].state == "IDLE"
 
 
-def test_test_only_estimate() -> None:
-    estimate = parse_test_only(capture("sbatch_test_only_fat.stderr.txt").body)
+def test_test_only_estimate(version: str) -> None:
+    c = capture("sbatch_test_only_fat.stderr.txt", version)
+    estimate = parse_test_only(c.body)
     assert (estimate.partition, estimate.nodes, estimate.processors) == ("fat", ("f1",), 4)
-    assert estimate.start == datetime(2026, 11, 29, 15, 17, 7)
+    assert abs(estimate.start - _when(c)) < timedelta(minutes=1)
+    two = parse_test_only(capture("sbatch_test_only_cpu_c2.stderr.txt", version).body)
+    assert two.partition == "cpu" and two.processors == 2 and len(two.nodes) == 1
 
 
 @pytest.mark.parametrize(
     "name", ["sbatch_test_only_cpu.stderr.txt", "sbatch_time_over_max.stderr.txt"]
 )
-def test_test_only_without_estimate_is_input_error(name: str) -> None:
+def test_test_only_without_estimate_is_input_error(version: str, name: str) -> None:
     with pytest.raises(InputError, match="no start estimate"):
-        parse_test_only(capture(name).body)
+        parse_test_only(capture(name, version).body)
 
 
-def test_parsable_job_id() -> None:
-    assert parse_job_id(capture("sbatch_parsable.txt").body) > 0
+def test_parsable_job_id(version: str) -> None:
+    assert parse_job_id(capture("sbatch_parsable.txt", version).body) > 0
+    assert parse_job_id(capture("dbd_down_sbatch.txt", version).body) > 0
     assert parse_job_id("42;advisor\n") == 42
     with pytest.raises(InputError):
         parse_job_id("Submitted batch job 42")
+
+
+def test_empty_and_missing_answers(version: str) -> None:
+    assert parse_sacct(capture("sacct_no_such_job.txt", version).body) == []
+    rows = parse_sacct(capture("ctld_down_sacct.txt", version).body)  # sacct needs no slurmctld
+    assert len(rows) == 1 and rows[0].is_final
 
 
 @pytest.mark.parametrize(

@@ -106,8 +106,9 @@ def test_the_limit_is_what_advisor_sbatch_sets(tmp_path: Path) -> None:
     for partition in ("cpu", "fat"):
         out = io.StringIO()
         code = sbatch_main(
-            ["--db", str(cache), "--dry-run", "--format", "json", "--task", "align", "--input",
-             str(data), "-p", partition, "--wrap", "true"],
+            ["--advisor-db", str(cache), "--advisor-dry-run", "--advisor-format", "json",
+             "--advisor-task", "align", "--advisor-input", str(data), "-p", partition,
+             "--wrap", "true"],
             side=effects.real(), out=out, err=io.StringIO(),
         )
         assert code == 0

@@ -171,7 +171,9 @@ def test_implied_input_bisects_a_monotone_curve() -> None:
     assert implied_input(lambda x: None, 9.0, 1.0) is None
     # Curved (a quantile's scale grows like sqrt(1 + x²)): still found, from either side.
     assert implied_input(lambda x: 1.0 + x * x, 50.0, 1.0) == pytest.approx(7.0, rel=1e-7)
-    assert implied_input(lambda x: 3.0 + 4.0 * math.sqrt(x), 11.0, 100.0) == pytest.approx(4.0, rel=1e-7)
+    assert implied_input(lambda x: 3.0 + 4.0 * math.sqrt(x), 11.0, 100.0) == pytest.approx(
+        4.0, rel=1e-7
+    )
 
 
 def test_the_slowest_advised_class_is_the_one_whose_quantile_was_stored() -> None:
@@ -181,8 +183,12 @@ def test_the_slowest_advised_class_is_the_one_whose_quantile_was_stored() -> Non
         found = _predictor().forecast("sim", round(size), "small", 0.95)
         if node_class == "slow" and found is not None:
             return found._replace(
-                node_class="slow", **{k: getattr(found, k) * slow_factor
-                                      for k in ("p50_s", "p90_s", "p95_s", "quantile_s")})
+                node_class="slow",
+                **{
+                    k: getattr(found, k) * slow_factor
+                    for k in ("p50_s", "p90_s", "p95_s", "quantile_s")
+                },
+            )
         return found
 
     stored = forecast_at(GB, "slow").quantile_s  # the wrapper stored the slow class's P95 at 1 GB
@@ -215,3 +221,43 @@ def test_jobs_without_a_prediction_or_that_failed_are_not_scored() -> None:
     assert calls == [(1, 1)]
     assert coverage(scored, "p95") == (1.0, 1)
     assert math.isclose(scored[0].others[USER_LIMIT], 1800.0)
+
+
+def test_the_quantiles_an_advice_row_stored_are_the_ones_scored(tmp_path: Path) -> None:
+    """Issue 19: what the user was told, not what the model says now."""
+    path = _cache(tmp_path / "s.db", {"sim": CALIBRATED})
+    with Store.open(path) as store:  # the advice told 10 % less than the model says today
+        store.conn.execute(
+            "UPDATE advice SET input_bytes = ?, p50_s = ?, p90_s = ?, p95_s = ?",
+            (GB, 0.9 * P50, 0.9 * P90, 0.9 * P95),
+        )
+    (row,) = _report(path)["rows"]  # type: ignore[misc]
+    errors = sorted(abs(0.9 * P50 - a) / a for a in CALIBRATED)
+    assert row["median_error"] == pytest.approx((errors[9] + errors[10]) / 2)
+    assert row["cover_p95"] == pytest.approx(sum(a <= 0.9 * P95 for a in CALIBRATED) / 20)
+
+
+def test_older_advice_is_recovered_from_the_model_that_user_saw(tmp_path: Path) -> None:
+    """Without stored quantiles, the user's own runs are part of the model the limit came from."""
+    from advisor.models.class_model import UserRuns
+    from advisor.models.predict import predict_on
+    from advisor.store.task_models import UserModelRow, upsert_user_model
+
+    path = _cache(tmp_path / "u.db", {"sim": CALIBRATED})
+    model = MODEL._replace(cov=((1.0, 0.0), (0.0, 1.0)))  # a class prior needs a covariance
+    mine = UserRuns.empty("size").with_runs(
+        [(GB * s, 2 * (10 + 100 * s), None) for s in (0.5, 1, 2)] * 4
+    )
+    with Store.open(path) as store:
+        upsert_task_model(store, TaskModelRow("sim", "*", "lotaru", model.to_params(), 50))
+        upsert_user_model(
+            store, UserModelRow("root", "sim", "small", mine.to_params(), mine.stats.n)
+        )
+        models = task_models_from_rows(
+            "sim", [("*", "lotaru", model.to_params())], [("small", mine.to_params())]
+        )
+        told = predict_on(models, "small", GB, factor=1.0).predictive  # root's own view
+        store.conn.execute("UPDATE advice SET predicted_s = ?", (told.p95_s,))
+    (row,) = _report(path)["rows"]  # type: ignore[misc]
+    errors = sorted(abs(told.p50_s - a) / a for a in CALIBRATED)
+    assert row["median_error"] == pytest.approx((errors[9] + errors[10]) / 2, rel=1e-6)

@@ -16,7 +16,7 @@ from advisor.slurm.runner import (
     is_transient,
     run_subprocess,
 )
-from tests.captures import Capture, capture
+from tests.captures import VERSIONS, Capture, capture
 
 
 class Replay:
@@ -51,10 +51,17 @@ PERMANENT = [
 ]
 
 
+#: Every recording: the first 22.05 one (None) and one per version (22.05, 24.11).
+RECORDINGS = [None, *VERSIONS]
+
+
+@pytest.mark.parametrize("version", RECORDINGS)
 @pytest.mark.parametrize("name", TRANSIENT)
-def test_transient_failures_are_retried_with_backoff_then_reported(name: str) -> None:
+def test_transient_failures_are_retried_with_backoff_then_reported(
+    name: str, version: str | None
+) -> None:
     sleeps: list[float] = []
-    replay = Replay(capture(name))
+    replay = Replay(capture(name, version))
     commands = SlurmCommands(
         replay, policy=RetryPolicy(attempts=4, first_wait_s=0.5), sleep=sleeps.append
     )
@@ -67,19 +74,23 @@ def test_transient_failures_are_retried_with_backoff_then_reported(name: str) ->
     assert "\n" not in line
 
 
+@pytest.mark.parametrize("version", RECORDINGS)
 @pytest.mark.parametrize("name", PERMANENT)
-def test_permanent_errors_fail_at_once(name: str) -> None:
+def test_permanent_errors_fail_at_once(name: str, version: str | None) -> None:
     sleeps: list[float] = []
-    replay = Replay(capture(name))
+    replay = Replay(capture(name, version))
     with pytest.raises(SlurmCommandError) as info:
         SlurmCommands(replay, sleep=sleeps.append).run(["sbatch", "x"])
     assert len(replay.calls) == 1 and sleeps == []
-    assert capture(name).body.strip().splitlines()[-1] in info.value.one_line()
+    assert capture(name, version).body.strip().splitlines()[-1] in info.value.one_line()
 
 
-def test_recovery_after_a_restart() -> None:
+@pytest.mark.parametrize("version", RECORDINGS)
+def test_recovery_after_a_restart(version: str | None) -> None:
     sleeps: list[float] = []
-    replay = Replay(capture("ctld_down_sbatch.stderr.txt"), capture("sbatch_parsable.txt"))
+    replay = Replay(
+        capture("ctld_down_sbatch.stderr.txt", version), capture("sbatch_parsable.txt", version)
+    )
     backend = CliBackend(SlurmCommands(replay, sleep=sleeps.append))
     assert backend.submit(["--wrap", "true"]) > 0
     assert len(replay.calls) == 2 and len(sleeps) == 1
@@ -101,12 +112,13 @@ def test_time_bound_stops_before_the_attempt_bound() -> None:
     assert 1 <= len(calls) < 10
 
 
-def test_classification_of_captures() -> None:
+@pytest.mark.parametrize("version", RECORDINGS)
+def test_classification_of_captures(version: str | None) -> None:
     for name in TRANSIENT:
-        c = capture(name)
+        c = capture(name, version)
         assert is_transient(CommandResult(("x",), c.exit_code, "", c.body))
     for name in PERMANENT:
-        c = capture(name)
+        c = capture(name, version)
         assert not is_transient(CommandResult(("x",), c.exit_code, "", c.body))
 
 

@@ -68,7 +68,8 @@ def test_a_dry_run_loads_nothing_heavy(cache: Path, tmp_path: Path) -> None:
     data = tmp_path / "reads.fq"
     data.write_bytes(b"@r\nACGT\n+\nIIII\n" * 1000)
     modules, stdout = _modules_after(
-        tmp_path, "--db", str(cache), "sbatch", "--dry-run", "--input", str(data), str(script)
+        tmp_path, "--db", str(cache), "sbatch", "--advisor-dry-run", "--advisor-input", str(data),
+        str(script),
     )
     assert "--time=" in stdout and "advisor:wrapper" in stdout  # the model really answered
     assert sorted(HEAVY & {m.split(".")[0] for m in modules} | HEAVY & modules) == []

@@ -29,7 +29,7 @@ from advisor.taskkey import nextflow_process_key, task_key
 from advisor.text import percent_encode
 from tests.captures import capture
 from tests.conftest import TEST_DATA
-from tests.unit.test_wrapper_lua import NO_VAL, PARTS, run_cases
+from tests.lua_plugin import NO_VAL, PARTS, run_cases
 from tests.unit.test_wrapper_store import NODES, PARTITIONS, train
 
 CASES: list[dict[str, Any]] = json.loads(
@@ -60,12 +60,12 @@ def test_every_shared_case_in_python() -> None:
     assert wrong == []
 
 
-def test_every_shared_case_in_the_lua_plugin(tmp_path: Path) -> None:
+def test_every_shared_case_in_the_lua_plugin(lua: str, tmp_path: Path) -> None:
     """Each case's job gets the limit exported for its key, and a tag naming that key."""
     keys = sorted({case["key"] for case in CASES if case["key"]})
     limit = {key: 10 + index for index, key in enumerate(keys)}
     export = {
-        "version": 1,
+        "version": 2,
         "tasks": {key: {"partitions": {"cpu": {"limit_min": limit[key]}}} for key in keys},
         "users": {},
     }
@@ -76,7 +76,7 @@ def test_every_shared_case_in_the_lua_plugin(tmp_path: Path) -> None:
             job["comment"] = case["comment"]
         jobs.append({"job": job, "parts": PARTS})
     jobs[0]["export_text"] = json.dumps(export)
-    results = run_cases(tmp_path, jobs)
+    results = run_cases(lua, tmp_path, jobs)
     for case, result in zip(CASES, results, strict=True):
         if not case["key"]:
             assert (result["time_limit"], result["logs"]) == (NO_VAL, []), case
@@ -105,14 +105,14 @@ def _tricky(rng: random.Random) -> tuple[str, str | None]:
     return name, comment
 
 
-def test_python_and_lua_agree_on_random_tricky_names(tmp_path: Path) -> None:
+def test_python_and_lua_agree_on_random_tricky_names(lua: str, tmp_path: Path) -> None:
     """400 names and comments made of the rules' own pieces (fixed seed)."""
     rng = random.Random(15)
     cases = [_tricky(rng) for _ in range(400)]
     keys = [task_key(name, comment) for name, comment in cases]
     limit = {key: 10 + i for i, key in enumerate(sorted(set(keys) - {""}))}
     export = {
-        "version": 1,
+        "version": 2,
         "tasks": {k: {"partitions": {"cpu": {"limit_min": m}}} for k, m in limit.items()},
     }
     jobs: list[dict[str, Any]] = []
@@ -120,7 +120,7 @@ def test_python_and_lua_agree_on_random_tricky_names(tmp_path: Path) -> None:
         job = {"name": name} if comment is None else {"name": name, "comment": comment}
         jobs.append({"job": job, "parts": PARTS})
     jobs[0]["export_text"] = json.dumps(export)
-    results = run_cases(tmp_path, jobs)
+    results = run_cases(lua, tmp_path, jobs)
     lua = [r["time_limit"] for r in results]
     assert lua == [limit.get(key, NO_VAL) for key in keys]
 
@@ -213,7 +213,7 @@ def test_the_wrapper_gives_a_recorded_rules_next_job_its_history_limit(
             if row["task"].startswith("bwa_map_")
         }
     comment = f"rule_{rule}_wildcards_sample_7"
-    argv = ["--db", str(cache), "sbatch", "--dry-run", "-p", "cpu", "-J", str(uuid.uuid4()),
+    argv = ["--db", str(cache), "sbatch", "--advisor-dry-run", "-p", "cpu", "-J", str(uuid.uuid4()),
             "--comment", comment, "--wrap", "true"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -236,7 +236,7 @@ def test_a_nextflow_job_script_gets_the_model_its_processs_trace_taught(
     script = tmp_path / ".command.run"  # as Nextflow writes it: the name in a #SBATCH line
     script.write_text("#!/bin/bash\n#SBATCH -J nf-NF_X_QC_FASTQC_(s99)\n#SBATCH -p cpu\nsleep 1\n")
     capsys.readouterr()
-    assert main(["--db", str(cache), "sbatch", "--dry-run", str(script)]) == 0
+    assert main(["--db", str(cache), "sbatch", "--advisor-dry-run", str(script)]) == 0
     out = capsys.readouterr().out
     assert (
         "--time=" in out and ",task=NF_X_QC_FASTQC" in out and "advisor:wrapper,action=set" in out

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.errors import UsageError
-from advisor.wrapper.argv import Option, parse_command_line, parse_options
+from advisor.wrapper.argv import FLAGS, PREFIX, VALUED, Option, parse_command_line, parse_options
 from advisor.wrapper.request import job_request, task_name
 from advisor.wrapper.sbatch_options import LONG_OPTIONS, SHORT_OPTIONS, Arg, resolve_long
 from advisor.wrapper.script import read_directives
@@ -22,12 +22,51 @@ NASTY = [
     "$HOME",
     "a;b",
     "x\ny",
-    "--task",
+    "--advisor-task",
     "-p",
     "",
     "tab\there",
     "é€",
 ]
+
+
+def test_no_advisor_option_is_an_sbatch_option_or_a_prefix_of_one() -> None:
+    # getopt_long takes any unique prefix: an advisor option that is an sbatch option or the
+    # prefix of one captures what sbatch would read as its own (--task=4 is --tasks-per-node).
+    # tests/integration/test_wrapper.py checks the same against the installed sbatch.
+    for option in (*VALUED, *FLAGS):
+        name = option[2:]
+        assert option.startswith(PREFIX)
+        assert not [o for o in LONG_OPTIONS if o.startswith(name) or name.startswith(o)], option
+
+
+@pytest.mark.parametrize(
+    ("argv", "option", "retired"),
+    [(["--task=4", "job.sh"], Option("tasks-per-node", "4"), ("--task",)),
+     (["--task", "4", "job.sh"], Option("tasks-per-node", "4"), ("--task",)),
+     (["--input", "in.txt", "job.sh"], Option("input", "in.txt"), ()),
+     (["--tasks-per-node=2", "job.sh"], Option("tasks-per-node", "2"), ())],
+)  # fmt: skip
+def test_old_advisor_names_reach_sbatch_as_sbatch_reads_them(
+    argv: list[str], option: Option, retired: tuple[str, ...]
+) -> None:
+    # Regression: --task=4 was the advisor's --task, although sbatch reads it as
+    # --tasks-per-node=4 (the job got another task's model and lost its tasks per node).
+    cmd = parse_command_line(argv)
+    assert cmd.sbatch.options == (option,) and cmd.sbatch.args == tuple(argv)
+    assert cmd.advisor.task is None and cmd.advisor.inputs == ()
+    assert cmd.retired == retired
+    warning = cmd.retired_warning()
+    assert (warning is None) == (not retired)
+    if warning:
+        assert "--advisor-task" in warning and "\n" not in warning
+
+
+def test_retired_names_that_sbatch_rejects_are_named_once() -> None:
+    cmd = parse_command_line(["--policy=tighten", "--dry-run", "--policy=x", "job.sh"])
+    assert cmd.sbatch.invalid == ("--policy=tighten", "--dry-run", "--policy=x")
+    assert cmd.retired == ("--policy", "--dry-run")
+    assert cmd.advisor == parse_command_line(["job.sh"]).advisor
 
 
 def test_every_short_option_names_a_long_one() -> None:
@@ -69,7 +108,11 @@ def test_ambiguous_or_unknown_long_options_are_invalid(name: str) -> None:
         (["-Hk", "job.sh"], [Option("hold"), Option("no-kill")], "job.sh"),
         (["--nice", "5"], [Option("nice")], "5"),  # an optional value must be attached
         (["--nice=5", "job.sh"], [Option("nice", "5")], "job.sh"),
-        (["--comment", "--task", "job.sh"], [Option("comment", "--task")], "job.sh"),
+        (
+            ["--comment", "--advisor-task", "job.sh"],
+            [Option("comment", "--advisor-task")],
+            "job.sh",
+        ),
         (["--", "-job.sh", "-t", "1"], [], "-job.sh"),
         (["job.sh", "-t", "10"], [], "job.sh"),
     ],
@@ -92,12 +135,13 @@ def test_no_script_means_stdin_and_wrap_has_none() -> None:
 
 def test_advisor_options_are_removed_wherever_they_stand_before_the_script() -> None:
     argv = [
-        "--task", "align", "-p", "cpu", "--input", "a.gz", "--dry-run", "--input=b",
-        "--policy=tighten", "--quantile", "0.9", "--margin", "0.2", "--explain",
-        "--pick", "earliest", "--db", "c.db", "--format", "json", "job.sh", "--task", "x",
+        "--advisor-task", "align", "-p", "cpu", "--advisor-input", "a.gz", "--advisor-dry-run",
+        "--advisor-input=b", "--advisor-policy=tighten", "--advisor-quantile", "0.9",
+        "--advisor-margin", "0.2", "--advisor-explain", "--advisor-pick", "earliest",
+        "--advisor-db", "c.db", "--advisor-format", "json", "job.sh", "--advisor-task", "x",
     ]  # fmt: skip
     cmd = parse_command_line(argv)
-    assert cmd.sbatch.args == ("-p", "cpu", "job.sh", "--task", "x")
+    assert cmd.sbatch.args == ("-p", "cpu", "job.sh", "--advisor-task", "x")
     assert cmd.original == cmd.sbatch.args
     a = cmd.advisor
     assert (a.task, a.inputs, a.policy, a.quantile, a.margin) == (
@@ -113,14 +157,14 @@ def test_advisor_options_are_removed_wherever_they_stand_before_the_script() -> 
 @pytest.mark.parametrize(
     "argv",
     [
-        ["--policy", "always", "job.sh"],
-        ["--pick", "latest", "job.sh"],
-        ["--quantile", "1", "job.sh"],
-        ["--quantile", "0", "job.sh"],
-        ["--quantile", "nan", "job.sh"],
-        ["--margin", "-0.1", "job.sh"],
-        ["--task", " ", "job.sh"],
-        ["--task"],
+        ["--advisor-policy", "always", "job.sh"],
+        ["--advisor-pick", "latest", "job.sh"],
+        ["--advisor-quantile", "1", "job.sh"],
+        ["--advisor-quantile", "0", "job.sh"],
+        ["--advisor-quantile", "nan", "job.sh"],
+        ["--advisor-margin", "-0.1", "job.sh"],
+        ["--advisor-task", " ", "job.sh"],
+        ["--advisor-task"],
     ],
 )
 def test_bad_advisor_values_are_usage_errors(argv: list[str]) -> None:
@@ -223,8 +267,8 @@ def test_partitions_and_task_name() -> None:
 # --- property: what reaches sbatch is the input minus advisor options -------------------------
 
 _values = st.one_of(st.sampled_from(NASTY), st.text(min_size=0, max_size=12))
-# --help, -h and --input are the advisor's own (sbatch's --input stays reachable as -i).
-_long_names = st.sampled_from(sorted(set(LONG_OPTIONS) - {"help", "input"}))
+# --help and -h are the advisor's own (they submit nothing either way).
+_long_names = st.sampled_from(sorted(set(LONG_OPTIONS) - {"help"}))
 _short_letters = st.sampled_from(sorted(set(SHORT_OPTIONS) - {"h"}))
 
 
@@ -257,8 +301,9 @@ def sbatch_option(draw: st.DrawFn) -> tuple[list[str], Option]:
 
 
 _advisor = st.sampled_from(
-    [["--task", "t"], ["--task=t"], ["--input", "in.gz"], ["--dry-run"], ["--explain"],
-     ["--policy", "advise"], ["--quantile=0.5"], ["--margin", "0"], ["--pick", "earliest"]]
+    [["--advisor-task", "t"], ["--advisor-task=t"], ["--advisor-input", "in.gz"],
+     ["--advisor-dry-run"], ["--advisor-explain"], ["--advisor-policy", "advise"],
+     ["--advisor-quantile=0.5"], ["--advisor-margin", "0"], ["--advisor-pick", "earliest"]]
 )  # fmt: skip
 _script = st.text(min_size=1, max_size=10).filter(lambda s: not s.startswith("-") and s != ":")
 

@@ -1,4 +1,4 @@
-"""``advisor sbatch --insitu``: the in situ makespan through the wrapper's normal limit path."""
+"""``advisor sbatch --advisor-insitu``: the in situ makespan through the wrapper's normal limit path."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def cache(tmp_path: Path) -> Path:
 
 def _dry_run(db: Path, *args: str) -> tuple[int, list[str], str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(["--db", str(db), "--dry-run", *args], out=out, err=err)
+    code = main(["--advisor-db", str(db), "--advisor-dry-run", *args], out=out, err=err)
     return code, shlex.split(out.getvalue()), err.getvalue()
 
 
@@ -41,7 +41,8 @@ def test_limit_is_the_predicted_makespan_with_the_margin(cache: Path, tmp_path: 
     script.write_text("#!/bin/sh\nsimulate | analyse\n")
     steps = 200_000
     code, argv, err = _dry_run(
-        cache, "--insitu", str(STEPS), "--steps", str(steps), "-p", "long", str(script)
+        cache, "--advisor-insitu", str(STEPS), "--advisor-steps", str(steps), "-p", "long",
+        str(script),
     )
     assert code == 0, err
     report = analyse_steps(read_steps(STEPS), steps=steps)
@@ -59,7 +60,8 @@ def test_limit_is_clamped_to_the_partitions_maxtime(cache: Path, tmp_path: Path)
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\ntrue\n")
     code, argv, _ = _dry_run(
-        cache, "--insitu", str(STEPS), "--steps", "100000000", "-p", "cpu", str(script)
+        cache, "--advisor-insitu", str(STEPS), "--advisor-steps", "100000000", "-p", "cpu",
+        str(script),
     )
     assert code == 0
     assert "--time=1-00:00:00" in argv  # cpu's MaxTime
@@ -67,9 +69,10 @@ def test_limit_is_clamped_to_the_partitions_maxtime(cache: Path, tmp_path: Path)
 
 def test_steps_without_insitu_is_a_usage_error(cache: Path, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    code = main(["--db", str(cache), "--steps", "10", "--dry-run", "job.sh"], out=out, err=err)
+    argv = ["--advisor-db", str(cache), "--advisor-steps", "10", "--advisor-dry-run", "job.sh"]
+    code = main(argv, out=out, err=err)
     assert code == 2
-    assert "--steps goes with --insitu" in err.getvalue()
+    assert "--advisor-steps goes with --advisor-insitu" in err.getvalue()
 
 
 def test_a_malformed_step_file_fails_open_with_one_warning(cache: Path, tmp_path: Path) -> None:
@@ -77,7 +80,7 @@ def test_a_malformed_step_file_fails_open_with_one_warning(cache: Path, tmp_path
     bad.write_text("step,S,W,R,A\n0,1,-1,1,1\n")
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\ntrue\n")
-    code, argv, err = _dry_run(cache, "--insitu", str(bad), "-p", "cpu", str(script))
+    code, argv, err = _dry_run(cache, "--advisor-insitu", str(bad), "-p", "cpu", str(script))
     assert code == 0
     assert argv == ["sbatch", "-p", "cpu", str(script)]  # the user's arguments, unchanged
     assert len(err.strip().splitlines()) == 1

@@ -18,6 +18,7 @@ from advisor.slurm.runner import AmbiguousSubmitError, CommandResult, RetryPolic
 from advisor.store.advice import Advice
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
+from advisor.store.names import name_key
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import Observation, add_observations
 from advisor.validate import validate
@@ -116,7 +117,7 @@ def test_export_is_per_task_and_partition_clamped_and_valid(trained: Path, tmp_p
     assert set(parts) == {"cpu", "fat"}
     assert parts["cpu"]["limit_min"] > parts["fat"]["limit_min"] >= 1
     assert parts["fat"]["limit_min"] <= 60  # fat's MaxTime
-    assert doc["users"]["alice"]["tasks"]["align"]["partitions"]["cpu"] == {"limit_min": 5}
+    assert doc["users"]["alice"]["tasks"][name_key("alice", "align")]["partitions"]["cpu"] == {"limit_min": 5}
     out = write_export(tmp_path / "limits.json", doc)
     assert json.loads(out.read_text()) == doc
     assert stat.S_IMODE(out.stat().st_mode) == 0o644

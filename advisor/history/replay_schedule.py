@@ -1,0 +1,189 @@
+"""``advisor replay --schedule``: each policy's limits through an EASY schedule of the log's machine.
+
+The replay (advisor.history.replay) decides each job's limit at submit and whether the policy
+kills it; here every job that ran goes through one EASY backfilling simulation per policy
+(advisor.history.backfill) on the log's processors, the scheduler planning with those limits:
+
+* a killed job runs up to its limit (its lost work is not resubmitted); a guarded job runs its
+  whole runtime and the guard raises its limit while it runs (the raises are events);
+* a job the replay does not limit (no request, or no runtime) plans with its request, else with
+  the log's longest runtime;
+* per policy: mean and 95th-percentile wait, mean bounded slowdown
+  ``max(1, (wait + run) / max(run, 10 s))`` (Feitelson et al.'s τ = 10 s), and utilisation (the
+  processor-seconds run over the processors times the span from the first submit to the last
+  end).
+
+The machine is one pool of processors: an SWF log's ``MaxProcs`` (else ``MaxNodes``); for sacct
+records the CPUs of the cache's cluster snapshot in the partitions the jobs ran in (with
+``--db``), else the most the log's own schedule had allocated at once.
+
+The limits come from the replay as it learned them, in the log's own order and times; the
+simulation then moves only the starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from advisor.history.backfill import SimJob, simulate
+from advisor.history.replay import Score
+from advisor.history.replay_job import ReplayJob
+from advisor.lite import NamedTuple
+from advisor.slurm.records import Node
+from advisor.store.cluster import load_nodes
+from advisor.store.connection import Store
+
+#: Bounded slowdown's threshold (s): shorter jobs count as this long.
+TAU_S = 10
+
+
+class Machine(NamedTuple):
+    """The processors the schedule runs on, and where that number came from."""
+
+    procs: int
+    source: str
+
+
+def peak_allocation(jobs: Iterable[ReplayJob]) -> int:
+    """The most processors the log's own schedule had allocated at once (at least 1)."""
+    changes: list[tuple[int, int]] = []
+    for job in jobs:
+        if job.run_s is None:
+            continue
+        start = job.submit_s + job.wait_s
+        size = job.procs or 1
+        changes += [(start, size), (start + job.run_s, -size)]
+    changes.sort()  # an end before a start at the same moment
+    peak = busy = 0
+    for _, change in changes:
+        busy += change
+        peak = max(peak, busy)
+    return max(1, peak)
+
+
+def swf_machine(header: Mapping[str, str], jobs: Sequence[ReplayJob]) -> Machine:
+    """The SWF header's MaxProcs (else MaxNodes), else the log's peak allocation."""
+    for key in ("MaxProcs", "MaxNodes"):
+        text = header.get(key, "").split()
+        if text and text[0].isdigit() and int(text[0]) > 0:
+            return Machine(int(text[0]), f"SWF header {key}")
+    return Machine(peak_allocation(jobs), "the log's peak allocation")
+
+
+def snapshot_machine(nodes: Iterable[Node], jobs: Sequence[ReplayJob]) -> Machine | None:
+    """The CPUs of the snapshot's nodes in the partitions the jobs ran in, or None if none."""
+    used = {job.partition for job in jobs}
+    procs = sum(node.cpus for node in nodes if used.intersection(node.partitions))
+    if procs <= 0:
+        return None
+    return Machine(procs, "the cluster snapshot's CPUs in " + ", ".join(sorted(used)))
+
+
+def sacct_machine(jobs: Sequence[ReplayJob], db: str | None) -> Machine:
+    """The cache's cluster snapshot (db given, ``advisor cluster --save``), else the peak allocation."""
+    if db is not None:
+        with Store.open(db, readonly=True) as store:
+            found = snapshot_machine(load_nodes(store), jobs)
+        if found is not None:
+            return found
+    return Machine(peak_allocation(jobs), "the log's peak allocation")
+
+
+def sim_jobs(jobs: Sequence[ReplayJob], score: Score) -> tuple[list[SimJob], list[int]]:
+    """The jobs that ran, as the scheduler sees them under the policy scored in score.
+
+    Needs a Score that kept its limits (``replay(keep=...)``); also returns the indices of the
+    jobs, in the same order.
+    """
+    longest = max((job.run_s or 0 for job in jobs), default=0)
+    given = {index: (limit, killed) for index, limit, killed in score.limits or ()}
+    guarded = score.raises is not None
+    out: list[SimJob] = []
+    indices: list[int] = []
+    for job in jobs:
+        if job.run_s is None:
+            continue
+        run = job.run_s
+        limit, killed = given.get(job.index, (job.request_s or max(longest, 1), False))
+        ceiling = None
+        if guarded and job.index in given:
+            ceiling = job.request_s
+        elif killed:
+            run = limit
+        out.append(SimJob(job.submit_s, job.procs or 1, run, limit, ceiling))
+        indices.append(job.index)
+    return out, indices
+
+
+def schedule_figures(
+    jobs: Sequence[ReplayJob],
+    scores: Mapping[str, Score],
+    machine: Machine,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Per policy the schedule's figures, and what was simulated (``replay-output.json``)."""
+    figures: dict[str, dict[str, float]] = {}
+    simulated = clipped = 0
+    names = list(scores)
+    for number, name in enumerate(names):
+        sim, _ = sim_jobs(jobs, scores[name])
+        total = len(sim) * len(names)
+        step = None if progress is None else _offset(progress, number * len(sim), total)
+        result = simulate(sim, machine.procs, progress=step)
+        figures[name] = _figures(sim, result.start_s, result.end_s, machine.procs)
+        if scores[name].raises is not None:
+            figures[name]["schedule_raises"] = result.raises
+        simulated = len(sim)
+        clipped = sum(1 for job in sim if job.procs > machine.procs)
+    return {
+        "schedule": {
+            "procs": machine.procs,
+            "procs_from": machine.source,
+            "jobs": simulated,
+            "clipped_to_machine": clipped,
+            "tau_s": TAU_S,
+        },
+        "figures": figures,
+    }
+
+
+def with_schedule(report: dict[str, Any], schedule: Mapping[str, Any]) -> dict[str, Any]:
+    """The replay's report with the schedule's figures beside each policy's own."""
+    merged = dict(report)
+    merged["policies"] = {
+        name: {**figures, **schedule["figures"].get(name, {})}
+        for name, figures in report["policies"].items()
+    }
+    merged["schedule"] = schedule["schedule"]
+    return merged
+
+
+def _offset(
+    progress: Callable[[int, int], None], done: int, total: int
+) -> Callable[[int, int], None]:
+    return lambda ended, _count: progress(done + ended, total)
+
+
+def _figures(
+    sim: Sequence[SimJob], starts: Sequence[int], ends: Sequence[int], procs: int
+) -> dict[str, float]:
+    if not sim:
+        return {"mean_wait_s": 0.0, "p95_wait_s": 0.0, "mean_bounded_slowdown": 0.0,
+                "utilisation": 0.0}  # fmt: skip
+    submit = np.array([job.submit_s for job in sim], dtype=float)
+    size = np.array([min(job.procs, procs) for job in sim], dtype=float)
+    start = np.array(starts, dtype=float)
+    ran = np.array(ends, dtype=float) - start
+    wait = start - submit
+    slowdown = np.maximum(1.0, (wait + ran) / np.maximum(ran, TAU_S))
+    span = float(np.max(start + ran) - np.min(submit))
+    return {
+        "mean_wait_s": float(wait.mean()),
+        "p95_wait_s": float(np.percentile(wait, 95)),
+        "mean_bounded_slowdown": float(slowdown.mean()),
+        "utilisation": float((size * ran).sum() / (procs * span)) if span > 0 else 0.0,
+    }
