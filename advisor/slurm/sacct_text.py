@@ -93,7 +93,6 @@ _MEM_PER = {"c": "cpu", "n": "node", "": None}
 _STATE = re.compile(r"([A-Z_]+)(?: by (\d{1,18}))?\+?")
 _EXIT = re.compile(r"(\d{1,3}):(\d{1,3})")
 _LEADING_ID = re.compile(r"(\d{1,18})(?:$|[_.+])")
-_WHOLE = re.compile(r"\d{1,18}")
 _T = TypeVar("_T")
 
 
@@ -120,10 +119,12 @@ def is_header(values: Sequence[str]) -> bool:
     return len(values) > 1 and all(value.strip().lower() in FIELD_NAMES for value in values)
 
 
-def _int(value: str, field: str) -> int:
-    if not (value.isdecimal() and len(value) <= 18) and not _WHOLE.fullmatch(value.strip()):
+def whole_number(value: str, field: str) -> int:
+    """A count as Slurm prints it: up to 18 ASCII digits, blanks around them allowed."""
+    text = value.strip()
+    if not (len(text) <= 18 and text.isascii() and text.isdecimal()):
         raise InputError(f"field {field} is not a whole number: {value[:80]!r}")
-    return int(value)
+    return int(text)
 
 
 def parse_req_mem(value: str) -> tuple[float | None, str | None]:
@@ -281,7 +282,7 @@ class RowReader:
         for index, field in self._cpus:
             value = row[index].strip()
             if value:
-                cpus = _int(value, field)
+                cpus = whole_number(value, field)
                 break
         return JobRecord(
             storable(row[self._cluster].strip()) or cluster,
@@ -311,7 +312,7 @@ class RowReader:
     def _time_limit(self, row: Sequence[str]) -> int | NoLimit | None:
         raw = row[self._limit_raw].strip()
         if raw.isascii() and raw.isdigit():
-            return _int(raw, "TimelimitRaw") * 60
+            return whole_number(raw, "TimelimitRaw") * 60
         text = row[self._limit].strip() or raw
         if not text:
             return None
@@ -320,7 +321,7 @@ class RowReader:
     def _elapsed_s(self, row: Sequence[str]) -> int:
         raw = row[self._elapsed_raw].strip()
         if raw:
-            return _int(raw, "ElapsedRaw")
+            return whole_number(raw, "ElapsedRaw")
         text = row[self._elapsed].strip()
         if not text:
             raise InputError("no elapsed time (Elapsed and ElapsedRaw are empty)")
