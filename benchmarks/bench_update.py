@@ -24,14 +24,16 @@ so the runs of those tasks (about 3 % of the dump's jobs) update the task models
 
 Each measurement runs in a fresh process, whose peak RSS (``VmHWM``) is its own:
 
-1. ``update`` of the input into a fresh copy of that cache: rows and jobs stored per second,
-   peak RSS (and, for the largest input, RSS while it stores);
+1. ``update`` of the input into a fresh copy of that cache: rows and jobs stored per second
+   of wall time, the CPU seconds it used (its own and its reader process's), peak RSS of the
+   process and of its reader process (and, for the largest input, RSS while it stores);
 2. the baseline: the ``accounting_jobs`` rows the update stored, read back in batches of the
    update's size and inserted into the same table of another fresh copy by a bare
    ``executemany`` per batch, one transaction each; only the executemany and commit are timed.
 
-Printed: per input and size, jobs/s of the update and of the baseline and their ratio, and
-peak RSS; then the 1M / 100k ratio of peak RSS per input.
+Printed: the load average before and after; per input and size, jobs/s of the update and of
+the baseline and their ratio, CPU seconds, and peak RSS; then the 1M / 100k ratio of peak RSS
+per input.
 """
 
 from __future__ import annotations
@@ -273,7 +275,7 @@ def site_cache(path: Path) -> None:
 
 
 CHILD = r"""
-import json, sys, time
+import json, os, resource, sys, time
 from pathlib import Path
 mode, source, db = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -308,11 +310,15 @@ else:
         calls[0] += 1
         if calls[0] % 50 == 0:
             trace.append((done, total, status("VmRSS:")))
-    start = time.perf_counter()
+    start, clock = time.perf_counter(), os.times()
     with Store.open(db) as store:
         done = update_from_file(store, Path(source), kind=mode, progress=sample)
-    result = {"rows": done["records"], "stored": done["stored"],
-              "seconds": time.perf_counter() - start}
+    seconds, used = time.perf_counter() - start, os.times()
+    result = {"rows": done["records"], "stored": done["stored"], "seconds": seconds,
+              "cpu_s": used.user + used.system - clock.user - clock.system,
+              "reader_cpu_s": used.children_user + used.children_system
+                              - clock.children_user - clock.children_system,
+              "reader_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
 # VmHWM: this process image's own peak RSS (ru_maxrss would include the parent's at fork)
 print(json.dumps({**result, "peak_mb": status("VmHWM:"), "trace": trace,
                   "advisor": advisor.__file__}))
@@ -342,6 +348,7 @@ def main() -> None:
     if REPO in where.parents:
         print(f"note: advisor imported from the source tree ({where}), not an install")
     writers = {"swf": write_swf, "sacct": write_sacct}
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         template = work / "site.db"
@@ -364,15 +371,19 @@ def main() -> None:
                 for path in work.glob(f"{kind}-{size}*.db*"):
                     path.unlink()
         print(f"advisor from {Path(table[0][2]['advisor']).parent}")
-        print(f"{'input':>6s} {'rows':>10s} {'stored':>10s} {'update s':>9s} {'jobs/s':>9s} "
-              f"{'bare s':>7s} {'bare/s':>9s} {'ratio':>6s} {'peak MiB':>9s}")  # fmt: skip
+        print(f"load average (1, 5, 15 min) before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
+              "after: {:.2f} {:.2f} {:.2f} ({} CPUs)".format(*os.getloadavg(), os.cpu_count()))
+        print(f"{'input':>6s} {'rows':>10s} {'stored':>10s} {'wall s':>7s} {'jobs/s':>8s} "
+              f"{'cpu s':>6s} {'reader':>6s} {'bare s':>6s} {'bare/s':>8s} {'ratio':>5s} "
+              f"{'peak MiB':>8s} {'reader':>6s}")  # fmt: skip
         for kind, size, update, baseline in table:
             rate = update["stored"] / update["seconds"]
             bare_rate = baseline["stored"] / baseline["seconds"]
             print(
-                f"{kind:>6s} {size:>10,} {update['stored']:>10,} {update['seconds']:>9.1f} "
-                f"{rate:>9,.0f} {baseline['seconds']:>7.1f} {bare_rate:>9,.0f} "
-                f"{rate / bare_rate:>6.2f} {update['peak_mb']:>9.1f}"
+                f"{kind:>6s} {size:>10,} {update['stored']:>10,} {update['seconds']:>7.1f} "
+                f"{rate:>8,.0f} {update['cpu_s']:>6.1f} {update['reader_cpu_s']:>6.1f} "
+                f"{baseline['seconds']:>6.1f} {bare_rate:>8,.0f} {rate / bare_rate:>5.2f} "
+                f"{update['peak_mb']:>8.1f} {update['reader_peak_mb']:>6.1f}"
             )
         for kind in kinds:
             runs = [(size, update) for k, size, update, _ in table if k == kind]

@@ -73,7 +73,7 @@ class KeyState(NamedTuple):
     @property
     def completed_in_window(self) -> int:
         """Runs in the window that completed (not censored)."""
-        return sum(1 for _, censored in self.runs if not censored)
+        return [censored for _, censored in self.runs].count(False)  # a list counts fast
 
     @property
     def basis_s(self) -> float:
@@ -90,7 +90,7 @@ class KeyState(NamedTuple):
         self, runs: Sequence[tuple[float, bool]], *, config: PolicyConfig = DEFAULT_CONFIG
     ) -> KeyState:
         """The state after these (runtime_s, censored) runs, in order: ``learned`` of each."""
-        completed = sum(1 for _, censored in runs if not censored)
+        completed = [censored for _, censored in runs].count(False)
         window = (*self.runs, *runs)[-config.window :]
         return KeyState(window, self.cap, self.completed + completed, self.kills)
 

@@ -32,8 +32,7 @@ from advisor.store.task_models import (
     UserModelRow,
     load_task_models,
     load_user_models,
-    upsert_task_model,
-    upsert_user_model,
+    upsert_models,
 )
 
 
@@ -117,11 +116,12 @@ class OnlineUpdates:
 
     def flush(self) -> None:
         """Write the records the runs changed (joins the caller's transaction)."""
-        for row in self._written.values():
-            if isinstance(row, TaskModelRow):
-                upsert_task_model(self.store, row)
-            else:
-                upsert_user_model(self.store, row)
+        written = self._written.values()
+        upsert_models(
+            self.store,
+            [row for row in written if isinstance(row, TaskModelRow)],
+            [row for row in written if isinstance(row, UserModelRow)],
+        )
         self._written.clear()
 
     def forget(self) -> None:

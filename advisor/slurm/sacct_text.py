@@ -21,7 +21,7 @@ from advisor.slurm.hostlist import expand_hostlist
 from advisor.slurm.records import JobRecord
 from advisor.slurm.timefmt import NoLimit, parse_duration, parse_timelimit
 from advisor.slurm.timestamps import parse_timestamp
-from advisor.text import storable
+from advisor.text import ascii_int, storable
 
 #: The sacct fields the advisor asks for, in order (``sacct --format``).  The first and the last
 #: (a number and the cluster's name) are the ones no user can choose: records are split there.
@@ -121,10 +121,10 @@ def is_header(values: Sequence[str]) -> bool:
 
 def whole_number(value: str, field: str) -> int:
     """A count as Slurm prints it: up to 18 ASCII digits, blanks around them allowed."""
-    text = value.strip()
-    if not (len(text) <= 18 and text.isascii() and text.isdecimal()):
+    found = ascii_int(value.strip())
+    if found is None:
         raise InputError(f"field {field} is not a whole number: {value[:80]!r}")
-    return int(text)
+    return found
 
 
 def parse_req_mem(value: str) -> tuple[float | None, str | None]:
@@ -223,7 +223,7 @@ class RowReader:
         self._cpus = [(at[name], name) for name in CPU_FIELDS if name in at]
         self._has_end = "End" in at
         self.state = _memo(parse_state)
-        self.nodes = _memo(expand_hostlist)
+        self.nodes = _memo(lambda text: expand_hostlist(storable(text)))  # names: stored as text
         self.req_mem = _memo(parse_req_mem)
         self.exit_code = _memo(parse_exit_code)
         self.timelimit = _memo(lambda text: parse_timelimit(text, field="Timelimit"))

@@ -406,3 +406,18 @@ def test_any_scontrol_text_parses_or_raises_input_error(text: str) -> None:
             parser(text)
         except InputError:
             pass
+
+
+def test_a_node_name_that_is_not_utf8_is_stored_as_any_utf8_reader_shows_it(
+    tmp_path: Path,
+) -> None:
+    # Regression (found by tests/fuzz/test_fuzz_accounting.py): the node list was the only text
+    # field not made storable, and the observation's node made SQLite raise UnicodeEncodeError
+    assert parse_sacct_line("7|COMPLETED|61|2024-05-01T08:00:00|c\udcff1",
+                            ("JobID", "State", "ElapsedRaw", "End", "NodeList")).nodes == ("c\ufffd1",)  # fmt: skip
+    path = tmp_path / "dump.txt"
+    path.write_bytes(b"JobID|State|ElapsedRaw|End|NodeList\n7|COMPLETED|61|2024-05-01T08:00:00|c\xff1\n")
+    with Store.open(tmp_path / "cache.db") as store:
+        result = update_from_file(store, path, kind="sacct", dump=dump_format(cluster="x"))
+        (row,) = store.query("SELECT node FROM observations")
+    assert result["stored"] == 1 and row["node"] == "c\ufffd1"
