@@ -4,6 +4,12 @@ Per batch, in order of their end: the records (a job already stored is skipped, 
 re-ingesting changes nothing), their observations, the task models (COMPLETED runs update
 them online, TIMEOUTs through the censored update), and the history policy's key states and
 site budget.  The caller commits the batch together with its watermark.
+
+What a job contributes that does not depend on the cache (its rows, its tag, its task, its
+history name) is worked out first, record by record (``finished``), possibly in another
+process; storing a batch then costs one query to find what is stored already, one statement
+per table, and the history states of the batch's keys (kept from batch to batch while no
+other connection writes the cache).
 """
 
 from __future__ import annotations
@@ -11,12 +17,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from advisor.accounting.censored import update_censored
 from advisor.accounting.mapping import (
-    advice_job_id,
+    AdviceClaim,
+    advice_claim,
     history_name,
     job_observation,
     job_tag,
@@ -26,15 +33,69 @@ from advisor.accounting.mapping import (
 from advisor.history.book import HistoryBook
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
-from advisor.models.online import update_online
+from advisor.models.online import OnlineUpdates
 from advisor.models.reference import ReferenceModel
 from advisor.slurm.records import JobRecord
-from advisor.store.accounting import add_jobs, stored_job_ids
+from advisor.store.accounting import JOB_COLUMNS, add_job_rows, job_row, stored_job_ids
 from advisor.store.advice import AppliedLimit, applied_limits
+from advisor.store.clock import utc_now
 from advisor.store.connection import Store
-from advisor.store.history import load_key_states, load_site, save_key_states, save_site
-from advisor.store.observations import Observation, add_observations
+from advisor.store.history import (
+    data_version,
+    load_key_states,
+    load_site,
+    save_key_states,
+    save_site,
+)
+from advisor.store.observations import Observation, add_observation_rows, observation_values
 from advisor.store.task_models import load_task_models, node_classes
+
+
+class Finished(NamedTuple):
+    """A finished job made ready to store: everything that depends on its record alone.
+
+    Plain values only, so that batches of them travel between processes cheaply.
+    """
+
+    cluster: str
+    job_id: str
+    #: The order jobs are learned in: end (ISO text sorts as the times do), raw id, id.
+    order: tuple[str, int, str]
+    row: tuple[Any, ...]  # store.accounting.job_row
+    observation: tuple[Any, ...]  # store.observations.observation_values
+    user: str
+    name: str  # the name the history policy's keys know the job by
+    partition: str
+    runtime_s: float
+    state: str
+    advised: bool  # it ran under a limit the advisor set, as its tag says
+    #: What the advisor's record of setting that limit must match (mapping.advice_claim), or
+    #: None (not advised, or no record can be the job's).
+    claim: AdviceClaim | None
+
+
+def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
+    """The job ready to store.
+
+    classes: the cache's node classes (store.task_models.node_classes); now: utc_now(), when
+    the job is stored.
+    """
+    tag, name, row = job_tag(job), history_name(job), job_row(job, now)
+    advised = was_advised(job, tag)
+    return Finished(
+        job.cluster,
+        job.job_id,
+        (row[_END] or "", job.job_id_raw, job.job_id),
+        row,
+        observation_values(job_observation(job, classes, tag, name)),
+        job.user,
+        name,
+        job.partition,
+        float(job.elapsed_s),
+        job.state,
+        advised,
+        advice_claim(job, tag) if advised else None,
+    )
 
 
 @dataclass
@@ -58,10 +119,6 @@ class IngestStats:
         }
 
 
-def _end_order(job: JobRecord) -> tuple[datetime, int, str]:
-    return (job.end or datetime.min, job.job_id_raw, job.job_id)
-
-
 def modelled_tasks(store: Store) -> dict[str, int]:
     """Tasks with a fitted model, and the input size the wrapper assumes without --advisor-input.
 
@@ -76,6 +133,10 @@ def modelled_tasks(store: Store) -> dict[str, int]:
     }
 
 
+#: History key states kept from one batch to the next, at most (then the book starts afresh).
+MAX_KEPT_STATES = 20_000
+
+
 class Ingestor:
     """Adds batches of final records to the cache (call ``add`` inside ``store.write()``)."""
 
@@ -85,8 +146,35 @@ class Ingestor:
         self.classes = node_classes(store)
         self.modelled = modelled_tasks(store)
         self.stats = IngestStats()
+        self._book: HistoryBook | None = None
+        self._loaded: set[HistoryKey] = set()  # keys whose stored state the book holds
+        self._version = -1
 
-    def _new(self, jobs: Sequence[JobRecord]) -> list[JobRecord]:
+    def _book_for(self, jobs: Sequence[Finished]) -> HistoryBook:
+        """The policy's book holding the stored states of these jobs' keys.
+
+        What earlier batches read and learned is kept while it is what the cache holds: no
+        other connection committed since (PRAGMA data_version), and the last batch was
+        committed (the stored site budget is the book's).
+        """
+        version, site = data_version(self.store), load_site(self.store)
+        book = self._book
+        if (
+            book is None
+            or version != self._version
+            or book.site != site
+            or len(self._loaded) > MAX_KEPT_STATES
+        ):
+            book = self._book = HistoryBook(site=site, config=self.config)
+            self._loaded = set()
+        self._version = version
+        keys = {key for job in jobs for key in keys_for(job.user, job.name, job.partition)}
+        keys -= self._loaded
+        book.states.update(load_key_states(self.store, keys))
+        self._loaded |= keys
+        return book
+
+    def _new(self, jobs: Sequence[Finished]) -> list[Finished]:
         by_cluster: dict[str, list[str]] = {}
         for job in jobs:
             by_cluster.setdefault(job.cluster, []).append(job.job_id)
@@ -99,61 +187,72 @@ class Ingestor:
             (job.cluster, job.job_id): job for job in jobs if (job.cluster, job.job_id) not in known
         }
         self.stats.already += len(jobs) - len(unique)
-        return sorted(unique.values(), key=_end_order)
+        return sorted(unique.values(), key=_ORDER)
 
     def add(self, jobs: Iterable[JobRecord]) -> int:
         """Store the records not stored yet and learn from them; how many were new."""
-        new = self._new(list(jobs))
+        now = utc_now()
+        return self.add_finished([finished(job, self.classes, now) for job in jobs])
+
+    def add_finished(self, jobs: Sequence[Finished]) -> int:
+        """``add`` for jobs made ready by ``finished`` (with this cache's node classes)."""
+        new = self._new(jobs)
         if not new:
             return 0
-        keys = {key for job in new for key in keys_for(job.user, history_name(job), job.partition)}
-        book = HistoryBook(
-            load_key_states(self.store, sorted(keys)), load_site(self.store), config=self.config
-        )
-        applied = applied_limits(self.store, filter(None, map(advice_job_id, new)))
-        observations = []
+        book = self._book_for(new)
+        claims = [job.claim[0] for job in new if job.claim is not None]
+        applied = applied_limits(self.store, claims) if claims else {}
         for job in new:
-            observations.append(job_observation(job, self.classes))
             self._learn_history(book, job, applied)
-            self.stats.states[job.state] += 1
-        add_jobs(self.store, new)
-        add_observations(self.store, observations)
-        for observation in observations:
-            self._learn_model(observation)
+        self.stats.states.update(job.state for job in new)
+        add_job_rows(self.store, [job.row for job in new])
+        add_observation_rows(self.store, [job.observation for job in new])
+        modelled = [job for job in new if job.observation[_TASK] in self.modelled]
+        if modelled:
+            models = OnlineUpdates(self.store)
+            for job in modelled:
+                self._learn_model(models, job)
+            models.flush()
         save_key_states(self.store, {key: book.states[key] for key in book.changed})
         save_site(self.store, book.site)
+        book.changed.clear()
         self.stats.stored += len(new)
         return len(new)
 
     @staticmethod
     def _learn_history(
-        book: HistoryBook, job: JobRecord, applied: Mapping[int, Sequence[AppliedLimit]]
+        book: HistoryBook, job: Finished, applied: Mapping[int, Sequence[AppliedLimit]]
     ) -> None:
-        tag = job_tag(job)
-        advised = was_advised(job, tag)
-        name = history_name(job)
         key: HistoryKey | None = None
-        if advised:
-            key = book.propose_key(keys_for(job.user, name, job.partition))
+        if job.advised:
+            key = book.propose_key(keys_for(job.user, job.name, job.partition))
         book.learn(
             job.user,
-            name,
+            job.name,
             job.partition,
-            runtime_s=float(job.elapsed_s),
+            runtime_s=job.runtime_s,
             state=job.state,
-            advised=advised,
+            advised=job.advised,
             advised_key=key,
-            recorded=advised and recorded_advice(job, tag, applied),
+            recorded=recorded_advice(job.user, job.cluster, job.claim, applied),
         )
 
-    def _learn_model(self, observation: Observation) -> None:
-        assumed = self.modelled.get(observation.task)
-        if assumed is None:
-            return
+    def _learn_model(self, models: OnlineUpdates, job: Finished) -> None:
+        observation = Observation(*job.observation)
         if observation.input_bytes is None:
-            observation = replace(observation, input_bytes=assumed)
+            observation = replace(observation, input_bytes=self.modelled[observation.task])
         if observation.state == "COMPLETED":
-            if update_online(self.store, observation) is not None:
+            if models.update(observation) is not None:
                 self.stats.model_updates += 1
-        elif observation.censored and update_censored(self.store, observation) is not None:
-            self.stats.censored_updates += 1
+        elif observation.censored:
+            models.flush()  # the censored update reads the models from the cache, and writes them
+            models.forget()
+            if update_censored(self.store, observation) is not None:
+                self.stats.censored_updates += 1
+
+
+_ORDER = attrgetter("order")
+#: Where the end is in a job_row (its ISO text).
+_END = JOB_COLUMNS.index("end")
+#: Where the task is in an observation's values.
+_TASK = tuple(Observation.__dataclass_fields__).index("task")

@@ -53,28 +53,47 @@ def advice_job_id(job: JobRecord) -> int | None:
     return int(digits.group()) if digits else None
 
 
+#: What a job claims of the advisor's record (recorded_advice): sbatch's id, the job's limit,
+#: whether it carries a tag.  Plain values, so that it travels between processes cheaply.
+AdviceClaim = tuple[int, int, bool]
+
+
+def advice_claim(job: JobRecord, tag: Tag | None) -> AdviceClaim | None:
+    """What recorded_advice checks of the job; None when no record can be the job's."""
+    job_id = advice_job_id(job)
+    if job_id is None or job.timelimit_s is None or not job.user:
+        return None
+    return (job_id, job.timelimit_s, tag is not None)
+
+
 def recorded_advice(
-    job: JobRecord, tag: Tag | None, applied: Mapping[int, Sequence[AppliedLimit]]
+    user: str,
+    cluster: str,
+    claim: AdviceClaim | None,
+    applied: Mapping[int, Sequence[AppliedLimit]],
 ) -> bool:
     """True when the advisor's own record says that it set the job's limit.
 
     That record is an advice row of the job's user, of its cluster (a row without one needs the
-    job's tag), with the job's limit.  A tag is the job owner's word (anyone can write one into a comment); an advice row of
-    another user claims someone else's job id and proves nothing either.
+    job's tag), with the job's limit (claim: advice_claim of the job).  A tag is the job
+    owner's word (anyone can write one into a comment); an advice row of another user claims
+    someone else's job id and proves nothing either.
     """
-    job_id = advice_job_id(job)
-    if job_id is None or job.timelimit_s is None or not job.user:
+    if claim is None:
         return False
+    job_id, limit_s, tagged = claim
     return any(
-        row.user == job.user
-        and row.limit_s == job.timelimit_s
-        and (row.cluster == job.cluster or (row.cluster is None and tag is not None))
+        row.user == user
+        and row.limit_s == limit_s
+        and (row.cluster == cluster or (row.cluster is None and tagged))
         for row in applied.get(job_id, ())
     )
 
 
 def node_class_of(nodes: tuple[str, ...], classes: Mapping[str, str]) -> str | None:
     """The one class of all the job's nodes, or None (unclassified or mixed)."""
+    if len(nodes) == 1:
+        return classes.get(nodes[0])
     found = {classes.get(node) for node in nodes}
     if len(found) != 1:
         return None
@@ -86,14 +105,18 @@ def observation_source(cluster: str) -> str:
     return cluster if cluster.startswith(SWF_CLUSTER_PREFIX) else f"sacct:{cluster}"
 
 
-def job_observation(job: JobRecord, classes: Mapping[str, str]) -> Observation:
-    """The observation of a finished job; a TIMEOUT is censored (the runtime is a lower bound)."""
-    tag = job_tag(job)
+def job_observation(
+    job: JobRecord, classes: Mapping[str, str], tag: Tag | None, name: str
+) -> Observation:
+    """The observation of a finished job; a TIMEOUT is censored (the runtime is a lower bound).
+
+    tag and name: the job's ``job_tag`` and ``history_name`` (the caller has them already).
+    """
     input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --advisor-input
     return Observation(
         source=observation_source(job.cluster),
         source_key=job.job_id,
-        task=(tag.task if tag is not None and tag.task else None) or history_name(job),
+        task=(tag.task if tag is not None and tag.task else None) or name,
         runtime_s=float(job.elapsed_s),
         node=job.nodes[0] if len(job.nodes) == 1 else None,
         node_class=node_class_of(job.nodes, classes) if job.nodes else None,
@@ -120,7 +143,7 @@ def swf_epoch(header: Mapping[str, str]) -> datetime:
 
 def swf_record(job: SwfJob, *, log: str, epoch: datetime) -> JobRecord:
     """An SWF job as an accounting record (UTC times, user and partition by their numbers)."""
-    submit = epoch + timedelta(seconds=job.submit_s)
+    submit = epoch.replace(tzinfo=None) + timedelta(seconds=job.submit_s)
     start = submit + timedelta(seconds=job.wait_s or 0)
     end = start + timedelta(seconds=job.run_s) if job.run_s is not None else None
     return JobRecord(
@@ -141,8 +164,8 @@ def swf_record(job: SwfJob, *, log: str, epoch: datetime) -> JobRecord:
         state_by_uid=None,
         exit_code=None,
         exit_signal=None,
-        submit=submit.replace(tzinfo=None),
-        start=start.replace(tzinfo=None),
-        end=end.replace(tzinfo=None) if end is not None else None,
+        submit=submit,
+        start=start,
+        end=end,
         comment="",
     )

@@ -35,13 +35,15 @@ from advisor.errors import InputError
 from advisor.slurm.records import FINAL_STATES, JobRecord
 from advisor.slurm.sacct_json import json_record
 from advisor.slurm.sacct_text import (
+    FIELD_NAMES,
     NEEDED_TEXT,
     SACCT_FIELDS,
     canonical_field,
     is_header,
     missing_fields,
+    row_reader,
     row_values,
-    sacct_record,
+    without_trailing,
 )
 from advisor.slurm.timefmt import format_duration
 
@@ -70,6 +72,10 @@ class Skipped(NamedTuple):
 
     reason: str
     warning: str | None = None
+
+
+#: A row a check did not need to parse (``read_sacct_dump(..., check=True)``).
+UNPARSED = Skipped("unparsed")
 
 
 class DumpFormat(NamedTuple):
@@ -156,11 +162,15 @@ def _physical_lines(stream: Iterator[str], first: int) -> Iterator[tuple[int, st
 class _TextDump:
     """The rows of a text dump, rows split by line breaks in names joined back."""
 
-    def __init__(self, lines: Iterator[tuple[int, str]], source: str, dump: DumpFormat) -> None:
-        self.lines, self.source, self.dump = lines, source, dump
+    def __init__(
+        self, lines: Iterator[tuple[int, str]], source: str, dump: DumpFormat, *, check: bool
+    ) -> None:
+        self.lines, self.source, self.dump, self.check = lines, source, dump, check
         self.buffer: deque[tuple[int, str]] = deque()
         self.fields: tuple[str, ...] = ()
         self.header: tuple[str, ...] = ()
+        self.reader = row_reader(())
+        self.has_partition = self.text_last = False
         self.delimiter = dump.delimiter or "|"
         # lines end with \r\n: decided by the header, or by the first whole row of a dump
         # without one (a \r before a line break in a name must not make a dump CRLF)
@@ -184,8 +194,7 @@ class _TextDump:
     def start(self) -> bool:
         """Take the fields from --fields or the header line; False for a file with no row."""
         if self.dump.fields is not None:
-            self.fields = dump_fields(self.dump.fields, source=self.source)
-            self.header = self.fields
+            self._set_fields(dump_fields(self.dump.fields, source=self.source))
             return True
         while self._pull():
             number, line = self.buffer.popleft()
@@ -210,28 +219,32 @@ class _TextDump:
         self.trailing = len(values) > 1 and values[-1] == ""
         if self.trailing:
             values.pop()  # sacct --parsable ends every line with the delimiter
-        self.fields = dump_fields(values, source=self.source, line=number)
-        self.header = self.fields
+        self._set_fields(dump_fields(values, source=self.source, line=number))
+
+    def _set_fields(self, fields: tuple[str, ...]) -> None:
+        self.fields = self.header = fields
+        self.reader = row_reader(fields)
+        self.has_partition = "Partition" in fields
+        self.text_last = fields[-1] in TEXT_FIELDS
 
     def _is_header(self, values: Sequence[str]) -> bool:
+        first = values[0].strip()
+        if first.lower() not in FIELD_NAMES and first != self.header[0]:
+            return False  # a job's row (its id is no field name): the usual case, decided here
         return tuple(canonical_field(v) for v in values) == self.header or is_header(values)
 
     def _record(self, number: int, values: list[str]) -> JobRecord | Skipped:
-        where = f"{self.source}:{number}"
-        row = dict(zip(self.fields, values, strict=True))
-        job_id = row.get("JobID", "") or row.get("JobIDRaw", "")
-        if "." in job_id:  # a step: not parsed at all (its fields are often odd: ExitCode -2:0)
+        # a step: not parsed at all (its fields are often odd: ExitCode -2:0)
+        if "." in self.reader.printed_job_id(values):
             return Skipped("steps")
+        where = f"{self.source}:{number}"
         try:
-            job = sacct_record(
-                row,
-                where=where,
-                cluster=self.dump.cluster,
-                time_format=self.dump.time_format,
+            job = self.reader.record(
+                values, where=where, cluster=self.dump.cluster, time_format=self.dump.time_format
             )
         except InputError as error:
             return Skipped("malformed", error.message)
-        return classify(job, where, has_partition="Partition" in self.fields)
+        return classify(job, where, has_partition=self.has_partition)
 
     def rows(self) -> Iterator[Row]:
         while self.buffer or self._pull():
@@ -245,7 +258,7 @@ class _TextDump:
                 self._take_header(number, line, initial=False)
                 yield number, Skipped("header_lines")
                 continue
-            yield number, self._row()
+            yield number, self._row(parts)
 
     def _next(self, taken: int) -> str | None:
         """The text of the line after the first ``taken`` of the buffer (None at the end)."""
@@ -253,32 +266,37 @@ class _TextDump:
             return None
         return self.buffer[taken][1]
 
-    def _row(self) -> JobRecord | Skipped:
+    def _row(self, parts: list[str]) -> JobRecord | Skipped:
         r"""The row starting at the buffer's first line, over the lines a line break split it in.
 
-        Lines are joined while the row has too few fields (a \n in a name or comment); a row
-        whose last field is text goes on over the lines without a delimiter that follow it.
-        A row that joining does not make whole, or that then does not parse, costs its first
-        line only: the next line is read as a row of its own.
+        parts: that line split at the delimiter.  Lines are joined while the row has too few
+        fields (a \n in a name or comment); a row whose last field is text goes on over the
+        lines without a delimiter that follow it.  A row that joining does not make whole, or
+        that then does not parse, costs its first line only: the next line is read as a row
+        of its own.
         """
         expected = len(self.fields)
         number, text = self.buffer[0]
         taken = 1
-        if self.trailing is None and len(text.split(self.delimiter)) > expected:
+        if self.trailing is None and len(parts) > expected:
             self.trailing = text.endswith(self.delimiter)  # sacct --parsable, without a header
         width = expected + 1 if self.trailing else expected
-        while len(text.split(self.delimiter)) < width and taken < MAX_JOINED_LINES:
+        while len(parts) < width and taken < MAX_JOINED_LINES:
             following = self._next(taken)
             if following is None:
                 break
             text, taken = f"{text}\n{following}", taken + 1
-        found = len(text.split(self.delimiter))
-        if found == width and not self.trailing and self.fields[-1] in TEXT_FIELDS:
+            parts = text.split(self.delimiter)
+        if len(parts) == width and not self.trailing and self.text_last:
             following = self._next(taken)
             while following and self.delimiter not in following and taken < MAX_JOINED_LINES:
                 text, taken = f"{text}\n{following}", taken + 1
                 following = self._next(taken)
-        values = row_values(text, self.delimiter, expected)
+            parts = text.split(self.delimiter)
+        if self.check and taken == 1:  # one line, whatever its values: nothing else depends on them
+            self.buffer.popleft()
+            return UNPARSED
+        values = without_trailing(parts, expected)
         record = self._record(number, values) if len(values) == expected else None
         if record is None or (taken > 1 and isinstance(record, Skipped) and record.reason == "malformed"):
             first = row_values(self.buffer.popleft()[1], self.delimiter, expected)
@@ -294,8 +312,11 @@ class _TextDump:
         return record
 
 
-def _json_rows(path: Path, source: str, dump: DumpFormat) -> Iterator[Row]:
+def _json_rows(path: Path, source: str, dump: DumpFormat, *, check: bool) -> Iterator[Row]:
     for line, item in read_json_array(path, "jobs"):
+        if check:
+            yield line, UNPARSED
+            continue
         where = f"{source}:{line}"
         try:
             job = json_record(item, where=where, cluster=dump.cluster)
@@ -314,8 +335,14 @@ def is_json(path: str | Path) -> bool:
     return head.lstrip().startswith("{")
 
 
-def read_sacct_dump(path: str | Path, dump: DumpFormat | None = None) -> Iterator[Row]:
-    """(line, record or Skipped) for every row, streamed; InputError when the file is refused."""
+def read_sacct_dump(
+    path: str | Path, dump: DumpFormat | None = None, *, check: bool = False
+) -> Iterator[Row]:
+    """(line, record or Skipped) for every row, streamed; InputError when the file is refused.
+
+    check: read only what decides whether the file is refused (its JSON, its header lines,
+    the rows over several lines); the other rows come back UNPARSED.
+    """
     dump = dump or DumpFormat()
     source = str(path)
     if is_json(path):
@@ -324,10 +351,10 @@ def read_sacct_dump(path: str | Path, dump: DumpFormat | None = None) -> Iterato
                 "--fields and --delimiter are for text dumps; this one is sacct --json",
                 source=source,
             )
-        yield from _json_rows(Path(path), source, dump)
+        yield from _json_rows(Path(path), source, dump, check=check)
         return
     with open_text(path, lines_end_at="\n") as stream:
-        text = _TextDump(_physical_lines(stream, 1), source, dump)
+        text = _TextDump(_physical_lines(stream, 1), source, dump, check=check)
         if not text.start():
             raise InputError("line 1: empty file, expected a header line", source=source)
         yield from text.rows()

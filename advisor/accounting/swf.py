@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from advisor.accounting.files import open_text
 from advisor.errors import InputError
@@ -29,11 +29,14 @@ _FIELDS = 18
 #: Submit, wait, run and requested times above this are corrupt (and would overflow dates).
 MAX_TIME_S = 10**10
 _NUMBER = re.compile(r"-?\d{1,18}(?:\.\d+)?")  # more digits: corrupt, and float() gives inf
+_STATUS = re.compile(r"-?\d+")
+#: Fields that are all whole numbers or -1, up to 15 digits (float() is exact to 15 digits, so
+#: int() gives what _value's round(float()) would).
+_PLAIN = re.compile(r"(?:-1|\d{1,15})(?: (?:-1|\d{1,15}))*")
 _HEADER = re.compile(r";\s*(\w+):\s*(.*?)\s*$")
 
 
-@dataclass(frozen=True, slots=True)
-class SwfJob:
+class SwfJob(NamedTuple):
     """One SWF job; times in seconds relative to the log's start, None where unknown."""
 
     job_id: int
@@ -84,28 +87,31 @@ def parse_swf_line(line: str, *, source: str = "swf", line_no: int = 0) -> SwfJo
     parts = text.split()
     if len(parts) != _FIELDS:
         raise InputError(f"expected {_FIELDS} fields, found {len(parts)}", source=where)
-    values = [_value(part, index, where) for index, part in enumerate(parts, start=1)]
+    if _PLAIN.fullmatch(" ".join(parts)):  # the usual line: whole numbers and -1 (unknown)
+        values = [None if value < 0 else value for value in map(int, parts)]
+    else:
+        values = [_value(part, index, where) for index, part in enumerate(parts, start=1)]
     job_id, submit, status = values[0], values[1], parts[10]
     if job_id is None or submit is None:
         raise InputError("job id and submit time must be known", source=where)
-    if not re.fullmatch(r"-?\d+", status) or int(status) not in SWF_STATES:
+    if not _STATUS.fullmatch(status) or int(status) not in SWF_STATES:
         raise InputError(f"field 11 is not an SWF status: {status!r}", source=where)
     if any(v is not None and v > MAX_TIME_S for v in (values[1], values[2], values[3], values[8])):
         raise InputError(f"a time beyond {MAX_TIME_S} s (300 years)", source=where)
     return SwfJob(
-        job_id=job_id,
-        submit_s=submit,
-        wait_s=values[2],
-        run_s=values[3],
-        procs=values[4] if values[4] is not None else values[7],
-        request_s=values[8] or None,  # 0 s requested means "not given"
-        status=int(status),
-        user=values[11],
-        group=values[12],
-        executable=values[13],
-        queue=values[14],
-        partition=values[15],
-        line=line_no,
+        job_id,
+        submit,
+        values[2],  # wait_s
+        values[3],  # run_s
+        values[4] if values[4] is not None else values[7],  # procs: allocated, else requested
+        values[8] or None,  # request_s: 0 s requested means "not given"
+        int(status),
+        values[11],  # user
+        values[12],  # group
+        values[13],  # executable
+        values[14],  # queue
+        values[15],  # partition
+        line_no,
     )
 
 

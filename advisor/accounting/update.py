@@ -30,8 +30,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from advisor.accounting.ingest import Ingestor
+from advisor.accounting.ingest import Finished, Ingestor, finished
 from advisor.accounting.mapping import swf_epoch, swf_record
+from advisor.accounting.reader_process import can_fork, read_in_child
 from advisor.accounting.sacct_file import DumpFormat, Skipped, not_a_job, read_sacct_dump
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.errors import AdvisorError, InputError, SlurmError, UsageError
@@ -40,6 +41,7 @@ from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.records import FINAL_STATES, JobRecord
 from advisor.slurm.timestamps import local_time
 from advisor.store.accounting import get_watermark, set_watermark
+from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
 #: The watermark of the local cluster's sacct.
@@ -49,8 +51,12 @@ DEFAULT_WINDOW = timedelta(hours=24)
 SETTLE = timedelta(minutes=5)
 #: A record still unfilled this long after its time is taken as it is (or dropped).
 STUCK_AFTER = timedelta(hours=1)
-#: Records of a file stored per transaction.
+#: Records of a file stored per transaction.  Jobs are learned in the order of their end within
+#: a batch, so the batch is part of what is stored (the history windows' order, the models'
+#: sums): changing it changes the cache that a file gives (tests/unit/test_accounting_pinned).
 BATCH = 5000
+#: Files from this size on are read (their second pass) in a second process.
+READER_PROCESS_BYTES = 1 << 20
 #: Warnings kept in the result (every skipped row is counted in ``skipped`` all the same).
 MAX_WARNINGS = 100
 #: The cluster of dump rows without a Cluster field when neither --cluster nor slurm.conf names one.
@@ -287,10 +293,18 @@ class SkipTally:
 
 
 def dump_records(
-    path: Path, dump: DumpFormat, tally: SkipTally, tick: Callable[[int], None]
+    path: Path,
+    dump: DumpFormat,
+    tally: SkipTally,
+    tick: Callable[[int], None],
+    *,
+    check: bool = False,
 ) -> Iterator[JobRecord]:
-    """The dump's finished jobs, in file order; the other rows go to the tally."""
-    for line, row in read_sacct_dump(path, dump):
+    """The dump's finished jobs, in file order; the other rows go to the tally.
+
+    check: only read what decides whether the file is refused (read_sacct_dump).
+    """
+    for line, row in read_sacct_dump(path, dump, check=check):
         tick(line)
         if isinstance(row, Skipped):
             tally.skip(row)
@@ -299,15 +313,20 @@ def dump_records(
 
 
 def _swf_records(
-    path: Path, dump: DumpFormat, tally: SkipTally, tick: Callable[[int], None]
+    path: Path,
+    dump: DumpFormat,
+    tally: SkipTally,
+    tick: Callable[[int], None],
+    *,
+    check: bool = False,
 ) -> Iterator[JobRecord]:
-    epoch = swf_epoch(swf_header(path))
+    epoch, log = swf_epoch(swf_header(path)), path.stem
     for job in read_swf(path):
         tick(job.line)
         if job.run_s is None or job.state not in FINAL_STATES:
             tally.skip(Skipped("unknown_runtime" if job.run_s is None else "not_finished"))
-            continue
-        yield swf_record(job, log=path.stem, epoch=epoch)
+        elif not check:  # every line is read all the same: one that is not SWF refuses the log
+            yield swf_record(job, log=log, epoch=epoch)
 
 
 def count_lines(path: Path) -> int:
@@ -350,29 +369,49 @@ def update_from_file(
     dump: DumpFormat | None = None,
     strict: bool = False,
     progress: Progress | None = None,
+    reader_process: bool | None = None,
 ) -> dict[str, Any]:
-    """Ingest a saved sacct dump, text or JSON (kind 'sacct'), or an SWF log (kind 'swf')."""
+    """Ingest a saved sacct dump, text or JSON (kind 'sacct'), or an SWF log (kind 'swf').
+
+    reader_process: read the second pass in another process (None: for files of
+    READER_PROCESS_BYTES or more, where a second process can be forked).
+    """
     file = Path(path)
     reader = dump_records if kind == "sacct" else _swf_records
     dump = dump or DumpFormat(cluster=local_cluster_name() or DEFAULT_CLUSTER)
     total = count_lines(file) if progress is not None and file.is_file() else None
 
-    def ticker(offset: int) -> Callable[[int], None]:
+    def ticker(offset: int, report: Progress | None) -> Callable[[int], None]:
         def tick(line: int) -> None:
-            if progress is not None and line % 1000 == 0:
-                progress(offset + line, 2 * total if total else None)
+            if report is not None and line % 1000 == 0:
+                report(offset + line, 2 * total if total else None)
 
         return tick
 
-    for _ in reader(file, dump, SkipTally(strict=strict), ticker(0)):
-        pass  # the first pass: every row is read and checked before anything is stored
+    # the first pass: every row that can refuse the file is read before anything is stored
+    # (with strict, every row: any warning refuses it)
+    for _ in reader(file, dump, SkipTally(strict=strict), ticker(0, progress), check=not strict):
+        pass
     tally = SkipTally()
     ingestor = Ingestor(store)
+
+    def produce(report: Progress | None) -> Iterator[list[Finished]]:
+        records = reader(file, dump, tally, ticker(total or 0, report))
+        for batch in _batches(records, BATCH):
+            now = utc_now()
+            yield [finished(job, ingestor.classes, now) for job in batch]
+
+    if reader_process is None:
+        reader_process = file.is_file() and file.stat().st_size >= READER_PROCESS_BYTES
+    if reader_process and can_fork():
+        batches = read_in_child(produce, tally, progress or _no_progress)
+    else:
+        batches = produce(progress)
     records = 0
-    for batch in _batches(reader(file, dump, tally, ticker(total or 0)), BATCH):
+    for batch in batches:
         records += len(batch)
         with store.write():
-            ingestor.add(batch)
+            ingestor.add_finished(batch)
     if progress is not None and total is not None:
         progress(2 * total, 2 * total)
     return {
@@ -387,3 +426,7 @@ def update_from_file(
         "warnings": tally.warnings,
         **ingestor.stats.as_dict(),
     }
+
+
+def _no_progress(done: int, total: int | None) -> None:
+    pass

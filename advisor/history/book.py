@@ -23,7 +23,12 @@ from advisor.history.policy import (
 
 
 class HistoryBook:
-    """Key states and the site budget, updated one finished job at a time."""
+    """Key states and the site budget, updated one finished job at a time.
+
+    A key's runs are added to its state when the state is next looked at: a batch of jobs
+    builds each key's window once, not once per job (the same state as KeyState.learned one
+    run at a time).
+    """
 
     def __init__(
         self,
@@ -32,11 +37,29 @@ class HistoryBook:
         *,
         config: PolicyConfig = DEFAULT_CONFIG,
     ) -> None:
-        self.states: dict[HistoryKey, KeyState] = dict(states or {})
+        self._states: dict[HistoryKey, KeyState] = dict(states or {})
+        #: Runs learned per key and not yet in its state (a batch's jobs add one each).
+        self._runs: dict[HistoryKey, list[tuple[float, bool]]] = {}
         self.site = site or SiteBudget()
         self.config = config
         #: Keys whose state changed since the book was loaded (what a store must write back).
         self.changed: set[HistoryKey] = set()
+
+    @property
+    def states(self) -> dict[HistoryKey, KeyState]:
+        """Every key's state, with all it learned."""
+        for key in list(self._runs):
+            self._state(key)
+        return self._states
+
+    def _state(self, key: HistoryKey) -> KeyState | None:
+        runs = self._runs.pop(key, None)
+        if runs is None:
+            return self._states.get(key)
+        state = self._states[key] = (self._states.get(key) or KeyState()).learned_runs(
+            runs, config=self.config
+        )
+        return state
 
     def propose(
         self,
@@ -56,14 +79,15 @@ class HistoryBook:
         )
 
     def propose_key(self, keys: Iterable[HistoryKey]) -> HistoryKey | None:
-        """The first key with enough completed runs, ignoring the at-risk budget."""
-        result = propose(
-            ((key, self.states.get(key)) for key in keys),
-            in_flight=lambda _key: 0,
-            site=self.site,
-            config=self.config,
-        )
-        return result.key if isinstance(result, Proposal) else None
+        """The first key with enough completed runs, ignoring the at-risk budget.
+
+        What ``propose`` with nothing in flight answers, without working out the proposal.
+        """
+        for key in keys:
+            state = self._state(key)
+            if state is not None and state.completed_in_window >= self.config.min_runs:
+                return None if state.cap <= 0 else key  # as propose: nothing in flight >= cap
+        return None
 
     def learn(
         self,
@@ -92,15 +116,13 @@ class HistoryBook:
         proven = advised if recorded is None else recorded
         site_kill = killed and proven and self._first_kill(user)
         if state in LEARNED_STATES and runtime_s >= 0:
+            run = (float(runtime_s), state == "TIMEOUT")  # KeyState.learned, one key at a time
             for key in keys_for(user, name, partition):
-                current = self.states.get(key) or KeyState()
-                self.states[key] = current.learned(
-                    runtime_s, censored=state == "TIMEOUT", config=self.config
-                )
+                self._runs.setdefault(key, []).append(run)
                 self.changed.add(key)
         if advised_key is not None:
-            current = self.states.get(advised_key) or KeyState()
-            self.states[advised_key] = current.after_advised(killed=killed, config=self.config)
+            current = self._state(advised_key) or KeyState()
+            self._states[advised_key] = current.after_advised(killed=killed, config=self.config)
             self.changed.add(advised_key)
         self.site = self.site.after(killed=site_kill, config=self.config)
 
@@ -116,5 +138,5 @@ class HistoryBook:
         keys = keys_for(user, None, None)
         if not keys:
             return False
-        window = self.states.get(keys[0]) or KeyState()
+        window = self._state(keys[0]) or KeyState()
         return not any(censored for _, censored in window.runs)

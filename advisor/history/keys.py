@@ -9,6 +9,8 @@ short jobs shorten the limits of everyone without a history of their own.
 
 from __future__ import annotations
 
+import functools
+
 from advisor.lite import NamedTuple
 
 #: Key kinds in the order they are tried.
@@ -29,6 +31,7 @@ class HistoryKey(NamedTuple):
         return ", ".join(f"{what} {value}" for what, value in parts if value)
 
 
+@functools.lru_cache(maxsize=8192)  # a site's jobs come from the same users, names, partitions
 def keys_for(user: str | None, name: str | None, partition: str | None) -> tuple[HistoryKey, ...]:
     """The job's keys, most specific first (only the ones its parts allow)."""
     user, name, partition = user or "", name or "", partition or ""

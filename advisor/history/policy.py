@@ -33,7 +33,7 @@ Why these rules (one configuration, fixed here, not fitted to any log):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from advisor.history.keys import HistoryKey
 from advisor.lite import NamedTuple
@@ -73,7 +73,7 @@ class KeyState(NamedTuple):
     @property
     def completed_in_window(self) -> int:
         """Runs in the window that completed (not censored)."""
-        return sum(1 for _, censored in self.runs if not censored)
+        return [censored for _, censored in self.runs].count(False)  # a list counts fast
 
     @property
     def basis_s(self) -> float:
@@ -84,8 +84,15 @@ class KeyState(NamedTuple):
         self, runtime_s: float, *, censored: bool, config: PolicyConfig = DEFAULT_CONFIG
     ) -> KeyState:
         """The state after one more run (the oldest leaves a full window)."""
-        runs = (*self.runs, (float(runtime_s), censored))[-config.window :]
-        return KeyState(runs, self.cap, self.completed + (not censored), self.kills)
+        return self.learned_runs(((float(runtime_s), censored),), config=config)
+
+    def learned_runs(
+        self, runs: Sequence[tuple[float, bool]], *, config: PolicyConfig = DEFAULT_CONFIG
+    ) -> KeyState:
+        """The state after these (runtime_s, censored) runs, in order: ``learned`` of each."""
+        completed = [censored for _, censored in runs].count(False)
+        window = (*self.runs, *runs)[-config.window :]
+        return KeyState(window, self.cap, self.completed + completed, self.kills)
 
     def after_advised(self, *, killed: bool, config: PolicyConfig = DEFAULT_CONFIG) -> KeyState:
         """AIMD on the at-risk cap after an advised job ended: halve on a kill, else + 1/cap."""

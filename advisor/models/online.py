@@ -3,7 +3,9 @@
 ``update_online`` is what accounting calls for each finished job: it reads one record, adds the
 run to the sufficient statistics (O(k²), no history reread) and writes the record back, all in
 one write transaction so concurrent updates serialise.  The first run on a class creates the
-record from the transferred prior (reference model × node factor).
+record from the transferred prior (reference model × node factor).  ``OnlineUpdates`` does the
+same for a batch of runs in the caller's transaction, reading the node context and each record
+once and writing each record back once.
 
 A run with a user (every job accounting sees) updates that user's own record only
 (user_task_models): what it teaches reaches that user's predictions, never another user's.
@@ -14,6 +16,9 @@ accounting) update the shared record.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from advisor.models.class_model import ClassModel, UserRuns
 from advisor.models.context import load_node_context
@@ -27,9 +32,17 @@ from advisor.store.task_models import (
     UserModelRow,
     load_task_models,
     load_user_models,
-    upsert_task_model,
-    upsert_user_model,
+    upsert_models,
 )
+
+
+def _teaches(observation: Observation) -> bool:
+    return not (
+        observation.censored
+        or observation.input_bytes is None
+        or observation.runtime_s < 0
+        or (not observation.user and observation.from_accounting)
+    )
 
 
 def update_online(store: Store, observation: Observation) -> ClassModel | None:
@@ -41,57 +54,124 @@ def update_online(store: Store, observation: Observation) -> ClassModel | None:
     caller's job (add_observations), so that a later ``advisor learn`` arrives at the same
     model.
     """
-    if observation.censored or observation.input_bytes is None or observation.runtime_s < 0:
-        return None
-    if not observation.user and observation.from_accounting:
+    if not _teaches(observation):
         return None
     with store.write():
-        context = load_node_context(store)
+        updates = OnlineUpdates(store)
+        model = updates.update(observation)
+        updates.flush()
+    return model
+
+
+def _as_stored(params: dict[str, Any]) -> dict[str, Any]:
+    """The params as the cache gives them back (what the next update of the record reads)."""
+    stored: dict[str, Any] = json.loads(json.dumps(params, sort_keys=True, allow_nan=False))
+    return stored
+
+
+class OnlineUpdates:
+    """update_online for many runs, in order, inside the caller's write transaction.
+
+    The records each run reads are the ones the runs before it wrote, kept here as the cache
+    would hold them; ``flush`` writes them back (before anything else reads those tables).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.context = load_node_context(store)
+        self._tasks: dict[str, dict[tuple[str, str], TaskModelRow]] = {}
+        self._users: dict[tuple[str, str], dict[str, UserModelRow]] = {}
+        self._transferred: dict[tuple[str, str], ClassModel] = {}
+        self._written: dict[tuple[str, ...], TaskModelRow | UserModelRow] = {}
+
+    def update(self, observation: Observation) -> ClassModel | None:
+        """update_online of one run."""
+        size = observation.input_bytes
+        if size is None or not _teaches(observation):
+            return None
+        context = self.context
         node_class = observation.node_class or (
             context.class_of(observation.node) if observation.node else None
         )
         if node_class is None:
             return None
-        rows = {(r.node_class, r.method): r for r in load_task_models(store, observation.task)}
+        rows = self._task_rows(observation.task)
         if ("*", "lotaru") not in rows:
             return None
         current = rows.get((node_class, "online"))
         if current is not None:
             model = ClassModel.from_params(node_class, current.params)
         else:
-            reference = ReferenceModel.from_params(rows[("*", "lotaru")].params)
-            factor = class_factor(
-                reference.reference, node_class, context.scores, reference.cpu_weight
-            )
-            model = transferred_model(reference, node_class, factor)
-        run = [(float(observation.input_bytes), observation.runtime_s, observation.cores)]
+            model = self._transferred_model(observation.task, node_class, rows[("*", "lotaru")])
+        run = [(float(size), observation.runtime_s, observation.cores)]
         if observation.user:
-            return model.with_user(_add_user_run(store, observation, node_class, model, run))
+            return model.with_user(self._add_user_run(observation, node_class, model, run))
         model = model.with_runs(run)
-        upsert_task_model(
-            store,
-            TaskModelRow(observation.task, node_class, "online", model.to_params(), model.stats.n),
+        row = TaskModelRow(
+            observation.task, node_class, "online", _as_stored(model.to_params()), model.stats.n
         )
-    return model
+        rows[(node_class, "online")] = row
+        self._written[(row.task, row.node_class, row.method)] = row
+        return model
 
+    def flush(self) -> None:
+        """Write the records the runs changed (joins the caller's transaction)."""
+        written = self._written.values()
+        upsert_models(
+            self.store,
+            [row for row in written if isinstance(row, TaskModelRow)],
+            [row for row in written if isinstance(row, UserModelRow)],
+        )
+        self._written.clear()
 
-def _add_user_run(
-    store: Store,
-    observation: Observation,
-    node_class: str,
-    shared: ClassModel,
-    run: list[tuple[float, float, int | None]],
-) -> UserRuns:
-    """The user's own statistics on the class after this run, stored."""
-    user = str(observation.user)
-    found = load_user_models(store, user, observation.task)
-    current = next((r for r in found if r.node_class == node_class), None)
-    mine = UserRuns.from_params(current.params) if current is not None else None
-    if mine is None or mine.feature_set != shared.feature_set:  # none yet, or other features
-        mine = UserRuns.empty(shared.feature_set)
-    mine = mine.with_runs(run)
-    upsert_user_model(
-        store,
-        UserModelRow(user, observation.task, node_class, mine.to_params(), mine.stats.n),
-    )
-    return mine
+    def forget(self) -> None:
+        """Read the records from the cache again (after something else wrote them); flush first."""
+        self._tasks.clear()
+        self._users.clear()
+        self._transferred.clear()
+
+    def _task_rows(self, task: str) -> dict[tuple[str, str], TaskModelRow]:
+        rows = self._tasks.get(task)
+        if rows is None:
+            found = load_task_models(self.store, task)
+            rows = self._tasks[task] = {(r.node_class, r.method): r for r in found}
+        return rows
+
+    def _transferred_model(self, task: str, node_class: str, reference_row: TaskModelRow) -> ClassModel:
+        model = self._transferred.get((task, node_class))
+        if model is None:
+            reference = ReferenceModel.from_params(reference_row.params)
+            factor = class_factor(
+                reference.reference, node_class, self.context.scores, reference.cpu_weight
+            )
+            model = self._transferred[(task, node_class)] = transferred_model(
+                reference, node_class, factor
+            )
+        return model
+
+    def _add_user_run(
+        self,
+        observation: Observation,
+        node_class: str,
+        shared: ClassModel,
+        run: list[tuple[float, float, int | None]],
+    ) -> UserRuns:
+        """The user's own statistics on the class after this run, kept to be written."""
+        user = str(observation.user)
+        rows = self._users.get((user, observation.task))
+        if rows is None:
+            found = load_user_models(self.store, user, observation.task)
+            rows = self._users[(user, observation.task)] = {}
+            for row in found:
+                rows.setdefault(row.node_class, row)
+        current = rows.get(node_class)
+        mine = UserRuns.from_params(current.params) if current is not None else None
+        if mine is None or mine.feature_set != shared.feature_set:  # none yet, or other features
+            mine = UserRuns.empty(shared.feature_set)
+        mine = mine.with_runs(run)
+        row = UserModelRow(
+            user, observation.task, node_class, _as_stored(mine.to_params()), mine.stats.n
+        )
+        rows[node_class] = row
+        self._written[(user, observation.task, node_class, "user")] = row
+        return mine

@@ -17,6 +17,7 @@ from advisor.slurm.sacct_text import (
     parse_sacct,
     parse_sacct_line,
     parse_state,
+    whole_number,
 )
 from advisor.slurm.timefmt import parse_timelimit
 from advisor.slurm.timestamps import parse_timestamp
@@ -28,9 +29,10 @@ _TEST_ONLY = re.compile(
 
 
 def _int(value: str, field: str, where: str) -> int:
-    if not re.fullmatch(r"[0-9]{1,18}", value.strip()):
-        raise InputError(f"{where}: field {field} is not a whole number: {value!r}")
-    return int(value.strip())
+    try:
+        return whole_number(value, field)
+    except InputError as error:
+        raise InputError(f"{where}: {error.message}") from None
 
 
 def parse_key_values(line: str) -> dict[str, str]:

@@ -9,18 +9,19 @@ so no name can shift a field or forge a record; a saved dump has to be read line
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from advisor.errors import InputError
 from advisor.slurm.hostlist import expand_hostlist
 from advisor.slurm.records import JobRecord
 from advisor.slurm.timefmt import NoLimit, parse_duration, parse_timelimit
 from advisor.slurm.timestamps import parse_timestamp
-from advisor.text import storable
+from advisor.text import ascii_int, storable
 
 #: The sacct fields the advisor asks for, in order (``sacct --format``).  The first and the last
 #: (a number and the cluster's name) are the ones no user can choose: records are split there.
@@ -92,7 +93,7 @@ _MEM_PER = {"c": "cpu", "n": "node", "": None}
 _STATE = re.compile(r"([A-Z_]+)(?: by (\d{1,18}))?\+?")
 _EXIT = re.compile(r"(\d{1,3}):(\d{1,3})")
 _LEADING_ID = re.compile(r"(\d{1,18})(?:$|[_.+])")
-_WHOLE = re.compile(r"[0-9]{1,18}")
+_T = TypeVar("_T")
 
 
 def canonical_field(name: str) -> str:
@@ -118,10 +119,12 @@ def is_header(values: Sequence[str]) -> bool:
     return len(values) > 1 and all(value.strip().lower() in FIELD_NAMES for value in values)
 
 
-def _int(value: str, field: str, where: str) -> int:
-    if not _WHOLE.fullmatch(value.strip()):
-        raise InputError(f"{where}: field {field} is not a whole number: {value[:80]!r}")
-    return int(value.strip())
+def whole_number(value: str, field: str) -> int:
+    """A count as Slurm prints it: up to 18 ASCII digits, blanks around them allowed."""
+    found = ascii_int(value.strip())
+    if found is None:
+        raise InputError(f"field {field} is not a whole number: {value[:80]!r}")
+    return found
 
 
 def parse_req_mem(value: str) -> tuple[float | None, str | None]:
@@ -155,115 +158,191 @@ def parse_state(value: str) -> tuple[str, int | None]:
     return match.group(1), int(match.group(2)) if match.group(2) else None
 
 
+def parse_exit_code(value: str) -> tuple[int | None, int | None]:
+    """``2:0`` -> (2, 0); an empty field is neither."""
+    if not value.strip():
+        return None, None
+    match = _EXIT.fullmatch(value.strip())
+    if not match:
+        raise InputError(f"ExitCode is not CODE:SIGNAL: {value[:40]!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
 def raw_job_id(job_id: str) -> int | None:
     """The number a JobID starts with (``49_2`` -> 49, ``7+1`` -> 7, ``36.batch`` -> 36)."""
+    if job_id.isdecimal() and len(job_id) <= 18:  # the usual case, without the pattern
+        return int(job_id)
     match = _LEADING_ID.match(job_id.strip())
     return int(match.group(1)) if match else None
 
 
-def _limit(row: Mapping[str, str], where: str) -> int | NoLimit | None:
-    raw = row.get("TimelimitRaw", "").strip()
-    if raw.isascii() and raw.isdigit():
-        return _int(raw, "TimelimitRaw", where) * 60
-    text = row.get("Timelimit", "").strip() or raw
-    if not text:
-        return None
-    return parse_timelimit(text, field=f"{where}: Timelimit")
+#: Values that repeat from row to row are parsed once per reader, up to this many of each.
+_MEMO_SIZE = 4096
 
 
-def _cpus(row: Mapping[str, str], where: str) -> int:
-    for field in CPU_FIELDS:
-        value = row.get(field, "").strip()
-        if value:
-            return _int(value, field, where)
-    return 0
+def _memo(parse: Callable[[str], _T]) -> Callable[[str], _T]:
+    """The parser, its results kept (errors are not: every row that has one reports it)."""
+    memo: dict[str, _T] = {}
 
-
-def _elapsed(row: Mapping[str, str], where: str) -> int:
-    raw = row.get("ElapsedRaw", "").strip()
-    if raw:
-        return _int(raw, "ElapsedRaw", where)
-    text = row.get("Elapsed", "").strip()
-    if not text:
-        raise InputError(f"{where}: no elapsed time (Elapsed and ElapsedRaw are empty)")
-    return parse_duration(text, field=f"{where}: Elapsed")
-
-
-def sacct_record(
-    row: Mapping[str, str],
-    *,
-    where: str = "sacct",
-    cluster: str = "",
-    time_format: str | None = None,
-) -> JobRecord:
-    """One row (field name -> text) as a record; InputError names the row and the field.
-
-    ``cluster`` stands in for an empty or missing Cluster; a row without End ends at Start +
-    elapsed; JobIDRaw defaults to the number JobID starts with.
-    """
-    job_id = row.get("JobID", "").strip() or row.get("JobIDRaw", "").strip()
-    if not job_id:
-        raise InputError(f"{where}: no job id (JobID and JobIDRaw are empty)")
-    where = f"{where}: job {job_id[:40]}"
-    raw_text = row.get("JobIDRaw", "").strip()
-    raw = raw_job_id(raw_text or job_id)
-    if raw is None:
-        raise InputError(f"{where}: the job id is not a number: {(raw_text or job_id)[:40]!r}")
-    limit = _limit(row, where)
-    try:  # these parsers do not know the record: name it, as every other field error does
-        state, by_uid = parse_state(row.get("State", ""))
-        nodes = expand_hostlist(storable(row.get("NodeList", "")))
-        req_mem_mb, req_mem_per = parse_req_mem(row.get("ReqMem", ""))
-        when = {
-            field: parse_timestamp(row.get(field, ""), field=field, time_format=time_format)
-            for field in ("Submit", "Start", "End")
-        }
-    except InputError as error:
-        raise InputError(f"{where}: {error.message}") from None
-    exit_code = exit_signal = None
-    if row.get("ExitCode", "").strip():
-        match = _EXIT.fullmatch(row["ExitCode"].strip())
-        if not match:
-            raise InputError(f"{where}: ExitCode is not CODE:SIGNAL: {row['ExitCode'][:40]!r}")
-        exit_code, exit_signal = int(match.group(1)), int(match.group(2))
-    elapsed = _elapsed(row, where)
-    start, end = when["Start"], when["End"]
-    if "End" not in row and start is not None:
+    def parsed(value: str) -> _T:
         try:
-            end = start + timedelta(seconds=elapsed)
-        except OverflowError:
-            raise InputError(f"{where}: Start + Elapsed is past the year 9999") from None
-    return JobRecord(
-        cluster=storable(row.get("Cluster", "").strip()) or cluster,
-        job_id=storable(job_id),
-        job_id_raw=raw,
-        name=storable(row.get("JobName", "")),
-        user=storable(row.get("User", "")),
-        account=storable(row.get("Account", "")),
-        partition=storable(row.get("Partition", "")),
-        nodes=nodes,
-        cpus=_cpus(row, where),
-        req_mem_mb=req_mem_mb,
-        elapsed_s=elapsed,
-        timelimit_s=limit if isinstance(limit, int) else None,
-        timelimit_kind=limit if isinstance(limit, NoLimit) else None,
-        state=state,
-        state_by_uid=by_uid,
-        exit_code=exit_code,
-        exit_signal=exit_signal,
-        submit=when["Submit"],
-        start=start,
-        end=end,
-        comment=storable(row.get("Comment", "")),
-        req_mem_per=req_mem_per,
-    )
+            return memo[value]
+        except KeyError:
+            result = parse(value)
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[value] = result
+            return result
+
+    return parsed
+
+
+class RowReader:
+    """Rows of one list of sacct fields as records: where each field is, compiled once.
+
+    The states, memory sizes, exit codes, host lists and time limits of a site's jobs repeat
+    from row to row; each reader parses every distinct value once.
+    """
+
+    def __init__(self, fields: Sequence[str]) -> None:
+        # a field that is not there reads as "" (the last slot of every row); a field named
+        # twice reads its last value, as a dict of the row would
+        at = {name: index for index, name in enumerate(fields)}
+        missing = len(fields)
+        self.width = len(fields)
+        (self._job_id, self._raw, self._name, self._user, self._account, self._partition,
+         self._nodes, self._mem, self._elapsed, self._elapsed_raw, self._limit,
+         self._limit_raw, self._state, self._exit, self._submit, self._start, self._end,
+         self._comment, self._cluster) = (
+            at.get(name, missing)
+            for name in ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition",
+                         "NodeList", "ReqMem", "Elapsed", "ElapsedRaw", "Timelimit",
+                         "TimelimitRaw", "State", "ExitCode", "Submit", "Start", "End",
+                         "Comment", "Cluster")
+        )  # fmt: skip
+        self._cpus = [(at[name], name) for name in CPU_FIELDS if name in at]
+        self._has_end = "End" in at
+        self.state = _memo(parse_state)
+        self.nodes = _memo(lambda text: expand_hostlist(storable(text)))  # names: stored as text
+        self.req_mem = _memo(parse_req_mem)
+        self.exit_code = _memo(parse_exit_code)
+        self.timelimit = _memo(lambda text: parse_timelimit(text, field="Timelimit"))
+        self.duration = _memo(lambda text: parse_duration(text, field="Elapsed"))
+
+    def printed_job_id(self, values: Sequence[str]) -> str:
+        """The row's JobID as sacct printed it (its JobIDRaw when JobID is empty)."""
+        row = (*values, "")
+        return row[self._job_id] or row[self._raw]
+
+    def record(
+        self,
+        values: Sequence[str],
+        *,
+        where: str = "sacct",
+        cluster: str = "",
+        time_format: str | None = None,
+    ) -> JobRecord:
+        """One row's values (in the reader's field order) as a record.
+
+        InputError names the row, the job and the field.  ``cluster`` stands in for an empty
+        or missing Cluster; a row without End ends at Start + elapsed; JobIDRaw defaults to
+        the number JobID starts with.
+        """
+        row = (*values, "")
+        job_id = row[self._job_id].strip() or row[self._raw].strip()
+        if not job_id:
+            raise InputError(f"{where}: no job id (JobID and JobIDRaw are empty)")
+        try:
+            return self._record(row, job_id, cluster, time_format)
+        except InputError as error:
+            raise InputError(f"{where}: job {job_id[:40]}: {error.message}") from None
+
+    def _record(
+        self, row: Sequence[str], job_id: str, cluster: str, time_format: str | None
+    ) -> JobRecord:
+        raw_text = row[self._raw].strip()
+        raw = raw_job_id(raw_text or job_id)
+        if raw is None:
+            raise InputError(f"the job id is not a number: {(raw_text or job_id)[:40]!r}")
+        limit = self._time_limit(row)
+        state, by_uid = self.state(row[self._state])
+        nodes = self.nodes(row[self._nodes])
+        req_mem_mb, req_mem_per = self.req_mem(row[self._mem])
+        submit = parse_timestamp(row[self._submit], field="Submit", time_format=time_format)
+        start = parse_timestamp(row[self._start], field="Start", time_format=time_format)
+        end = parse_timestamp(row[self._end], field="End", time_format=time_format)
+        exit_code, exit_signal = self.exit_code(row[self._exit])
+        elapsed = self._elapsed_s(row)
+        if not self._has_end and start is not None:
+            try:
+                end = start + timedelta(seconds=elapsed)
+            except OverflowError:
+                raise InputError("Start + Elapsed is past the year 9999") from None
+        cpus = 0
+        for index, field in self._cpus:
+            value = row[index].strip()
+            if value:
+                cpus = whole_number(value, field)
+                break
+        return JobRecord(
+            storable(row[self._cluster].strip()) or cluster,
+            storable(job_id),
+            raw,
+            storable(row[self._name]),
+            storable(row[self._user]),
+            storable(row[self._account]),
+            storable(row[self._partition]),
+            nodes,
+            cpus,
+            req_mem_mb,
+            elapsed,
+            limit if isinstance(limit, int) else None,
+            limit if isinstance(limit, NoLimit) else None,
+            state,
+            by_uid,
+            exit_code,
+            exit_signal,
+            submit,
+            start,
+            end,
+            storable(row[self._comment]),
+            req_mem_per,
+        )
+
+    def _time_limit(self, row: Sequence[str]) -> int | NoLimit | None:
+        raw = row[self._limit_raw].strip()
+        if raw.isascii() and raw.isdigit():
+            return whole_number(raw, "TimelimitRaw") * 60
+        text = row[self._limit].strip() or raw
+        if not text:
+            return None
+        return self.timelimit(text)
+
+    def _elapsed_s(self, row: Sequence[str]) -> int:
+        raw = row[self._elapsed_raw].strip()
+        if raw:
+            return whole_number(raw, "ElapsedRaw")
+        text = row[self._elapsed].strip()
+        if not text:
+            raise InputError("no elapsed time (Elapsed and ElapsedRaw are empty)")
+        return self.duration(text)
+
+
+@functools.lru_cache(maxsize=64)
+def row_reader(fields: tuple[str, ...]) -> RowReader:
+    """The reader of rows of these fields (one per field list, kept)."""
+    return RowReader(fields)
 
 
 def row_values(line: str, delimiter: str, expected: int) -> list[str]:
     """The values of one row; a trailing delimiter (``sacct --parsable``) is dropped."""
-    values = line.split(delimiter)
+    return without_trailing(line.split(delimiter), expected)
+
+
+def without_trailing(values: list[str], expected: int) -> list[str]:
+    """A row's values split at the delimiter, without the empty one after a trailing one."""
     if len(values) == expected + 1 and values[-1] == "":
-        values.pop()
+        return values[:-1]
     return values
 
 
@@ -287,8 +366,8 @@ def parse_sacct_line(
     missing = missing_fields(fields, ROW_NEEDED)
     if missing:
         raise InputError(f"{where}: the sacct format lacks {', '.join(missing)}")
-    row = dict(zip(fields, values, strict=True))
-    return sacct_record(row, where=where, cluster=cluster, time_format=time_format)
+    reader = row_reader(tuple(fields))
+    return reader.record(values, where=where, cluster=cluster, time_format=time_format)
 
 
 def parse_sacct(
@@ -350,9 +429,10 @@ def parse_sacct_records(
     A record that does not parse is a problem, not a failure: the others are kept.
     """
     records, problems = [], []
+    reader = row_reader(tuple(fields))
     for number, values in enumerate(split_records(text, len(fields), delimiter), start=1):
         try:
-            records.append(sacct_record(dict(zip(fields, values, strict=True)), where=source))
+            records.append(reader.record(values, where=source))
         except InputError as error:
             problems.append(f"{source} record {number}: {error.message.removeprefix(source + ': ')}")
     return SacctRows(records, problems)

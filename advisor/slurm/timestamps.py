@@ -41,7 +41,7 @@ def parse_timestamp(text: str, *, field: str, time_format: str | None = None) ->
     if value in UNKNOWN_TIMES:
         return None
     try:
-        if _EPOCH.fullmatch(value):
+        if value[4:5] != "-" and _EPOCH.fullmatch(value):  # 2024-...: no epoch, skip the pattern
             seconds = int(value)
             if seconds > _MAX_EPOCH:
                 raise ValueError(value)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from advisor.slurm.records import JobRecord
 from advisor.store.clock import utc_now
@@ -14,7 +16,13 @@ def _iso(moment: object) -> str | None:
     return moment.isoformat() if moment is not None else None  # type: ignore[attr-defined]
 
 
-def _row(job: JobRecord, now: str) -> tuple[object, ...]:
+@functools.lru_cache(maxsize=4096)
+def _nodes_json(nodes: tuple[str, ...]) -> str:
+    return json.dumps(list(nodes))  # a site's jobs run on the same host lists again and again
+
+
+def job_row(job: JobRecord, ingested_at: str) -> tuple[Any, ...]:
+    """The record's row (``JOB_COLUMNS``), for ``add_job_rows``; ingested_at: utc_now()."""
     return (
         job.cluster,
         job.job_id,
@@ -23,7 +31,7 @@ def _row(job: JobRecord, now: str) -> tuple[object, ...]:
         job.user,
         job.account,
         job.partition,
-        json.dumps(list(job.nodes)),
+        _nodes_json(job.nodes),
         job.cpus,
         job.req_mem_mb,
         job.elapsed_s,
@@ -34,40 +42,39 @@ def _row(job: JobRecord, now: str) -> tuple[object, ...]:
         _iso(job.start),
         _iso(job.end),
         job.comment,
-        now,
         job.req_mem_per,
+        ingested_at,
     )
 
 
+#: The columns of a job_row, in its order.
+JOB_COLUMNS = ("cluster", "job_id", "job_id_raw", "name", "user", "account", "partition",
+               "nodes", "cpus", "req_mem_mb", "elapsed_s", "timelimit_s", "state", "exit_code",
+               "submit", "start", "end", "comment", "req_mem_per", "ingested_at")  # fmt: skip
+# Column names are the constants above, never input.
 _INSERT = (
-    "INSERT INTO accounting_jobs (cluster, job_id, job_id_raw, name, user, account, partition, "
-    "nodes, cpus, req_mem_mb, elapsed_s, timelimit_s, state, exit_code, submit, start, end, "
-    "comment, ingested_at, req_mem_per) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (cluster, job_id) DO NOTHING"
+    f"INSERT INTO accounting_jobs ({', '.join(JOB_COLUMNS)}) "  # noqa: S608
+    f"VALUES ({', '.join('?' * len(JOB_COLUMNS))}) ON CONFLICT (cluster, job_id) DO NOTHING"
 )
 
 
-def add_jobs(store: Store, jobs: Iterable[JobRecord]) -> None:
-    """Insert records not stored yet (joins the caller's transaction; a stored one is kept)."""
-    now = utc_now()
+def add_job_rows(store: Store, rows: Iterable[tuple[Any, ...]]) -> None:
+    """Insert records (``job_row``) not stored yet in one statement; a stored one is kept.
+
+    Joins the caller's transaction.
+    """
     with store.write():
-        store.conn.executemany(_INSERT, (_row(job, now) for job in jobs))
+        store.conn.executemany(_INSERT, rows)
 
 
 def stored_job_ids(store: Store, cluster: str, job_ids: Iterable[str]) -> set[str]:
-    """Which of these job ids of a cluster are already stored."""
-    wanted = list(dict.fromkeys(job_ids))
-    found: set[str] = set()
-    for start in range(0, len(wanted), 500):  # SQLite's bound on host parameters
-        chunk = wanted[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
-        rows = store.conn.execute(
-            f"SELECT job_id FROM accounting_jobs WHERE cluster = ? AND job_id IN ({marks})",  # noqa: S608 - placeholders only
-            (cluster, *chunk),
-        )
-        found.update(row[0] for row in rows)
-    return found
+    """Which of these job ids of a cluster are already stored (one query, on the primary key)."""
+    rows = store.conn.execute(
+        "SELECT job_id FROM accounting_jobs "
+        "WHERE cluster = ? AND job_id IN (SELECT value FROM json_each(?))",
+        (cluster, json.dumps(list(job_ids))),
+    )
+    return {row[0] for row in rows}
 
 
 def save_jobs(

@@ -7,14 +7,12 @@ library only); writes happen inside accounting ingestion's transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from advisor.history.keys import HistoryKey
 from advisor.history.policy import KeyState, SiteBudget
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
-
-_KEY_COLUMNS = "kind = ? AND user = ? AND name = ? AND partition = ?"
 
 
 def stored_key(store: Store, key: HistoryKey) -> HistoryKey:
@@ -27,16 +25,24 @@ def stored_key(store: Store, key: HistoryKey) -> HistoryKey:
 
 
 def load_key_states(store: Store, keys: Iterable[HistoryKey]) -> dict[HistoryKey, KeyState]:
-    """The stored states of these keys (keys never seen are absent)."""
-    found: dict[HistoryKey, KeyState] = {}
-    for key in keys:
-        row = store.conn.execute(
-            f"SELECT runs, cap, completed, kills FROM history_keys WHERE {_KEY_COLUMNS}",  # noqa: S608 - constant
-            tuple(stored_key(store, key)),
-        ).fetchone()
-        if row is not None:
-            found[key] = _state(row)
-    return found
+    """The stored states of these keys (keys never seen are absent), in one query."""
+    wanted = {stored_key(store, key): key for key in keys}
+    rows = store.conn.execute(
+        "SELECT kind, user, name, partition, runs, cap, completed, kills FROM history_keys "
+        "WHERE (kind, user, name, partition) IN (SELECT json_extract(value, '$[0]'), "
+        "json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') "
+        "FROM json_each(?))",
+        (json.dumps(list(wanted)),),
+    )
+    return {wanted[HistoryKey(*row[:4])]: _state(row[4:]) for row in rows}
+
+
+def data_version(store: Store) -> int:
+    """A number that changes when another connection commits to the cache.
+
+    ``PRAGMA data_version``: what this connection read stays true while it does not change.
+    """
+    return int(store.conn.execute("PRAGMA data_version").fetchone()[0])
 
 
 def all_key_states(store: Store) -> dict[HistoryKey, KeyState]:
@@ -53,13 +59,33 @@ def _state(row: tuple[str, float, int, int]) -> KeyState:
     return KeyState(runs, float(row[1]), int(row[2]), int(row[3]))
 
 
+#: Each run's JSON, as json.dumps writes it in a list of runs: a site's runtimes repeat, and a
+#: key's window is saved again after every batch that adds one run to it.  Runs hold a float
+#: and a bool (KeyState.learned, _state), so equal runs have one text.
+_RUN_TEXT: dict[tuple[float, bool], str] = {}
+_RUN_TEXT_SIZE = 65536
+
+
+def runs_json(runs: Sequence[tuple[float, bool]]) -> str:
+    """``json.dumps([[runtime, int(censored)], ...])``, from each run's text."""
+    try:
+        return "[" + ", ".join(map(_RUN_TEXT.__getitem__, runs)) + "]"
+    except KeyError:
+        if len(_RUN_TEXT) > _RUN_TEXT_SIZE:
+            _RUN_TEXT.clear()
+        for run in runs:
+            if run not in _RUN_TEXT:
+                _RUN_TEXT[run] = json.dumps([run[0], int(run[1])])
+        return "[" + ", ".join(map(_RUN_TEXT.__getitem__, runs)) + "]"
+
+
 def save_key_states(store: Store, states: Mapping[HistoryKey, KeyState]) -> None:
     """Upsert states (joins the caller's transaction)."""
     now = utc_now()
     rows = [
         (
             *key,
-            json.dumps([[runtime, int(censored)] for runtime, censored in state.runs]),
+            runs_json(state.runs),
             state.cap,
             state.completed,
             state.kills,

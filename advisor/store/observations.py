@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
 
 from advisor.store.connection import Store
 
@@ -47,12 +49,20 @@ _UPSERT = (
 )
 
 
-def add_observations(store: Store, observations: Iterable[Observation]) -> int:
+#: An observation's values in column order (what ``add_observation_rows`` takes).
+observation_values: Callable[[Observation], tuple[Any, ...]] = attrgetter(*_COLUMNS)
+
+
+def add_observation_rows(store: Store, rows: Sequence[tuple[Any, ...]]) -> int:
     """Insert in one transaction; a row already there (same source and key) is replaced."""
-    rows = [tuple(getattr(o, c) for c in _COLUMNS) for o in observations]
     with store.write():
         store.conn.executemany(_UPSERT, rows)
     return len(rows)
+
+
+def add_observations(store: Store, observations: Iterable[Observation]) -> int:
+    """Insert in one transaction; a row already there (same source and key) is replaced."""
+    return add_observation_rows(store, [observation_values(o) for o in observations])
 
 
 def load_observations(store: Store, task: str | None = None) -> list[Observation]:

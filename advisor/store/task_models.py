@@ -87,6 +87,16 @@ def upsert_task_model(store: Store, row: TaskModelRow) -> None:
         store.conn.execute(_INSERT, _values(row, utc_now()))
 
 
+def upsert_models(
+    store: Store, rows: Iterable[TaskModelRow], user_rows: Iterable[UserModelRow]
+) -> None:
+    """upsert_task_model and upsert_user_model of many rows: one statement per table."""
+    now = utc_now()
+    with store.write():
+        store.conn.executemany(_INSERT, [_values(row, now) for row in rows])
+        store.conn.executemany(_INSERT_USER, [_user_values(row, now) for row in user_rows])
+
+
 def load_task_models(store: Store, task: str | None = None) -> list[TaskModelRow]:
     """Stored models, optionally of one task, ordered by task, class and method."""
     rows = store.conn.execute(

@@ -2,11 +2,14 @@
 
 tests/data/slurm/<version>/ (22.05.8 from Debian 12, 24.11.5 from Debian 13) were recorded by
 slurm/capture-fixtures.sh from the same job mix; the expectations come from the job mix itself
-(jobs_submitted.tsv, the capture headers), never from one recording's job ids or dates.
+(jobs_submitted.tsv, the capture headers), never from one recording's job ids or dates.  The
+sacct rows are read both as the live query reads them and as ``advisor update --sacct-file``
+reads a saved dump (``reader``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -14,7 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from advisor.accounting.sacct_file import DumpFormat, Skipped, read_sacct_dump
+from advisor.accounting.update import dump_format, update_from_file
 from advisor.errors import InputError
+from advisor.slurm import parsers
 from advisor.slurm.parsers import (
     SACCT_FIELDS,
     parse_job_id,
@@ -27,7 +33,9 @@ from advisor.slurm.parsers import (
     parse_test_only,
 )
 from advisor.slurm.records import JobRecord
+from advisor.slurm.sacct_text import whole_number
 from advisor.slurm.timefmt import NoLimit
+from advisor.store import Store
 from tests.captures import SLURM_DATA, VERSIONS, Capture, capture, submitted
 
 X1F = "\x1f"
@@ -62,9 +70,31 @@ def _text(version: str, name: str, *, drop: tuple[str, ...] = (PIPE, NEWLINE)) -
     return "\n".join(kept)
 
 
-def _by_name(version: str, name: str = "sacct_allocations_x1f.txt") -> dict[str, JobRecord]:
+#: Reads sacct text (its body, its delimiter) as JobRecords.
+Reader = Callable[[str, str], list[JobRecord]]
+
+
+@pytest.fixture(params=["live", "dump"])
+def reader(request: pytest.FixtureRequest, tmp_path: Path) -> Reader:
+    """The live query's parser, or a saved dump's reader (its finished jobs, the rest skipped)."""
+    if request.param == "live":
+        return lambda text, delimiter: parse_sacct(text, delimiter=delimiter)
+
+    def from_dump(text: str, delimiter: str) -> list[JobRecord]:
+        path = tmp_path / "dump.txt"
+        path.write_text(text, encoding="utf-8", newline="")
+        dump = DumpFormat(delimiter=delimiter, fields=SACCT_FIELDS, cluster="elsewhere")
+        return [row for _, row in read_sacct_dump(path, dump) if not isinstance(row, Skipped)]
+
+    return from_dump
+
+
+def _by_name(
+    version: str, name: str = "sacct_allocations_x1f.txt", reader: Reader | None = None
+) -> dict[str, JobRecord]:
     text = _text(version, name, drop=(NEWLINE,))
-    return {r.name: r for r in parse_sacct(text, delimiter=X1F)}
+    read = reader or (lambda body, delimiter: parse_sacct(body, delimiter=delimiter))
+    return {r.name: r for r in read(text, X1F)}
 
 
 def test_both_versions_are_recorded() -> None:
@@ -86,8 +116,8 @@ def test_capture_used_our_field_list(version: str) -> None:
     assert header.split("|") == list(SACCT_FIELDS)
 
 
-def test_sacct_rows_of_every_partition_and_state(version: str) -> None:
-    jobs = _by_name(version)
+def test_sacct_rows_of_every_partition_and_state(version: str, reader: Reader) -> None:
+    jobs = _by_name(version, reader=reader)
     recorded = _when(capture("sacct_allocations_x1f.txt", version))
     done = jobs["done-fat"]
     assert (done.partition, done.nodes, done.cpus, done.state) == ("fat", ("f1",), 4, "COMPLETED")
@@ -114,9 +144,30 @@ def test_sacct_rows_of_every_partition_and_state(version: str) -> None:
     assert jobs["defaults"].partition == "cpu" and jobs["defaults"].timelimit_s == 1800
 
 
-def test_unit_separator_keeps_pipes_in_user_text(version: str) -> None:
-    jobs = _by_name(version)
+def test_unit_separator_keeps_pipes_in_user_text(version: str, reader: Reader) -> None:
+    jobs = _by_name(version, reader=reader)
     assert jobs["name|with|pipe"].comment == "comment|with|pipe"
+
+
+def test_a_saved_dump_skips_and_counts_the_rows_user_text_breaks(
+    version: str, tmp_path: Path
+) -> None:
+    # the | dump: the row with | in its name is skipped with its file:line; every other
+    # finished job is stored as the x1f dump has it (the name with a line break too)
+    path = tmp_path / "dump.txt"
+    path.write_text(capture("sacct_allocations.txt", version).body, encoding="utf-8", newline="")
+    with Store.open(tmp_path / "cache.db") as store:
+        result = update_from_file(
+            store, path, kind="sacct", dump=dump_format(fields=",".join(SACCT_FIELDS))
+        )
+        stored = {row["name"] for row in store.query("SELECT name FROM accounting_jobs")}
+    assert result["skipped"]["malformed"] == 1, result["skipped"]
+    (warning,) = result["warnings"]
+    line = 1 + next(number for number, text in enumerate(
+        capture("sacct_allocations.txt", version).body.splitlines()) if "with|pipe" in text)  # fmt: skip
+    assert f"{path.name}:{line}:" in warning
+    intact = {name for name, job in _by_name(version).items() if job.is_final}
+    assert stored == intact - {"name|with|pipe"} | {"two\nlines"} and len(stored) > 15
 
 
 def test_pipe_in_user_text_is_an_error_naming_the_job_not_a_silent_shift(version: str) -> None:
@@ -137,8 +188,8 @@ def test_a_newline_in_a_job_name_breaks_its_row_with_any_delimiter(version: str)
             parse_sacct(body, delimiter=delimiter)
 
 
-def test_array_jobs_keep_their_array_id(version: str) -> None:
-    rows = parse_sacct(_text(version, "sacct_allocations_x1f.txt", drop=(NEWLINE,)), delimiter=X1F)
+def test_array_jobs_keep_their_array_id(version: str, reader: Reader) -> None:
+    rows = reader(_text(version, "sacct_allocations_x1f.txt", drop=(NEWLINE,)), X1F)
     array_id = submitted(version)["job-array"]
     array = {r.job_id: r.job_id_raw for r in rows if r.name == "array"}
     assert set(array) == {f"{array_id}_1", f"{array_id}_2"}
@@ -267,6 +318,42 @@ def test_empty_and_missing_answers(version: str) -> None:
     assert len(rows) == 1 and rows[0].is_final
 
 
+@pytest.mark.parametrize("value", ["3", " 3", "3 ", "3\x1f", "\x1c3", "\t3\n", "0003"])
+def test_a_whole_number_may_have_blanks_around_it(value: str) -> None:
+    # Regression: the check stripped the value, int() did not: int('3\x1f') is a ValueError
+    assert whole_number(value, "AllocCPUS") == 3
+    assert parsers._int(value, "CPUTot", "node c1") == 3
+
+
+@pytest.mark.parametrize("value", ["", " ", "3a", "-3", "3 3", "\u0663", "\uff13", "1" * 19])
+def test_anything_else_is_not_a_whole_number(value: str) -> None:
+    with pytest.raises(InputError, match="AllocCPUS is not a whole number"):
+        whole_number(value, "AllocCPUS")
+    with pytest.raises(InputError, match=r"^node c1: field CPUTot is not a whole number"):
+        parsers._int(value, "CPUTot", "node c1")
+
+
+def test_a_dump_row_with_blanks_around_its_numbers_is_read_and_a_bad_one_counted(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "dump.txt"
+    path.write_text(
+        "JobID|State|ElapsedRaw|End|AllocCPUS|TimelimitRaw\n"
+        "1|COMPLETED|61\x1f|2024-05-01T08:00:00| 3|10\x1f\n"
+        "2|COMPLETED| 7|2024-05-01T08:01:00|2\x1f| 5\n"
+        "3|COMPLETED|\u0663|2024-05-01T08:02:00|1|5\n",
+        encoding="utf-8",
+    )
+    with Store.open(tmp_path / "cache.db") as store:
+        result = update_from_file(store, path, kind="sacct", dump=dump_format(cluster="x"))
+        rows = store.query(
+            "SELECT job_id, elapsed_s, cpus, timelimit_s FROM accounting_jobs ORDER BY job_id"
+        )
+    assert [tuple(row.values()) for row in rows] == [("1", 61, 3, 600), ("2", 7, 2, 300)]
+    assert result["skipped"] == {"malformed": 1}
+    assert "dump.txt:4" in result["warnings"][0] and "ElapsedRaw" in result["warnings"][0]
+
+
 @pytest.mark.parametrize(
     ("text", "mb"),
     [("100M", 100.0), ("2G", 2048.0), ("500Mc", 500.0), ("4000Mn", 4000.0), ("", None)],
@@ -321,34 +408,13 @@ def test_any_scontrol_text_parses_or_raises_input_error(text: str) -> None:
             pass
 
 
-@pytest.mark.parametrize("value", ["3\x1f", "\x1c3", " 3 ", "3\x85"])
-def test_a_whole_number_with_separators_around_it_is_read(value: str) -> None:
-    """str.strip() removes \\x1c-\\x1f and \\x85 too: int() of the unstripped text raised ValueError."""
-    from advisor.slurm import parsers, sacct_text
-
-    assert parsers._int(value, "NCPUS", "x") == 3
-    assert sacct_text._int(value, "NCPUS", "x") == 3
-
-
-@pytest.mark.parametrize("value", ["\u0663", "3\u0663", "-3", ""])
-def test_a_whole_number_is_ascii_digits(value: str) -> None:
-    from advisor.slurm import parsers, sacct_text
-
-    for read in (parsers._int, sacct_text._int):
-        with pytest.raises(InputError, match="not a whole number"):
-            read(value, "NCPUS", "x")
-
-
 def test_a_node_name_that_is_not_utf8_is_stored_as_any_utf8_reader_shows_it(
     tmp_path: Path,
 ) -> None:
-    # Regression (found by tests/fuzz/test_fuzz_accounting.py on the bulk path): the node list
-    # was the only text field not made storable, and SQLite refused the observation's node
-    from advisor.accounting.update import dump_format, update_from_file
-    from advisor.store import Store
-
-    fields = ("JobID", "State", "ElapsedRaw", "End", "NodeList")
-    assert parse_sacct_line("7|COMPLETED|61|2024-05-01T08:00:00|c\udcff1", fields).nodes == ("c\ufffd1",)
+    # Regression (found by tests/fuzz/test_fuzz_accounting.py): the node list was the only text
+    # field not made storable, and the observation's node made SQLite raise UnicodeEncodeError
+    assert parse_sacct_line("7|COMPLETED|61|2024-05-01T08:00:00|c\udcff1",
+                            ("JobID", "State", "ElapsedRaw", "End", "NodeList")).nodes == ("c\ufffd1",)  # fmt: skip
     path = tmp_path / "dump.txt"
     path.write_bytes(b"JobID|State|ElapsedRaw|End|NodeList\n7|COMPLETED|61|2024-05-01T08:00:00|c\xff1\n")
     with Store.open(tmp_path / "cache.db") as store:
