@@ -1,6 +1,6 @@
 """A progress bar on stderr when stderr is a terminal, and nothing at all otherwise.
 
-Long commands (profile, update, evaluate, replay, report accuracy, submitting large workflows)
+Long commands (profile, update, calibrate, replay, report accuracy, submitting large workflows)
 show where they are on a terminal, and stay silent when piped, redirected or run from cron, so
 their output stays machine-readable.  ``ADVISOR_PROGRESS=0`` turns the bar off on a terminal
 too, ``ADVISOR_PROGRESS=1`` forces it on (for a terminal multiplexer that hides its TTY).

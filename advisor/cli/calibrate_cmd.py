@@ -9,6 +9,7 @@ from typing import Any
 from advisor.errors import AdvisorError, UsageError
 from advisor.models.calibrating import CalibrationRequest, ClassOutcome, calibrate
 from advisor.models.distributions import Predictive
+from advisor.progress import Progress
 from advisor.render import Result, Table
 from advisor.slurm.backend import CliBackend
 from advisor.store import Store
@@ -93,8 +94,8 @@ def run(args: argparse.Namespace) -> Result:
         cores=args.cores,
         directory=args.dir,
     )
-    with Store.open(getattr(args, "db", None)) as store:
-        done = calibrate(CliBackend(), store, request)
+    with Store.open(getattr(args, "db", None)) as store, Progress("calibrate: classes done") as bar:
+        done = calibrate(CliBackend(), store, request, on_progress=bar)
     rows = [_row(o) for o in done.outcomes]
     failed = [o for o in done.outcomes if o.error]
     if len(failed) == len(done.outcomes):

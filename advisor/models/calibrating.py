@@ -19,7 +19,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -225,8 +225,12 @@ def calibrate(
     request: CalibrationRequest,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Calibration:
-    """Probe every node class in parallel, store the runs, learn them (module docstring)."""
+    """Probe every node class in parallel, store the runs, learn them (module docstring).
+
+    on_progress(done, total) hears of each class whose probe ended (the jobs take minutes).
+    """
     if not request.command.strip():
         raise InputError("--command is empty")
     input_bytes = total_uncompressed(request.inputs)
@@ -264,6 +268,10 @@ def calibrate(
                 )
                 for name, members in by_class.items()
             ]
+            if on_progress is not None:
+                on_progress(0, len(futures))
+                for done, _ in enumerate(as_completed(futures), start=1):
+                    on_progress(done, len(futures))
             outcomes = [f.result() for f in futures]
     finally:
         shutil.rmtree(folder, ignore_errors=True)

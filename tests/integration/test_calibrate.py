@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,10 +28,12 @@ pytestmark = pytest.mark.integration
 TASK = "calib-sleep"
 
 
-def advisor(db: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def advisor(db: Path, *args: str, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
     return subprocess.run(
         [sys.executable, "-m", "advisor", "--db", str(db), *args],
         capture_output=True, text=True, timeout=600, check=False, cwd=cwd,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 
@@ -122,8 +125,10 @@ def test_a_class_whose_command_fails_is_named_and_the_other_is_stored(
     done = advisor(
         profiled, "calibrate", TASK, "--command", command, "--input", str(small),
         "--format", "json", "--dir", str(tmp_path), cwd=tmp_path,
+        env={"ADVISOR_PROGRESS": "1"},  # the bar a terminal gets, on stderr: stdout stays JSON
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert f"calibrate: classes done [{'#' * 30}] 2/2" in done.stderr
     rows = {row["node_class"]: row for row in json.loads(done.stdout)["classes"]}
     fat = rows[classes["f1"]]
     assert fat["status"] == "failed" and "FAILED (exit 3)" in fat["error"]
