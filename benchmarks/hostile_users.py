@@ -258,7 +258,7 @@ def finding_2(v: Version, tmp: Path) -> str:
                         "end, comment, ingested_at) VALUES (?, ?, ?, ?, ?, '', ?, '[]', 1, ?, ?, ?, 0, ?, "
                         "?, ?, ?, '2026-12-01T10:00:00')",
                         [(j.cluster, j.job_id, j.job_id_raw, j.name, j.user, j.partition, j.elapsed_s,
-                          j.timelimit_s, j.state, str(j.submit), str(j.start), str(j.end), j.comment)
+                          j.timelimit_s, j.state, j.submit.isoformat(), j.start.isoformat(), j.end.isoformat(), j.comment)
                          for j in hostile])  # fmt: skip
         sql.commit()
         sql.close()
