@@ -389,7 +389,8 @@ local function advice(job_desc, part_list, submit_uid)
 	end
 	for _, part_name in ipairs(names) do
 		local limit = tonumber(table_at(per_partition, part_name) and per_partition[part_name].limit_min)
-		if not limit or limit < 1 then
+		-- limit ~= limit: NaN, which cjson reads; above NO_VAL - 1 is no number of minutes
+		if not limit or limit ~= limit or limit < 1 or limit > NO_VAL - 1 then
 			return nil -- a partition without advice: Slurm's own default stays
 		end
 		limit = math.ceil(limit)

@@ -302,3 +302,18 @@ def test_a_given_time_is_lowered_only_while_the_guards_heartbeat_is_fresh(
     assert results[3]["time_limit"] == 4294967295
     for unchanged in (results[4], results[5]):  # stale or missing heartbeat: today's behaviour
         assert (unchanged["time_limit"], unchanged["comment"], unchanged["logs"]) == (300, "", [])
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e300", "4294967295", "4294967293.5"])
+def test_a_limit_that_is_no_number_of_minutes_is_left_alone(lua: str, tmp_path: Path, value: str) -> None:
+    # Regression (found by the 100,000-input campaign of tests/fuzz/test_fuzz_lua.py): cjson
+    # reads NaN and Infinity; NaN passed 'limit < 1' and became the job's time limit, and an
+    # infinite or huge one stayed above a partition without MaxTime.
+    text = json.dumps(EXPORT).replace('"limit_min": 15', f'"limit_min": {value}', 1)
+    text = text.replace('"limit_min": 99', f'"limit_min": {value}', 1)
+    results = run_cases(
+        lua,
+        tmp_path,
+        [{"export_text": text, "job": job(partition=p), "parts": PARTS} for p in ("cpu", "inf", "fat")],
+    )
+    assert [r["time_limit"] for r in results] == [NO_VAL, NO_VAL, 60]  # fat: 90, clamped to MaxTime
