@@ -249,12 +249,9 @@ def _load_json(path: str | Path, schema_name: str | None) -> Any:
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot read: {error}", source=str(path)) from None
     try:
-        if _MAYBE_HUGE_NUMBER.search(text):
-            data = json.loads(
-                text, parse_constant=_reject_constant, parse_float=_finite, parse_int=_int64
-            )
-        else:  # no number in it can be out of range: the C parser alone (a third of the time)
-            data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite, parse_int=_int64
+        )
         if _SURROGATE_ESCAPE.search(text):
             json.dumps(data, ensure_ascii=False).encode("utf-8")  # fails on a lone surrogate
     except UnicodeEncodeError:
@@ -282,11 +279,6 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 # Numbers no input of ours holds are refused: they would overflow a float (1e400 is inf),
 # SQLite's INTEGER (2**63), or Python's 4300-digit limit on int().
-#: Where none of these is in the text, no number can overflow a float or 64 bits: a float is
-#: inf only from 309 digits or a three-digit exponent, an integer leaves int64 only from 19 digits.
-_MAYBE_HUGE_NUMBER = re.compile(r"\d{19}|[eE][+-]?\d{3}")
-
-
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
