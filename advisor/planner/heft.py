@@ -61,7 +61,7 @@ class ReadyTimes:
         parents = self._edges.in_parent[begin:end]
         finish = self.finish[parents]
         if not self._comm:
-            return np.full(self._n_nodes, max(release, float(finish.max())))
+            return np.full(self._n_nodes, max(release, float(np.max(finish))))
         senders = self.node_of[parents]
         data = self._edges.in_data[begin:end]
         # startup + data / bandwidth, as Problem.comm_row: nothing to the sender, nor for no data
@@ -91,14 +91,14 @@ def list_schedule(problem: Problem, priority: Sequence[float], algorithm: str,
     def make_ready(task: int) -> None:
         row = times.of(task, release[task])
         ready_at[task] = row
-        heapq.heappush(soonest, (float(row.min(initial=np.inf)), task))
+        heapq.heappush(soonest, (float(np.min(row, initial=np.inf)), task))
         heapq.heappush(ready_heap, (-keys[task], task))
 
     for task in range(problem.n_tasks):
         if waiting[task] == 0:
             make_ready(task)
     runtime = problem.runtime_s
-    table = SlotTable([n.cores for n in problem.nodes], float(runtime.min()) if runtime.size else 0.0)
+    table = SlotTable([n.cores for n in problem.nodes], float(np.min(runtime)) if runtime.size else 0.0)
     placements = []
     while ready_heap:
         _, task = heapq.heappop(ready_heap)

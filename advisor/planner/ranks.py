@@ -111,4 +111,4 @@ def critical_path_s(problem: Problem, edges: EdgeArrays | None = None) -> float:
         start = np.maximum(release[level],
                            max_per_segment(finish[edges.in_parent[inputs]], counts))
         finish[level] = start + fastest[level]
-    return float(finish.max())
+    return float(np.max(finish))

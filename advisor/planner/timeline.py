@@ -164,11 +164,11 @@ class SlotTable:
             slot_bias = None if bias is None else bias[self.slot_node]
         start: FloatArray = np.maximum(slot_ready, self.last)
         cost = slot_duration if slot_bias is None else slot_duration + slot_bias
-        best = float((start + cost).min())  # the best score without gaps
-        least = float(cost.min())  # finite: some node can run the task
+        best = float(np.min(start + cost))  # the best score without gaps
+        least = float(np.min(cost))  # finite: some node can run the task
         # a gap starting later than this scores above ``best`` (with room for rounding)
         start_before = best - least + 1e-9 * (1.0 + abs(best) + abs(least))
-        finish_after = float((slot_ready + slot_duration).min())
+        finish_after = float(np.min(slot_ready + slot_duration))
         self._gaps.lower_starts(start, slot_ready, slot_duration, finish_after, start_before)
         return start
 

@@ -140,11 +140,11 @@ def replay_graph(plan: Plan) -> ReplayGraph:
     run_start = np.searchsorted(target, target, "left")
     turn = np.arange(len(target)) - run_start
     rounds: list[tuple[Round, ...]] = []
-    keys = depths[target] * (int(turn.max(initial=0)) + 1) + turn
+    keys = depths[target] * (int(np.max(turn, initial=0)) + 1) + turn
     grouped = np.argsort(keys, kind="stable")
     bounds = np.flatnonzero(np.diff(keys[grouped])) + 1
     pieces = {int(keys[g[0]]): g for g in np.split(grouped, bounds) if g.size}
-    width = int(turn.max(initial=0)) + 1
+    width = int(np.max(turn, initial=0)) + 1
     for level_depth in range(len(levels)):
         mine = []
         for position in range(width):
