@@ -20,7 +20,8 @@ prediction is corrected, so a raise may push the head job's start later than pro
 
 Simulated passes run only when something changed: a job ended or had its limit raised (the
 whole queue is tried), or jobs arrived (only they are tried: nothing else changed, and the
-passing of time alone never lets a waiting job through).  Pure Python, one pool: partitions
+passing of time alone never lets a waiting job through, unless a running job is past its
+estimated end: the reservation counts it as ending now, so then the whole queue is tried).  Pure Python, one pool: partitions
 and node shapes are not modelled.
 """
 
@@ -83,6 +84,10 @@ class _Machine:
 
     def _drop(self, job: int) -> None:
         del self.ends[bisect.bisect_left(self.ends, (self.estimate[job], job))]
+
+    def overdue(self, now_s: int) -> bool:
+        """A job runs past its estimated end: then time alone moves the reservation."""
+        return bool(self.ends) and self.ends[0][0] < now_s
 
     def reservation(self, now_s: int, procs: int, size: Callable[[int], int]) -> tuple[int, int]:
         """(shadow time, extra processors) for a head job of procs that does not fit now."""
@@ -192,7 +197,7 @@ def simulate(
             queue.append(arrival)
             arrived.append(arrival)
             arrival += 1
-        schedule(now, None if changed else arrived)
+        schedule(now, None if changed or machine.overdue(now) else arrived)
         if progress is not None and changed:
             progress(ended, count)
     return Simulated(start, end, raises)

@@ -192,3 +192,13 @@ def test_under_the_users_requests_kth_waits_are_of_the_order_of_the_recorded_one
     sizes = np.array([min(job.procs or 1, 100) for job in jobs])
     means = [waits[(sizes >= lo) & (sizes <= hi)].mean() for lo, hi in ((1, 4), (5, 16), (17, 100))]
     assert means == sorted(means)  # larger jobs wait longer, as they did
+
+
+def test_a_job_past_its_estimate_lets_a_waiting_job_backfill_when_another_arrives() -> None:
+    # Regression (found by the property test above): two jobs run past their limits (145 s and
+    # 239 s for 240 s); at 239, when another job arrives, the head's reservation counts both as
+    # ending now, so the job waiting since 86 fits beside it. Trying only the arrival started it
+    # a second later than the full pass does.
+    jobs = [SimJob(0, 1, 240, 239), SimJob(0, 1, 240, 145), SimJob(0, 5, 0, 60),
+            SimJob(86, 1, 0, 60), SimJob(239, 1, 1, 61)]  # fmt: skip
+    assert starts(jobs, 6) == reference(jobs, 6, poll_s=10) == [0, 0, 240, 239, 239]
