@@ -31,6 +31,13 @@ from advisor.accounting.mapping import (
     was_advised,
 )
 from advisor.history.book import HistoryBook
+from advisor.history.cache import (
+    data_version,
+    load_key_states,
+    load_site,
+    save_key_states,
+    save_site,
+)
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
 from advisor.models.online import OnlineUpdates
@@ -40,13 +47,6 @@ from advisor.store.accounting import JOB_COLUMNS, add_job_rows, job_row, stored_
 from advisor.store.advice import AppliedLimit, applied_limits
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
-from advisor.store.history import (
-    data_version,
-    load_key_states,
-    load_site,
-    save_key_states,
-    save_site,
-)
 from advisor.store.observations import Observation, add_observation_rows, observation_values
 from advisor.store.task_models import load_task_models, node_classes
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import advisor
-from advisor.cli import COMMANDS
+from advisor.cli.commands import COMMANDS
 from advisor.cli.common import shared_options
 from advisor.errors import AdvisorError, UsageError
 from advisor.render import Result, check_format, render

@@ -9,7 +9,8 @@ from typing import Any
 
 from advisor.errors import UsageError
 from advisor.planner.gantt import save_gantt
-from advisor.planner.planning import PlanRequest, plan_workflows
+from advisor.planner.plan_workflows import plan_workflows
+from advisor.planner.planning import PlanRequest
 from advisor.planner.registry import SCHEDULERS
 from advisor.render import Result, Table
 from advisor.slurm.timefmt import format_duration

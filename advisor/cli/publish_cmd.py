@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from advisor.publish import publish_copy
 from advisor.render import Result, Table
 from advisor.store.connection import Store
-from advisor.store.publish import publish_copy
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]

@@ -9,18 +9,18 @@ from typing import Any
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.cli.common import add_dump_options, dump_format_of, positive_int, warn_skipped
 from advisor.errors import UsageError
-from advisor.history.replay import GROUPS, limit_series, policies, replay, scores_report
-from advisor.history.replay_job import ReplayJob, replay_jobs
-from advisor.history.replay_schedule import (
+from advisor.progress import Progress
+from advisor.render import Result, Table
+from advisor.replay.jobs import ReplayJob, replay_jobs
+from advisor.replay.run import GROUPS, limit_series, policies, replay, scores_report
+from advisor.replay.schedule import (
     Machine,
     sacct_machine,
     schedule_figures,
     swf_machine,
     with_schedule,
 )
-from advisor.history.site_jobs import dump_jobs, sacct_jobs
-from advisor.progress import Progress
-from advisor.render import Result, Table
+from advisor.replay.site_jobs import dump_jobs, sacct_jobs
 from advisor.reports.period import parse_moment
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.sacct_text import NEEDED_TEXT

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
+from advisor.history.cache import advised_in_flight, all_key_states, load_key_states, load_site
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig, Proposal, clamp, propose
 from advisor.lite import TYPE_CHECKING
 from advisor.store.accounting import finished_job_ids
 from advisor.store.cluster import load_partitions
 from advisor.store.connection import Store
-from advisor.store.history import advised_in_flight, all_key_states, load_key_states, load_site
 
 if TYPE_CHECKING:
     from typing import Any

@@ -1,7 +1,8 @@
-"""The ``advisor plan`` use case: inputs in, a validated plan and its JSON-able summary out.
+"""Planning from files: the request, its problem, and a plan's JSON-able summary.
 
-Without a cache the nodes are the recorded machines (or ``--nodes x --cores``); with ``--db`` or
-``--partition`` they are the cluster's, with runtimes from the task models (``cluster_planning``).
+Without a cache the nodes are the recorded machines (or ``--nodes x --cores``); planning on the
+cluster in the cache (``cluster_planning``) reuses the request and the summary.  The ``advisor
+plan`` use case that chooses between the two is ``plan_workflows``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from advisor.planner.platform import load_platform, parse_flops
 from advisor.planner.problem import Problem, combine
 from advisor.planner.ranks import critical_path_s, mean_runtime
 from advisor.planner.uncertainty import (
-    LognormalSampler,
     RuntimeSampler,
     makespan_distribution,
     slurm_makespan,
@@ -145,17 +145,6 @@ def classic_loads(problem: Problem) -> list[TaskLoad]:
 
 def _estimates(loads: Sequence[TaskLoad], resources: Resources) -> dict[str, float] | None:
     return estimates(loads, resources) if loads else None
-
-
-def plan_workflows(request: PlanRequest) -> tuple[Plan, dict[str, Any]]:
-    """Plan every input together with the chosen algorithm; the plan and its summary."""
-    if request.on_cluster:
-        from advisor.planner.cluster_planning import plan_from_cache
-
-        found = plan_from_cache(request)
-        return found.plan, found.data
-    plan = registry.get(request.algorithm).schedule(build_problem(request))
-    return plan, summarise(plan, request, LognormalSampler(request.cv))
 
 
 def summarise(

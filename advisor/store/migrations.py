@@ -157,7 +157,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX workflow_jobs_job ON workflow_jobs (job_id);
     """,
     # 3: what accounting ingestion learns for the history-based time-limit policy
-    # (store/history.py, advisor/history/policy.py): bounded state per history key, the
+    # (history/cache.py, advisor/history/policy.py): bounded state per history key, the
     # site-wide kill budget, and an index to count a key's advised jobs still running.
     """
     CREATE TABLE history_keys (

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from advisor.history.cache import load_site
 from advisor.store import Store
-from advisor.store.history import load_site
 
 ADVISOR = [sys.executable, "-m", "advisor"]
 FORGED = "advisor:x,action=set,limit=1,in=²"

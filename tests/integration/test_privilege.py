@@ -33,9 +33,11 @@ import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.cluster_info import fetch_cluster
+from advisor.history.cache import save_key_states, save_site
 from advisor.history.keys import HistoryKey
 from advisor.history.lookup import history_limit
 from advisor.history.policy import KeyState, SiteBudget
+from advisor.publish import publish_copy
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS, parse_key_values
 from advisor.slurm.records import JobRecord
@@ -43,9 +45,7 @@ from advisor.slurm.timefmt import format_duration, parse_duration
 from advisor.store.advice import Advice, record_advice
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
-from advisor.store.history import save_key_states, save_site
 from advisor.store.names import name_key
-from advisor.store.publish import publish_copy
 from advisor.validate import validate
 from advisor.wrapper.export import UserLimits, export_document, write_export
 from advisor.wrapper.snapshot import load_snapshot

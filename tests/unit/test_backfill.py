@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.guard_schedule import raises_for
-from advisor.history.backfill import SimJob, simulate
-from advisor.history.replay_job import replay_jobs
-from advisor.history.replay_schedule import swf_machine
+from advisor.replay.backfill import SimJob, simulate
+from advisor.replay.jobs import replay_jobs
+from advisor.replay.schedule import swf_machine
 
 
 def starts(jobs: list[SimJob], procs: int) -> list[int]:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from advisor import __version__
-from advisor.cli import COMMANDS, build_parser, main
+from advisor.cli import build_parser, main
+from advisor.cli.commands import COMMANDS
 from advisor.validate import validate
 from tests.conftest import REPO
 

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import AdvisorError, InputError
+from advisor.history.cache import save_key_states
 from advisor.history.keys import HistoryKey
 from advisor.history.policy import KeyState
+from advisor.publish import publish_copy
 from advisor.slurm.records import Node, Partition
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
-from advisor.store.history import save_key_states
 from advisor.store.names import name_key
-from advisor.store.publish import publish_copy
 from advisor.validate import validate
 from advisor.wrapper.export import NAME_BYTES, USER_NAMES, export_document, export_from_cache
 from advisor.wrapper.snapshot import load_snapshot

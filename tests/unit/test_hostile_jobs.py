@@ -20,6 +20,7 @@ from advisor.accounting.mapping import observation_source
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.cli import main
 from advisor.errors import InputError, UsageError
+from advisor.history.cache import load_key_states, load_site
 from advisor.history.keys import HistoryKey
 from advisor.history.lookup import history_limit
 from advisor.models.predicting import predict_runtime
@@ -29,7 +30,6 @@ from advisor.slurm.timefmt import parse_timelimit
 from advisor.store import Store
 from advisor.store.accounting import save_jobs
 from advisor.store.advice import Advice, record_advice
-from advisor.store.history import load_key_states, load_site
 from advisor.store.observations import Observation
 from advisor.store.reports import JobFilter, jobs_with_advice
 from advisor.wrapper.argv import parse_command_line

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from advisor.planner.estimating import estimate_workflow
-from advisor.planner.planning import PlanRequest, plan_workflows
+from advisor.planner.plan_workflows import plan_workflows
+from advisor.planner.planning import PlanRequest
 from advisor.planner.registry import SCHEDULERS
 from advisor.validate import validate
 

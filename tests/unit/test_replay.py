@@ -11,8 +11,8 @@ import pytest
 
 from advisor.accounting.swf import read_swf
 from advisor.cli import main
-from advisor.history.replay import replay, replay_report
-from advisor.history.replay_job import ReplayJob, replay_jobs
+from advisor.replay.jobs import ReplayJob, replay_jobs
+from advisor.replay.run import replay, replay_report
 from advisor.validate import validate
 from tests.conftest import TEST_DATA
 

@@ -15,11 +15,11 @@ import pytest
 
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.cli import main
-from advisor.history.guarded import GUARDED_CONFIG, GuardedPolicy
 from advisor.history.policy import whole_minutes_s
-from advisor.history.replay import policies, replay, replay_report
-from advisor.history.replay_job import ReplayJob, replay_jobs
-from advisor.history.replay_schedule import (
+from advisor.replay.guarded import GUARDED_CONFIG, GuardedPolicy
+from advisor.replay.jobs import ReplayJob, replay_jobs
+from advisor.replay.run import policies, replay, replay_report
+from advisor.replay.schedule import (
     Machine,
     peak_allocation,
     schedule_figures,

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from advisor.cli import main
-from advisor.history.replay import limit_series, policies, replay, replay_report
-from advisor.history.replay_job import sacct_replay_jobs
-from advisor.history.site_jobs import dump_jobs, sacct_jobs
+from advisor.replay.jobs import sacct_replay_jobs
+from advisor.replay.run import limit_series, policies, replay, replay_report
+from advisor.replay.site_jobs import dump_jobs, sacct_jobs
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.runner import CommandResult, SlurmCommands

@@ -19,12 +19,12 @@ from advisor.accounting.ingest import Ingestor
 from advisor.cli import main
 from advisor.errors import AdvisorError, CacheError, InputError
 from advisor.history.lookup import history_limit
+from advisor.publish import publish_copy
 from advisor.spool import mark_source, mark_value
 from advisor.store.accounting import set_watermark
 from advisor.store.advice import Advice, record_advice
 from advisor.store.connection import Store
 from advisor.store.names import name_key
-from advisor.store.publish import publish_copy
 from advisor.validate import validate
 from advisor.wrapper.snapshot import load_snapshot
 from tests.unit.test_history_lookup import finished

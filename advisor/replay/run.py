@@ -12,13 +12,13 @@ The rules (so that figures are comparable across tools):
 * completed (the harm set) = status completed and runtime < max(0.9 × request, request − 120 s);
 * freed % = Σ[max(0, request − run) − max(0, limit − run)] / Σ max(0, request − run).
 
-The guarded policy (advisor.history.guarded) has its limit raised as the guard would raise it
+The guarded policy (advisor.replay.guarded) has its limit raised as the guard would raise it
 (advisor.guard_schedule): killed = runtime > the last raised limit and that limit < request, so
 only at the request unless the guard's model has a hole; freed %, the limit-over-run ratio and
 the accuracy are those of the limit at submit, what the scheduler plans with when the job
 queues.
 
-The log is an SWF file or the site's own sacct records (advisor.history.site_jobs); with a
+The log is an SWF file or the site's own sacct records (advisor.replay.site_jobs); with a
 grouping (``--by partition|user``) every policy still learns from all jobs in order, and each
 scored job also counts for its group's figures.
 """
@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from advisor.guard_schedule import raises_for
-from advisor.history.baselines import UserRequest, ave2, max5
 from advisor.history.book import HistoryBook
-from advisor.history.guarded import GUARDED_CONFIG, GuardedPolicy
 from advisor.history.keys import HistoryKey
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig, Proposal, clamp
-from advisor.history.replay_job import ReplayJob
+from advisor.replay.baselines import UserRequest, ave2, max5
+from advisor.replay.guarded import GUARDED_CONFIG, GuardedPolicy
+from advisor.replay.jobs import ReplayJob
 
 
 class ReplayPolicy(Protocol):

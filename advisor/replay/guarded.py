@@ -10,7 +10,7 @@ stay timid because its limit is final:
   (``GUARDED_CONFIG``), close to the AVE2 predictor with which Tsafrir et al. found EASY++ at
   its best.  Chosen by cross-validation over a grid (window 2-50 runs, margin 0-50 %, floor
   0-15 min, evidence 1-5 runs) on the two development logs and their halves: the configuration
-  with the lowest worst-case ratio of mean bounded slowdown (EASY, advisor.history.backfill) to
+  with the lowest worst-case ratio of mean bounded slowdown (EASY, advisor.replay.backfill) to
   the users' requests, among those freeing at least 30 % at submit everywhere.  Chosen on KTH
   alone, on Curie alone, on the first or on the second halves, each choice also met the targets
   on the sets it was not chosen on.  A longer window plans every job with a rare long run of
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from advisor.history.book import HistoryBook
 from advisor.history.policy import PolicyConfig, Proposal
-from advisor.history.replay_job import ReplayJob
+from advisor.replay.jobs import ReplayJob
 
 #: The guarded policy's constants (the module docstring says why).
 GUARDED_CONFIG = PolicyConfig(window=2, min_runs=1, margin=0.1, floor_s=0.0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from advisor.history.replay_job import ReplayJob
+from advisor.replay.jobs import ReplayJob
 
 
 class UserRequest:

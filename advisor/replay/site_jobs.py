@@ -32,7 +32,7 @@ from advisor.accounting.update import (
     plan_windows,
 )
 from advisor.errors import AdvisorError, InputError, SlurmError
-from advisor.history.replay_job import ReplayJob, sacct_replay_jobs
+from advisor.replay.jobs import ReplayJob, sacct_replay_jobs
 from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.records import JobRecord
 

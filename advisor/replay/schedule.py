@@ -1,8 +1,8 @@
 """``advisor replay --schedule``: each policy's limits through an EASY schedule of the log's machine.
 
-The replay (advisor.history.replay) decides each job's limit at submit and whether the policy
+The replay (advisor.replay.run) decides each job's limit at submit and whether the policy
 kills it; here every job that ran goes through one EASY backfilling simulation per policy
-(advisor.history.backfill) on the log's processors, the scheduler planning with those limits:
+(advisor.replay.backfill) on the log's processors, the scheduler planning with those limits:
 
 * a killed job runs up to its limit (its lost work is not resubmitted); a guarded job runs its
   whole runtime and the guard raises its limit while it runs (the raises are events);
@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from advisor.history.backfill import SimJob, simulate
-from advisor.history.replay import Score
-from advisor.history.replay_job import ReplayJob
 from advisor.lite import NamedTuple
+from advisor.replay.backfill import SimJob, simulate
+from advisor.replay.jobs import ReplayJob
+from advisor.replay.run import Score
 from advisor.slurm.records import Node
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
