@@ -175,3 +175,33 @@ def test_only_the_slurm_adapter_runs_programs() -> None:
             if calls or running & set(names):
                 wrong.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}")  # type: ignore[attr-defined]
     assert wrong == []
+
+
+#: The layers of README.md's "How it is built", top first; a module imports from its own layer
+#: or below.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"cli", "__main__"}),
+    frozenset({"demo", "doctor", "guard", "publish", "cluster_info"}),
+    frozenset({"wrapper", "models", "profiling", "imports", "history", "accounting", "replay",
+               "planner", "insitu", "reports", "spool", "completion", "sample", "schemas"}),
+    frozenset({"slurm", "store"}),
+    frozenset({"errors", "lite", "text", "taskkey", "inputs", "factors", "validate",
+               "output_target", "progress", "guard_schedule", "render"}),
+)  # fmt: skip
+
+
+def _layer(module: str) -> int:
+    unit = module.split(".")[1] if "." in module else ""
+    return next((depth for depth, names in enumerate(LAYERS) if unit in names), len(LAYERS))
+
+
+def test_every_module_has_a_layer_and_imports_only_downwards() -> None:
+    unplaced = sorted({_package(m) for m in MODULES if m != "advisor" and _layer(m) == len(LAYERS)})
+    assert unplaced == [], "add them to LAYERS (and to README.md's How it is built)"
+    upward = [
+        f"{MODULES[module].relative_to(ROOT.parent)}:{line} imports {target}"
+        for module, edges in GRAPH.items()
+        for target, line in edges.items()
+        if target != "advisor" and module != "advisor" and _layer(target) < _layer(module)
+    ]
+    assert upward == []
