@@ -20,6 +20,7 @@ import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from advisor.errors import AdvisorError, SlurmError
 from advisor.guard_schedule import LEAD_S, POLL_S, next_limit_s
@@ -214,6 +215,21 @@ class GuardRun(NamedTuple):
     failed_polls: int
     extensions: tuple[Extension, ...]
     last: Poll | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as schemas/guard-output.json has it (limits in Slurm's duration form)."""
+        return {
+            "polls": self.polls,
+            "failed_polls": self.failed_polls,
+            "running": self.last.running if self.last else None,
+            "watched": self.last.watched if self.last else None,
+            "extensions": [
+                {"job_id": e.job_id, "user": e.user, "from": format_duration(e.from_s),
+                 "to": format_duration(e.to_s), "left_s": round(e.left_s, 1),
+                 "ceiling": format_duration(e.ceiling_s)}
+                for e in self.extensions
+            ],
+        }  # fmt: skip
 
 
 def run_guard(

@@ -8,7 +8,6 @@ import sys
 from advisor.guard import Guard, run_guard
 from advisor.guard_schedule import LEAD_S, POLL_S
 from advisor.render import Result, Table
-from advisor.slurm.timefmt import format_duration
 from advisor.store.connection import Store
 from advisor.store.guard import fresh_within_s
 
@@ -43,25 +42,8 @@ def run(args: argparse.Namespace) -> Result:
     """Poll until stopped (or once), and say what was raised."""
     with Store.open(getattr(args, "db", None)) as store:
         done = run_guard(Guard(store, export=args.export, log=_log), once=args.once)
-    rows = [
-        {
-            "job_id": e.job_id,
-            "user": e.user,
-            "from": format_duration(e.from_s),
-            "to": format_duration(e.to_s),
-            "left_s": round(e.left_s, 1),
-            "ceiling": format_duration(e.ceiling_s),
-        }
-        for e in done.extensions
-    ]
-    last = done.last
-    data = {
-        "polls": done.polls,
-        "failed_polls": done.failed_polls,
-        "running": last.running if last else None,
-        "watched": last.watched if last else None,
-        "extensions": rows,
-    }
+    data = done.to_json()
+    rows = data["extensions"]
     return Result(
         data=data,
         tables=(Table(rows, columns=("job_id", "user", "from", "to", "left_s", "ceiling")),),
