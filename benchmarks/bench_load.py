@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.cluster_info import fetch_cluster
-from advisor.models.learning import learn
+from advisor.services.cluster import fetch_cluster
+from advisor.services.learn import learn
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.timefmt import parse_duration
 from advisor.store.cluster import save_cluster

@@ -51,7 +51,7 @@ from advisor.slurm.records import Node, Partition
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.history.cache import save_key_states
-from advisor.wrapper.export import export_from_cache
+from advisor.services.export import export_from_cache
 cache, names, out = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
 with Store.open(cache) as store:
     save_cluster(store, [Partition("cpu", ("c1",), 86400, 1800, True, "UP")],

@@ -57,7 +57,7 @@ import advisor
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.accounting.swf import SwfJob, read_swf
 from advisor.imports.lotaru import read_lotaru_csv
-from advisor.models.learning import learn
+from advisor.services.learn import learn
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord, Node, Partition
 from advisor.store import Store

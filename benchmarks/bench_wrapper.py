@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from advisor.models.learning import learn
+from advisor.services.learn import learn
 from advisor.slurm.records import Node, Partition
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store

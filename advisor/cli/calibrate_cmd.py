@@ -7,10 +7,10 @@ import logging
 from typing import Any
 
 from advisor.errors import AdvisorError, UsageError
-from advisor.models.calibrating import CalibrationRequest, ClassOutcome, calibrate
 from advisor.models.distributions import Predictive
 from advisor.progress import Progress
 from advisor.render import Result, Table
+from advisor.services.calibrate import CalibrationRequest, ClassOutcome, calibrate
 from advisor.slurm.backend import CliBackend
 from advisor.store import Store
 from advisor.text import storable

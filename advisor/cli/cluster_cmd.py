@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.cluster_info import cluster_view, fetch_cluster, limit_text
 from advisor.render import Result, Table
+from advisor.services.cluster import limit_text, show_cluster
 from advisor.slurm.backend import CliBackend
 from advisor.store import Store
-from advisor.store.cluster import save_cluster
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -26,11 +25,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def run(args: argparse.Namespace) -> Result:
     """Fetch, optionally save, and lay out."""
-    partitions, nodes = fetch_cluster(CliBackend())
     if args.save:
         with Store.open(getattr(args, "db", None)) as store:
-            save_cluster(store, partitions, nodes)
-    view = cluster_view(partitions, nodes)
+            view = show_cluster(CliBackend(), save_to=store)
+    else:
+        view = show_cluster(CliBackend())
     part_rows = [
         {
             "partition": p["name"] + ("*" if p["default"] else ""),

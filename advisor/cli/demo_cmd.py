@@ -7,8 +7,8 @@ import tempfile
 from pathlib import Path
 
 from advisor.cli.plan_cmd import slurm_pinning
-from advisor.demo import DemoResult, demo_files, next_commands, plots_available, run_demo
 from advisor.render import Result, Table
+from advisor.services.demo import DemoResult, demo_files, next_commands, plots_available, run_demo
 from advisor.slurm.timefmt import format_duration
 from advisor.wrapper.explain import command_line, decision_line, explanation_rows
 

@@ -6,8 +6,8 @@ import argparse
 import os
 
 from advisor.cli.common import positive_int
-from advisor.doctor import EXPORT, FAIL, PUBLISHED, DoctorRequest, run_doctor
 from advisor.render import Result, Table
+from advisor.services.doctor import EXPORT, FAIL, PUBLISHED, DoctorRequest, run_doctor
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.planner.estimating import estimate_workflow
 from advisor.planner.platform import PRESETS
 from advisor.render import Result, Table
+from advisor.services.estimate import estimate_workflow
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]

@@ -6,10 +6,10 @@ import argparse
 
 from advisor.output_target import check_output
 from advisor.render import Result, Table
+from advisor.services.export import export_from_cache, write_export
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
-from advisor.wrapper.export import export_from_cache, write_export
 
 
 def _quantile(text: str) -> float:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from advisor.guard import Guard, run_guard
 from advisor.guard_schedule import LEAD_S, POLL_S
 from advisor.render import Result, Table
+from advisor.services.guard import Guard, run_guard
 from advisor.store.connection import Store
 from advisor.store.guard import fresh_within_s
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.models.learning import learn
 from advisor.render import Result, Table
+from advisor.services.learn import learn
 from advisor.store import Store
 
 

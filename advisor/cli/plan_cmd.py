@@ -9,10 +9,10 @@ from typing import Any
 
 from advisor.errors import UsageError
 from advisor.planner.gantt import save_gantt
-from advisor.planner.plan_workflows import plan_workflows
 from advisor.planner.planning import PlanRequest
 from advisor.planner.registry import SCHEDULERS
 from advisor.render import Result, Table
+from advisor.services.plan import plan_workflows
 from advisor.slurm.timefmt import format_duration
 from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.wrapper.effects import user as current_user

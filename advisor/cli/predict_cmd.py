@@ -6,8 +6,8 @@ import argparse
 
 from advisor.errors import UsageError
 from advisor.models.predict import METHODS
-from advisor.models.predicting import input_size_of, predict_queries, predict_runtime
 from advisor.render import Result, Table
+from advisor.services.predict import input_size_of, predict_queries, predict_runtime
 from advisor.store import Store
 from advisor.text import storable
 from advisor.wrapper.effects import user as current_user

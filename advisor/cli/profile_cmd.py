@@ -8,14 +8,14 @@ import sys
 from typing import Any, TextIO
 
 from advisor.errors import AdvisorError
-from advisor.profiling.cluster_profile import (
+from advisor.progress import wanted
+from advisor.render import Result, Table
+from advisor.services.profile import (
     NodeOutcome,
     ProfileRequest,
     bench_argv,
     profile_cluster,
 )
-from advisor.progress import wanted
-from advisor.render import Result, Table
 from advisor.slurm.backend import CliBackend
 from advisor.store import Store
 

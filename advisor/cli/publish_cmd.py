@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.publish import publish_copy
 from advisor.render import Result, Table
+from advisor.services.publish import publish_copy
 from advisor.store.connection import Store
 
 

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Any
 
-from advisor.imports.json_files import read_task_runs
-from advisor.imports.lotaru import read_lotaru_csv
-from advisor.imports.nextflow import read_trace
 from advisor.render import FORMATS as RENDER_FORMATS
 from advisor.render import Result, Table
+from advisor.services.runs import FORMATS, RunsImport, import_runs, read_runs
 from advisor.store import Store
-from advisor.store.observations import Observation, add_observations
 from advisor.text import storable
-
-FORMATS = ("lotaru", "nextflow", "json")
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -65,42 +58,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     imp.set_defaults(func=run)
 
 
-def read_runs(args: argparse.Namespace) -> list[tuple[str, list[Observation]]]:
-    """Every file parsed before anything is stored."""
-    out = []
-    for name in args.files:
-        if args.runs_format == "lotaru":
-            runs = [r.observation for r in read_lotaru_csv(name, labels=args.label)]
-        elif args.runs_format == "nextflow":
-            runs = read_trace(name, node_class=args.node_class, workflow=args.workflow)
-        else:
-            runs = read_task_runs(name)
-        out.append((name, runs))
-    return out
-
-
-def import_runs(
-    store: Store, parsed: list[tuple[str, list[Observation]]], fmt: str
-) -> dict[str, Any]:
-    """Store all runs in one transaction; a summary (schemas/runs-import-output.json)."""
-    everything = [run for _, runs in parsed for run in runs]
-    add_observations(store, everything)
-    return {
-        "format": fmt,
-        "imported": len(everything),
-        "tasks": len({r.task for r in everything}),
-        "files": [
-            {"path": str(Path(name)), "runs": len(runs), "tasks": len({r.task for r in runs})}
-            for name, runs in parsed
-        ],
-    }
-
-
 def run(args: argparse.Namespace) -> Result:
     """Parse all files, then store them together."""
-    parsed = read_runs(args)
+    request = RunsImport(tuple(args.files), args.runs_format, tuple(args.label),
+                         node_class=args.node_class, workflow=args.workflow)  # fmt: skip
+    parsed = read_runs(request)
     with Store.open(getattr(args, "db", None)) as store:
-        data = import_runs(store, parsed, args.runs_format)
+        data = import_runs(store, parsed, request).to_json()
     return Result(
         data=data,
         tables=(Table(data["files"], columns=("path", "runs", "tasks")),),

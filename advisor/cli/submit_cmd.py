@@ -8,8 +8,8 @@ from typing import Any
 from advisor.cli.plan_cmd import add_planning_options, plan_request, slurm_pinning
 from advisor.errors import UsageError
 from advisor.planner.run_status import workflow_status
-from advisor.planner.submitting import submit_workflow
 from advisor.render import Result, Table
+from advisor.services.submit import submit_workflow
 from advisor.slurm.timefmt import format_duration
 
 

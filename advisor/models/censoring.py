@@ -13,7 +13,7 @@ teaches nothing new.  The observation itself stays censored in the cache.
 
 This is the one rule for both places that see censored runs: accounting, online, as each
 TIMEOUT arrives (advisor.accounting.censored), and ``advisor learn`` over the stored ones
-(advisor.models.learning), so both arrive at the same model.
+(advisor.services.learn), so both arrive at the same model.
 """
 
 from __future__ import annotations

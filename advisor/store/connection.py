@@ -4,7 +4,7 @@ Writers take ``BEGIN IMMEDIATE`` so two writers queue on the busy timeout instea
 half-way; the database runs in WAL mode so readers (the sbatch wrapper) never wait for a writer
 and never see a half-written transaction.  slurmctld's Lua plugin does not read this file: it
 reads a JSON export (see README), because a WAL database is unreadable to a user who cannot
-write its directory; for the same reason users' wrappers read a copy (publish.py).
+write its directory; for the same reason users' wrappers read a copy (services/publish.py).
 Paths are plain strings here (os.path): the wrapper opens the cache on every submission, and
 pathlib costs it ~4 ms to import.
 """
@@ -137,7 +137,7 @@ class Store:
 
     @cached_property
     def published(self) -> bool:
-        """True for the copy 'advisor publish' writes (publish.py).
+        """True for the copy 'advisor publish' writes (services/publish.py).
 
         Users' job names in it are digests (store/names.py); it holds only what the wrapper needs.
         """

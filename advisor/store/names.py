@@ -1,6 +1,6 @@
 """Users' job names as the files everyone reads hold them: a digest of (user, name).
 
-The published copy (publish.py) and the export for job_submit.lua are readable by every
+The published copy (services/publish.py) and the export for job_submit.lua are readable by every
 user, and a job name is what a user typed (it can hold a path, a sample id, a token).  Where a
 job name is a key there, the key is ``name_key(user, name)``: BLAKE2s (RFC 7693) with 12 bytes
 of output and the personalisation ``advname1``, over the UTF-8 bytes of the user name, a NUL,

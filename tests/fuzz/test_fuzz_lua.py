@@ -24,10 +24,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from advisor.services.export import UserLimits, export_document
 from advisor.slurm.records import Partition
 from advisor.store.names import name_key
 from advisor.validate import validate
-from advisor.wrapper.export import UserLimits, export_document
 from advisor.wrapper.predictor import Forecast
 from advisor.wrapper.snapshot import Snapshot
 from tests.conftest import REPO

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from advisor.errors import InputError, InvalidWorkflowError
 from advisor.planner.model import Task, Workflow
-from advisor.planner.plan_workflows import plan_workflows
 from advisor.planner.planning import PlanRequest
 from advisor.planner.platform import load_platform, parse_flops
+from advisor.services.plan import plan_workflows
 from advisor.validate import schema
 from tests.conftest import TEST_DATA
 from tests.fuzz.hostile import budget, field, mutated_json, outcome, rejected, write

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from advisor.cli.sbatch_cmd import main as sbatch_main
 from advisor.errors import InputError
 from advisor.history.lookup import history_limit
+from advisor.services.export import UserLimits, export_document, write_export
 from advisor.slurm.records import Partition
 from advisor.slurm.runner import CommandResult
 from advisor.store import Store
@@ -33,7 +34,6 @@ from advisor.store.names import name_key
 from advisor.text import percent_encode, storable
 from advisor.validate import validate
 from advisor.wrapper.argv import parse_command_line
-from advisor.wrapper.export import UserLimits, export_document, write_export
 from advisor.wrapper.predictor import Forecast
 from advisor.wrapper.script import read_directives
 from advisor.wrapper.snapshot import Snapshot

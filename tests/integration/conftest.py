@@ -43,8 +43,8 @@ def cluster_sh(*args: str) -> None:
 @pytest.fixture(scope="module")
 def live_cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cache of the live cluster's snapshot, nodes grouped into classes by their hardware."""
-    from advisor.cluster_info import fetch_cluster
     from advisor.profiling.classes import refresh_node_classes
+    from advisor.services.cluster import fetch_cluster
     from advisor.slurm.backend import CliBackend
     from advisor.store.cluster import save_cluster
     from advisor.store.connection import Store

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cluster_info import fetch_cluster
-from advisor.guard import write_export_heartbeat
-from advisor.models.learning import learn
+from advisor.services.cluster import fetch_cluster
+from advisor.services.guard import write_export_heartbeat
+from advisor.services.learn import learn
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import parse_key_values
 from advisor.slurm.timefmt import parse_duration

@@ -32,12 +32,13 @@ from typing import Any
 import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
-from advisor.cluster_info import fetch_cluster
 from advisor.history.cache import save_key_states, save_site
 from advisor.history.keys import HistoryKey
 from advisor.history.lookup import history_limit
 from advisor.history.policy import KeyState, SiteBudget
-from advisor.publish import publish_copy
+from advisor.services.cluster import fetch_cluster
+from advisor.services.export import UserLimits, export_document, write_export
+from advisor.services.publish import publish_copy
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS, parse_key_values
 from advisor.slurm.records import JobRecord
@@ -47,7 +48,6 @@ from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
-from advisor.wrapper.export import UserLimits, export_document, write_export
 from advisor.wrapper.snapshot import load_snapshot
 from benchmarks.bench_load import train_cache
 from tests.conftest import REPO

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.cluster_info import fetch_cluster
+from advisor.services.cluster import fetch_cluster
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import parse_key_values
 from advisor.wrapper.argv import FLAGS, VALUED

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from advisor.cluster_info import fetch_cluster
-from advisor.models.predicting import predict_runtime
+from advisor.services.cluster import fetch_cluster
+from advisor.services.predict import predict_runtime
 from advisor.slurm.backend import CliBackend
 from advisor.store import Store
 from tests.unit.test_accounting_update import cache_content

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from advisor.cluster_info import fetch_cluster
+from advisor.services.cluster import fetch_cluster
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.timefmt import format_duration

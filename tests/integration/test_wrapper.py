@@ -28,7 +28,7 @@ import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.cli.sbatch_cmd import main as sbatch_main
-from advisor.cluster_info import fetch_cluster
+from advisor.services.cluster import fetch_cluster
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS, parse_key_values
 from advisor.slurm.records import JobRecord

@@ -17,8 +17,8 @@ from advisor.accounting.ingest import Ingestor
 from advisor.imports.lotaru import read_lotaru_csv
 from advisor.models.censoring import expected_above
 from advisor.models.distributions import predictive
-from advisor.models.learning import learn
-from advisor.models.predicting import predict_runtime
+from advisor.services.learn import learn
+from advisor.services.predict import predict_runtime
 from advisor.slurm.records import JobRecord, Node, Partition
 from advisor.store import Store
 from advisor.store.cluster import save_cluster

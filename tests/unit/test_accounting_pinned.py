@@ -32,7 +32,7 @@ from advisor.accounting.sacct_file import format_sacct_row
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.accounting.update import dump_format, update_from_file
 from advisor.imports.lotaru import read_lotaru_csv
-from advisor.models.learning import learn
+from advisor.services.learn import learn
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord, Node, Partition
 from advisor.store import Store

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from advisor.models.calibrating import (
+from advisor.models.context import NodeContext
+from advisor.services.calibrate import (
     CalibrationRequest,
     _failure,
     class_targets,
     probe_class,
     sbatch_args,
 )
-from advisor.models.context import NodeContext
-from advisor.profiling.cluster_profile import Target
+from advisor.services.profile import Target
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.runner import CommandResult, SlurmCommands
 from tests.unit.test_report_setup import real_jobs

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import main
-from advisor.demo import SAMPLE_LOG, sample_file
+from advisor.services.demo import SAMPLE_LOG, sample_file
 from advisor.validate import validate
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import main
-from advisor.doctor import unreadable_for
+from advisor.services.doctor import unreadable_for
 from advisor.slurm.conf import conf_settings, lua_export_path
 from advisor.validate import validate
 from tests.conftest import REPO
@@ -60,7 +60,7 @@ def test_the_guard_line_reads_the_heartbeat(tmp_path: Path, age_s: float | None,
                                             detail: str) -> None:  # fmt: skip
     from datetime import UTC, datetime
 
-    from advisor.doctor import DoctorRequest, guard_check
+    from advisor.services.doctor import DoctorRequest, guard_check
     from advisor.store import Store
     from advisor.store.guard import Heartbeat, write_heartbeat
 

@@ -17,13 +17,13 @@ from advisor.errors import AdvisorError, InputError
 from advisor.history.cache import save_key_states
 from advisor.history.keys import HistoryKey
 from advisor.history.policy import KeyState
-from advisor.publish import publish_copy
+from advisor.services.export import NAME_BYTES, USER_NAMES, export_document, export_from_cache
+from advisor.services.publish import publish_copy
 from advisor.slurm.records import Node, Partition
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
-from advisor.wrapper.export import NAME_BYTES, USER_NAMES, export_document, export_from_cache
 from advisor.wrapper.snapshot import load_snapshot
 
 
@@ -76,7 +76,7 @@ def test_fewer_names_per_user_until_the_file_fits_its_bound(tmp_path: Path) -> N
     with Store.open(cache, readonly=True) as store:
         whole = export_from_cache(store, quantile=0.95, margin=0.1, generated_at="now")
         snapshot = load_snapshot(store, None)
-    from advisor.wrapper.export import UserLimits
+    from advisor.services.export import UserLimits
 
     users = {"mallory": UserLimits({f"job-{i}": {"cpu": 70} for i in range(300)}, {})}
     size = len(json.dumps(whole, sort_keys=True))

@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from advisor.errors import InputError
-from advisor.guard import Guard, due_limit, run_guard, watched_job, write_export_heartbeat
 from advisor.guard_schedule import LEAD_S
+from advisor.services.guard import Guard, due_limit, run_guard, watched_job, write_export_heartbeat
 from advisor.slurm.jobs import RunningJob, parse_running_jobs
 from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.store.advice import Advice, guarded_requests, record_advice

@@ -13,13 +13,13 @@ import pytest
 
 from advisor.accounting.ingest import Ingestor
 from advisor.history.lookup import export_limits, history_limit
+from advisor.services.export import export_from_cache
 from advisor.slurm.records import JobRecord, Node, Partition
 from advisor.store import Store
 from advisor.store.advice import Advice, record_advice
 from advisor.store.cluster import save_cluster
 from advisor.store.names import name_key
 from advisor.validate import validate
-from advisor.wrapper.export import export_from_cache
 from tests.conftest import REPO
 
 START = datetime(2026, 11, 29, 8, 0)

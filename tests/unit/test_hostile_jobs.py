@@ -23,7 +23,7 @@ from advisor.errors import InputError, UsageError
 from advisor.history.cache import load_key_states, load_site
 from advisor.history.keys import HistoryKey
 from advisor.history.lookup import history_limit
-from advisor.models.predicting import predict_runtime
+from advisor.services.predict import predict_runtime
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord
 from advisor.slurm.timefmt import parse_timelimit

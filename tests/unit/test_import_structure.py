@@ -113,7 +113,7 @@ def _where(members: list[str], unit: str = "module") -> str:
 def test_the_walk_sees_the_whole_package_and_its_lazy_imports() -> None:
     assert len(MODULES) > 150 and "advisor.cli.app" in MODULES
     # a lazy import (inside a function body) is an edge like any other
-    assert "advisor.planner.gantt" in GRAPH["advisor.demo"]
+    assert "advisor.planner.gantt" in GRAPH["advisor.services.demo"]
     # and the cycle finder finds a cycle when there is one
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -181,7 +181,7 @@ def test_only_the_slurm_adapter_runs_programs() -> None:
 #: or below.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"cli", "__main__"}),
-    frozenset({"demo", "doctor", "guard", "publish", "cluster_info"}),
+    frozenset({"services"}),
     frozenset({"wrapper", "models", "profiling", "imports", "history", "accounting", "replay",
                "planner", "insitu", "reports", "spool", "completion", "sample", "schemas"}),
     frozenset({"slurm", "store"}),
@@ -205,3 +205,15 @@ def test_every_module_has_a_layer_and_imports_only_downwards() -> None:
         if target != "advisor" and module != "advisor" and _layer(target) < _layer(module)
     ]
     assert upward == []
+
+
+def test_a_command_with_a_service_module_calls_it() -> None:
+    from advisor.cli.commands import COMMANDS
+
+    with_service = {name: module for name, (module, _) in COMMANDS.items()
+                    if f"advisor.services.{name}" in MODULES}  # fmt: skip
+    assert len(with_service) >= 10
+    wrong = [f"{module} does not import advisor.services.{name}"
+             for name, module in with_service.items()
+             if f"advisor.services.{name}" not in GRAPH[module]]  # fmt: skip
+    assert wrong == []

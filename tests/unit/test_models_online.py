@@ -10,9 +10,9 @@ import pytest
 
 from advisor.cli import main
 from advisor.models.features import X_UNIT_BYTES
-from advisor.models.learning import learn
 from advisor.models.online import update_online
-from advisor.models.predicting import predict_runtime
+from advisor.services.learn import learn
+from advisor.services.predict import predict_runtime
 from advisor.slurm.records import Node, Partition
 from advisor.store import Store
 from advisor.store.benchmarks import BenchRun, Measurement, save_bench_run

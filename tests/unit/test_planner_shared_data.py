@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.planner.estimating import estimate_workflow
-from advisor.planner.plan_workflows import plan_workflows
 from advisor.planner.planning import PlanRequest
 from advisor.planner.registry import SCHEDULERS
+from advisor.services.estimate import estimate_workflow
+from advisor.services.plan import plan_workflows
 from advisor.validate import validate
 
 

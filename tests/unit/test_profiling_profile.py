@@ -9,7 +9,7 @@ import pytest
 
 from advisor.cli.profile_cmd import _ProgressBar
 from advisor.errors import InputError
-from advisor.profiling.cluster_profile import (
+from advisor.services.profile import (
     NodeOutcome,
     ProfileRequest,
     is_unavailable,

@@ -6,7 +6,7 @@ import pytest
 
 import advisor.progress
 from advisor.cli import main
-from advisor.demo import SAMPLE_LOG, sample_file
+from advisor.services.demo import SAMPLE_LOG, sample_file
 
 
 @pytest.fixture(autouse=True)

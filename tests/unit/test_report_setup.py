@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from advisor.models.features import X_UNIT_BYTES
-from advisor.models.learning import learn
+from advisor.services.learn import learn
 from advisor.slurm.parsers import parse_nodes, parse_partitions, parse_sacct
 from advisor.slurm.records import JobRecord
 from advisor.store import Store

@@ -19,7 +19,7 @@ from advisor.accounting.ingest import Ingestor
 from advisor.cli import main
 from advisor.errors import AdvisorError, CacheError, InputError
 from advisor.history.lookup import history_limit
-from advisor.publish import publish_copy
+from advisor.services.publish import publish_copy
 from advisor.spool import mark_source, mark_value
 from advisor.store.accounting import set_watermark
 from advisor.store.advice import Advice, record_advice

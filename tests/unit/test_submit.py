@@ -16,7 +16,7 @@ from advisor.cli import main
 from advisor.errors import SlurmCommandError
 from advisor.planner.planning import PlanRequest
 from advisor.planner.run_status import compare, workflow_status
-from advisor.planner.submitting import submit_workflow
+from advisor.services.submit import submit_workflow
 from advisor.slurm.records import JobRecord
 from advisor.slurm.runner import CommandResult
 from advisor.store.cluster import save_cluster

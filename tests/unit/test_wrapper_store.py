@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import CacheError
-from advisor.models.learning import learn
+from advisor.services.export import UserLimits, export_document, write_atomically, write_export
+from advisor.services.learn import learn
 from advisor.slurm.records import Node, Partition
 from advisor.slurm.runner import AmbiguousSubmitError, CommandResult, RetryPolicy, run_subprocess
 from advisor.store.advice import Advice
@@ -23,7 +24,6 @@ from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import Observation, add_observations
 from advisor.validate import validate
 from advisor.wrapper import effects
-from advisor.wrapper.export import UserLimits, export_document, write_atomically, write_export
 from advisor.wrapper.snapshot import load_snapshot
 
 PARTITIONS = [

@@ -184,7 +184,7 @@ def write_export_heartbeat(path: str, at_epoch: float, poll_s: int) -> None:
     The file is replaced atomically; if ``advisor export`` replaced it meanwhile, the new
     export is kept and gets its heartbeat at the next poll.
     """
-    from advisor.wrapper.export import write_atomically
+    from advisor.services.export import write_atomically
 
     target = Path(path)
     try:

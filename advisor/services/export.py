@@ -107,7 +107,7 @@ def export_document(
             raise AdvisorError(
                 f"the export would take {size} bytes even without per-user job names "
                 f"(the bound is {max_bytes}): {len(tasks)} tasks, {len(mine)} users",
-                hint="a bound of the Lua plugin (advisor/wrapper/export.py, EXPORT_BYTES)",
+                hint="a bound of the Lua plugin (advisor/services/export.py, EXPORT_BYTES)",
             )
         user_names //= 2
 

@@ -14,11 +14,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from advisor.cluster_info import cluster_view
 from advisor.imports.json_files import read_cluster, read_task_runs
-from advisor.models.learning import learn
 from advisor.replay.jobs import replay_jobs
 from advisor.replay.run import limit_series, policies, replay, scores_report
+from advisor.services.cluster import cluster_view
+from advisor.services.learn import learn
 from advisor.store import Store
 from advisor.store.cluster import load_nodes, load_partitions, save_cluster
 from advisor.store.observations import add_observations
@@ -149,9 +149,9 @@ def limit_rows(explained: dict[str, Any]) -> list[dict[str, Any]]:
 def _plan(db_path: Path, plots_dir: Path | None) -> dict[str, Any]:
     """HEFT on the cached cluster, and the first tasks' submit lines (advisor submit --dry-run)."""
     from advisor.planner.gantt import save_gantt
-    from advisor.planner.plan_workflows import plan_workflows
     from advisor.planner.planning import PlanRequest
-    from advisor.planner.submitting import submit_workflow
+    from advisor.services.plan import plan_workflows
+    from advisor.services.submit import submit_workflow
     from advisor.wrapper.effects import user
 
     request = PlanRequest(inputs=(str(sample_file(SAMPLE_WORKFLOW)),), db=str(db_path), user=user())

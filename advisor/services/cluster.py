@@ -1,4 +1,4 @@
-"""The live cluster's partitions and nodes, as data."""
+"""``advisor cluster``: the live cluster's partitions and nodes, as data (stored with --save)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from typing import Any
 from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.records import Node, Partition
 from advisor.slurm.timefmt import format_duration
+from advisor.store.cluster import save_cluster
+from advisor.store.connection import Store
 
 
 def cluster_view(partitions: list[Partition], nodes: list[Node]) -> dict[str, Any]:
@@ -45,3 +47,11 @@ def fetch_cluster(backend: SlurmBackend) -> tuple[list[Partition], list[Node]]:
 def limit_text(seconds: int | None) -> str:
     """A limit for people: Slurm's own notation, or UNLIMITED."""
     return "UNLIMITED" if seconds is None else format_duration(seconds)
+
+
+def show_cluster(backend: SlurmBackend, *, save_to: Store | None = None) -> dict[str, Any]:
+    """Fetch the cluster; store the snapshot when a cache is given; the cluster.json view."""
+    partitions, nodes = fetch_cluster(backend)
+    if save_to is not None:
+        save_cluster(save_to, partitions, nodes)
+    return cluster_view(partitions, nodes)

@@ -32,7 +32,7 @@ from advisor.models.loading import load_models
 from advisor.models.node_factor import class_factor
 from advisor.models.online import update_online
 from advisor.models.predict import NoFactorError, TaskModels, predict_on
-from advisor.profiling.cluster_profile import ProfileRequest, Target, select_targets
+from advisor.services.profile import ProfileRequest, Target, select_targets
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.records import JobRecord
 from advisor.store.cluster import save_cluster
