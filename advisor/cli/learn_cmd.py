@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def run(args: argparse.Namespace) -> Result:
     """Learn and summarise."""
     with Store.open(getattr(args, "db", None)) as store:
-        data = learn(store, reference=args.reference, seed=args.seed)
+        learned = learn(store, reference=args.reference, seed=args.seed)
+    data = learned.to_json()
     rows = [{**m, "classes": len(m["classes"])} for m in data["task_models"]]
     return Result(
         data=data,
@@ -55,8 +56,9 @@ def run(args: argparse.Namespace) -> Result:
             ),
         ),
         notes=(
-            f"{data['tasks']} tasks, {data['models']} models from {data['observations']} runs; "
-            f"{data['censored']['used']} of {data['censored']['runs']} runs killed at their "
+            f"{len(learned.task_models)} tasks, {learned.models} models from "
+            f"{learned.observations} runs; "
+            f"{learned.censored.used} of {learned.censored.runs} runs killed at their "
             "limit raised a model",
         ),
     )

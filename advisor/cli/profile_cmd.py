@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from advisor.errors import AdvisorError
 from advisor.progress import wanted
 from advisor.render import Result, Table
 from advisor.services.profile import (
     NodeOutcome,
+    Profiled,
     ProfileRequest,
     bench_argv,
     profile_cluster,
@@ -80,25 +81,14 @@ def run(args: argparse.Namespace) -> Result:
     )
     progress = _ProgressBar(sys.stderr) if wanted(sys.stderr) else None
     with Store.open(getattr(args, "db", None)) as store:
-        outcomes = profile_cluster(CliBackend(), store, request, progress=progress)
-    failed = [o for o in outcomes if o.error]
-    if len(failed) == len(outcomes):
+        profiled = Profiled(tuple(profile_cluster(CliBackend(), store, request, progress=progress)))
+    failed = profiled.failed
+    if len(failed) == len(profiled.outcomes):
         raise AdvisorError(
             "profiling failed on every node: " + "; ".join(f"{o.node}: {o.error}" for o in failed)
         )
-    rows: list[dict[str, Any]] = [
-        {
-            "node": o.node,
-            "partition": o.partition,
-            "status": "failed" if o.error else "stored",
-            "run_id": o.run_id,
-            "node_class": o.node_class,
-            "measured_at": o.run.measured_at if o.run else None,
-            "scores": {m: r.value for m, r in o.run.results.items()} if o.run else {},
-            "error": o.error,
-        }
-        for o in outcomes
-    ]
+    data = profiled.to_json()
+    rows = data["nodes"]
     table = [
         {key: row[key] for key in ("node", "partition", "status", "run_id", "node_class")}
         | {"cpu_single_events_s": row["scores"].get("cpu_single_events_s"),
@@ -108,5 +98,4 @@ def run(args: argparse.Namespace) -> Result:
     notes = [f"failed: {o.node}: {o.error}" for o in failed]
     for note in notes:  # on stderr too, where --format json leaves the notes out
         log.warning("profile %s", note)
-    data = {"nodes": rows, "stored": len(rows) - len(failed), "failed": len(failed)}
     return Result(data=data, tables=(Table(table),), notes=notes)

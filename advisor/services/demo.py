@@ -87,14 +87,14 @@ def _build_cache(db_path: Path) -> tuple[int, list[dict[str, Any]], list[dict[st
         learned = learn(store)
     models = [
         {
-            "task": m["task"],
-            "node_classes": [m["reference"], *m["classes"]],
-            "kind": m["kind"],
-            "pearson_r": m["pearson_r"],
-            "cpu_weight": m["cpu_weight"],
-            "runs": m["n_train"],
+            "task": m.task,
+            "node_classes": [m.reference, *m.classes],
+            "kind": m.kind,
+            "pearson_r": m.pearson_r,
+            "cpu_weight": m.cpu_weight,
+            "runs": m.n_train,
         }
-        for m in learned["task_models"]
+        for m in learned.task_models
     ]
     return imported, view["partitions"], models
 

@@ -23,7 +23,7 @@ arrives at the model that online learning built from the same runs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.models.baselines import METHODS as BASELINES
@@ -228,33 +228,43 @@ def learn_models(
     return rows, user_rows, summaries, CensoredSummary(replay.censored, replay.used)
 
 
-def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> dict[str, Any]:
-    """Refit everything and replace the stored models; a summary (schemas/learn-output.json)."""
+@dataclass(frozen=True)
+class Learned:
+    """What ``advisor learn`` did (schemas/learn-output.json)."""
+
+    observations: int
+    models: int
+    user_models: int
+    users: int
+    censored: CensoredSummary
+    task_models: tuple[TaskSummary, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary the command prints."""
+        return {
+            "observations": self.observations,
+            "tasks": len(self.task_models),
+            "models": self.models,
+            "user_models": self.user_models,
+            "users": self.users,
+            "censored": {"runs": self.censored.runs, "used": self.censored.used},
+            "task_models": [{**asdict(s), "classes": list(s.classes)} for s in self.task_models],
+        }
+
+
+def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> Learned:
+    """Refit everything and replace the stored models."""
     observations = load_observations(store)
     context = load_node_context(store)
     rows, user_rows, summaries, censored = learn_models(
         observations, context, reference=reference, seed=seed
     )
     stored = replace_task_models(store, rows, user_rows)
-    return {
-        "observations": len(observations),
-        "tasks": len(summaries),
-        "models": stored,
-        "user_models": len(user_rows),
-        "users": len({row.user for row in user_rows}),
-        "censored": {"runs": censored.runs, "used": censored.used},
-        "task_models": [
-            {
-                "task": s.task,
-                "reference": s.reference,
-                "kind": s.kind,
-                "linear_weight": s.linear_weight,
-                "pearson_r": s.pearson_r,
-                "cpu_weight": s.cpu_weight,
-                "cpu_weight_source": s.cpu_weight_source,
-                "n_train": s.n_train,
-                "classes": list(s.classes),
-            }
-            for s in summaries
-        ],
-    }
+    return Learned(
+        observations=len(observations),
+        models=stored,
+        user_models=len(user_rows),
+        users=len({row.user for row in user_rows}),
+        censored=censored,
+        task_models=tuple(summaries),
+    )

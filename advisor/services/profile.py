@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
+from typing import Any
 
 from advisor.errors import AdvisorError, InputError
 from advisor.profiling.bench import run_from_bench_output
@@ -152,6 +153,35 @@ def profile_node(backend: CliBackend, target: Target, request: ProfileRequest, t
 
 
 Progress = Callable[[NodeOutcome, int, int], None]
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """What ``advisor profile`` did, node by node (schemas/profile-output.json)."""
+
+    outcomes: tuple[NodeOutcome, ...]
+
+    @property
+    def failed(self) -> tuple[NodeOutcome, ...]:
+        """The nodes whose run was not stored, with why."""
+        return tuple(o for o in self.outcomes if o.error)
+
+    def to_json(self) -> dict[str, Any]:
+        """One row per node, stored or failed, with its scores."""
+        rows = [
+            {
+                "node": o.node,
+                "partition": o.partition,
+                "status": "failed" if o.error else "stored",
+                "run_id": o.run_id,
+                "node_class": o.node_class,
+                "measured_at": o.run.measured_at if o.run else None,
+                "scores": {m: r.value for m, r in o.run.results.items()} if o.run else {},
+                "error": o.error,
+            }
+            for o in self.outcomes
+        ]
+        return {"nodes": rows, "stored": len(rows) - len(self.failed), "failed": len(self.failed)}
 
 
 def profile_cluster(

@@ -118,7 +118,7 @@ def test_learn_fits_timeouts_as_accounting_did_online(store: Store) -> None:
     online, shared = forecast(store), forecast(store, None)
     assert online["p95"] > shared_before["p95"]
     summary = learn(store)
-    assert summary["censored"] == {"runs": 2, "used": 2}
+    assert summary.to_json()["censored"] == {"runs": 2, "used": 2}
     refit = forecast(store)
     assert refit["mean"] == pytest.approx(online["mean"], rel=1e-9)
     assert refit["p95"] == pytest.approx(online["p95"], rel=1e-9)
@@ -133,7 +133,7 @@ def test_an_administrators_timeout_raises_the_shared_model_in_learn(store: Store
         input_bytes=Ingestor(store).modelled["fastqc"], censored=True,
     )  # fmt: skip
     add_observations(store, [killed])
-    assert learn(store)["censored"] == {"runs": 1, "used": 1}
+    assert learn(store).to_json()["censored"] == {"runs": 1, "used": 1}
     after = forecast(store, None)
     assert after["p95"] > before["p95"] and forecast(store, "bob") == after
 
