@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> Result:
         if args.task or args.input_bytes is not None or args.input:
             raise UsageError("--queries cannot be combined with --task/--input-bytes/--input")
         with Store.open(db, readonly=True) as store:
-            data = predict_queries(store, args.queries, method=args.method, user=user)
+            answered = predict_queries(store, args.queries, method=args.method, user=user)
+        data = answered.to_json()
         return Result(data=data, tables=(Table(data["predictions"], columns=QUERY_COLUMNS),))
     if not args.task:
         raise UsageError("give --task (with --input-bytes or --input) or --queries FILE.csv")
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> Result:
         raise UsageError("--input-bytes must be from 0 to 2**63 - 1")
     input_bytes = args.input_bytes if args.input_bytes is not None else input_size_of(args.input)
     with Store.open(db, readonly=True) as store:
-        data = predict_runtime(
+        answered = predict_runtime(
             store,
             args.task,
             input_bytes,
@@ -94,8 +95,9 @@ def run(args: argparse.Namespace) -> Result:
             user=user,
         )
     notes = [f"{args.task}, {input_bytes} input bytes ({args.method})"]
-    if data["skipped_classes"]:
-        notes.append("no factor for: " + ", ".join(data["skipped_classes"]))
+    if answered.skipped_classes:
+        notes.append("no factor for: " + ", ".join(answered.skipped_classes))
+    data = answered.to_json()
     return Result(
         data=data, tables=(Table(data["predictions"], columns=CLASS_COLUMNS),), notes=tuple(notes)
     )

@@ -51,22 +51,46 @@ def _load(store: Store, task: str, user: str | None) -> _Loaded:
     return _Loaded(models, models.reference)
 
 
-def _row(task: str, node: str | None, input_bytes: int, p: ClassPrediction) -> dict[str, Any]:
-    d = p.predictive
-    return {
-        "task": task,
-        "node": node,
-        "node_class": p.node_class,
-        "input_bytes": input_bytes,
-        "method": p.method,
-        "source": p.source,
-        "factor": p.factor,
-        "runs_on_class": p.runs_on_class,
-        "predicted_s": d.mean_s,
-        "p50_s": d.p50_s,
-        "p90_s": d.p90_s,
-        "p95_s": d.p95_s,
-    }
+@dataclass(frozen=True)
+class Predicted:
+    """One prediction: for a task, its input size, on one node class (of a node, if named)."""
+
+    task: str
+    node: str | None
+    input_bytes: int
+    prediction: ClassPrediction
+
+    def to_json(self) -> dict[str, Any]:
+        """The row schemas/predict-output.json has."""
+        p, d = self.prediction, self.prediction.predictive
+        return {
+            "task": self.task,
+            "node": self.node,
+            "node_class": p.node_class,
+            "input_bytes": self.input_bytes,
+            "method": p.method,
+            "source": p.source,
+            "factor": p.factor,
+            "runs_on_class": p.runs_on_class,
+            "predicted_s": d.mean_s,
+            "p50_s": d.p50_s,
+            "p90_s": d.p90_s,
+            "p95_s": d.p95_s,
+        }
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """What ``advisor predict`` answers (schemas/predict-output.json)."""
+
+    method: str
+    rows: tuple[Predicted, ...]
+    skipped_classes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The document the command prints."""
+        return {"method": self.method, "predictions": [r.to_json() for r in self.rows],
+                "skipped_classes": list(self.skipped_classes)}  # fmt: skip
 
 
 def _targets(
@@ -96,34 +120,35 @@ def predict_runtime(
     method: str = "lotaru",
     cores: int | None = None,
     user: str | None = None,
-) -> dict[str, Any]:
+) -> Predictions:
     """Predictions for each node class (of the node, of the partition, or every known one)."""
     loaded = _load(store, task, user)
     context = load_node_context(store)
-    rows, skipped = [], []
+    rows: list[Predicted] = []
+    skipped: list[str] = []
     for name, node_class in _targets(store, loaded, context, node, partition):
         try:
             prediction = loaded.predict(context, node_class, input_bytes, method, cores)
         except NoFactorError:
             skipped.append(node_class)
             continue
-        rows.append(_row(task, name, input_bytes, prediction))
+        rows.append(Predicted(task, name, input_bytes, prediction))
     if not rows:
         raise InputError(
             f"no benchmark scores and no runs of {task!r} on {', '.join(map(repr, skipped))}",
             hint="profile the nodes or import runs from them",
         )
-    return {"method": method, "predictions": rows, "skipped_classes": skipped}
+    return Predictions(method, tuple(rows), tuple(skipped))
 
 
 def predict_queries(
     store: Store, path: str | Path, *, method: str = "lotaru", user: str | None = None
-) -> dict[str, Any]:
+) -> Predictions:
     """Predictions for every row of a queries CSV (task, node, input_bytes)."""
     queries = read_queries(path)
     context = load_node_context(store)
     cache: dict[str, _Loaded] = {}
-    rows = []
+    rows: list[Predicted] = []
     for q in queries:
         where = f"{path}:{q.line}"
         if q.task not in cache:
@@ -140,8 +165,8 @@ def predict_queries(
                 f"node {q.node!r}: no benchmark scores and no runs of {q.task!r} there",
                 source=where,
             ) from None
-        rows.append(_row(q.task, q.node, q.input_bytes, prediction))
-    return {"method": method, "predictions": rows, "skipped_classes": []}
+        rows.append(Predicted(q.task, q.node, q.input_bytes, prediction))
+    return Predictions(method, tuple(rows))
 
 
 def input_size_of(paths: Sequence[str]) -> int:

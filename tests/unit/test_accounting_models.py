@@ -60,7 +60,7 @@ def job(number: int, state: str, elapsed_s: int, *, name: str = "fastqc", commen
 def forecast(store: Store, user: str | None = "alice") -> dict[str, float]:
     """fastqc on c1 at the input size the wrapper assumes without --input, as user sees it."""
     size = Ingestor(store).modelled["fastqc"]
-    row = predict_runtime(store, "fastqc", size, node="c1", user=user)["predictions"][0]
+    row = predict_runtime(store, "fastqc", size, node="c1", user=user).to_json()["predictions"][0]
     return {"mean": row["predicted_s"], "p95": row["p95_s"]}
 
 

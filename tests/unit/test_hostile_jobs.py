@@ -249,7 +249,7 @@ def test_a_job_without_a_user_moves_no_shared_model(
     # an administrator's import: twenty slow runs moved alice's (everyone's) prediction.
     def alices_p95() -> float:
         with Store.open(cache, readonly=True) as store:
-            rows = predict_runtime(store, "align", 3 * GB, node="c1", user="alice")["predictions"]
+            rows = predict_runtime(store, "align", 3 * GB, node="c1", user="alice").to_json()["predictions"]
         return float(rows[0]["p95_s"])
 
     before = alices_p95()

@@ -108,7 +108,7 @@ def test_a_few_runs_on_a_class_beat_the_transferred_model(learned: Path) -> None
     x = 64 * GB  # far beyond the training sizes
     truth = _truth("slow", x)
     with Store.open(learned) as store:
-        before = predict_runtime(store, "align", int(x), node="slow")["predictions"][0]
+        before = predict_runtime(store, "align", int(x), node="slow").to_json()["predictions"][0]
         assert before["source"] == "transferred"
         for i, size in enumerate((1 * GB, 4 * GB, 16 * GB)):
             run = Observation(
@@ -116,7 +116,7 @@ def test_a_few_runs_on_a_class_beat_the_transferred_model(learned: Path) -> None
             )
             model = update_online(store, run)
             assert model is not None and model.stats.n == i + 1
-        after = predict_runtime(store, "align", int(x), node="slow")["predictions"][0]
+        after = predict_runtime(store, "align", int(x), node="slow").to_json()["predictions"][0]
     assert after["source"] == "online"
     assert after["runs_on_class"] == 3
     assert abs(before["predicted_s"] - truth) / truth > 0.2  # benchmarks say 2x, truth is 1.6x
