@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def run(args: argparse.Namespace) -> Result:
     """Estimate and lay out."""
-    data = estimate_workflow(args.workflow, platform=args.platform, nodes=args.nodes,
-                             cores=args.cores, flops_per_unit=args.flops_per_unit)
+    found = estimate_workflow(args.workflow, platform=args.platform, nodes=args.nodes,
+                              cores=args.cores, flops_per_unit=args.flops_per_unit)
+    data = found.to_json()
     rows = [
         {"estimate": "naive, no concurrency", "seconds": data["naive_s"]},
         {"estimate": "naive, concurrency", "seconds": data["naive_concurrent_s"]},
@@ -40,8 +41,8 @@ def run(args: argparse.Namespace) -> Result:
     ]
     for row in rows:
         row["hours"] = row["seconds"] / 3600
-    notes = (f"{data['workflow']}: {data['tasks']} tasks in {data['levels']} levels, "
-             f"{data['total_flops'] / 1e12:.2f} Tflop, {data['read_bytes'] / 1e9:.2f} GB read, "
-             f"{data['written_bytes'] / 1e9:.2f} GB written; {data['nodes']} x {data['cores']} "
-             f"cores on {data['platform']['name']}",)
+    notes = (f"{found.workflow}: {found.tasks} tasks in {found.levels} levels, "
+             f"{data['total_flops'] / 1e12:.2f} Tflop, {found.read_bytes / 1e9:.2f} GB read, "
+             f"{found.written_bytes / 1e9:.2f} GB written; {found.nodes} x {found.cores} "
+             f"cores on {found.platform.name}",)
     return Result(data=data, tables=(Table(rows, title="Makespan estimates"),), notes=notes)

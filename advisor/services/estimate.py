@@ -3,18 +3,58 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import InputError
 from advisor.planner.build import Work, check_node_counts, task_loads
 from advisor.planner.estimators import Resources, estimates
 from advisor.planner.inputs import load_workflow
-from advisor.planner.platform import load_platform, parse_flops
+from advisor.planner.platform import Platform, load_platform, parse_flops
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The classic estimates of one workflow on n nodes of p cores (schemas/estimate-output.json)."""
+
+    workflow: str
+    source: str
+    tasks: int
+    levels: int
+    platform: Platform
+    nodes: int
+    cores: int
+    flops_per_unit: float | None
+    read_bytes: float
+    written_bytes: float
+    #: total_flops and the estimators' seconds by name (naive_s, naive_concurrent_s, ...)
+    estimates: dict[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        """The document the command prints."""
+        return {
+            "workflow": self.workflow,
+            "source": self.source,
+            "tasks": self.tasks,
+            "levels": self.levels,
+            "platform": {
+                "name": self.platform.name,
+                "flops_per_core": self.platform.flops_per_core,
+                "read_bytes_per_s": self.platform.read_bytes_per_s,
+                "write_bytes_per_s": self.platform.write_bytes_per_s,
+            },
+            "nodes": self.nodes,
+            "cores": self.cores,
+            "flops_per_unit": self.flops_per_unit,
+            "read_bytes": self.read_bytes,
+            "written_bytes": self.written_bytes,
+            **self.estimates,
+        }
 
 
 def estimate_workflow(
     spec: str, *, platform: str, nodes: int, cores: int, flops_per_unit: str | None
-) -> dict[str, Any]:
+) -> Estimate:
     """Naive, naive-concurrent and level-by-level estimates on n nodes of p cores.
 
     Task work is ``--cpu-work`` times the flops per unit; a task without it counts its
@@ -41,22 +81,16 @@ def estimate_workflow(
                 source=workflow.source,
                 hint="check the platform's rates and --flops-per-unit",
             )
-    return {
-        "workflow": workflow.name,
-        "source": workflow.source,
-        "tasks": len(workflow.tasks),
-        "levels": 1 + max((t.level for t in loads), default=-1),
-        "platform": {
-            "name": spec_platform.name,
-            "flops_per_core": spec_platform.flops_per_core,
-            "read_bytes_per_s": spec_platform.read_bytes_per_s,
-            "write_bytes_per_s": spec_platform.write_bytes_per_s,
-        },
-        "nodes": nodes,
-        "cores": cores,
-        "flops_per_unit": work.flops_per_unit,
-        "total_flops": total_flops,
-        "read_bytes": sum(t.read_bytes for t in loads),
-        "written_bytes": sum(t.write_bytes for t in loads),
-        **found,
-    }
+    return Estimate(
+        workflow=workflow.name,
+        source=workflow.source,
+        tasks=len(workflow.tasks),
+        levels=1 + max((t.level for t in loads), default=-1),
+        platform=spec_platform,
+        nodes=nodes,
+        cores=cores,
+        flops_per_unit=work.flops_per_unit,
+        read_bytes=sum(t.read_bytes for t in loads),
+        written_bytes=sum(t.write_bytes for t in loads),
+        estimates=found,
+    )

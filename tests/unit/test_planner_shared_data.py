@@ -40,7 +40,7 @@ def test_blast_benchmark_plans_and_estimates(shared_data: Path) -> None:
                                             nodes=10, cores=10, samples=20))
     assert len(data["tasks"]) == 198
     estimates = estimate_workflow(blast, platform="summit", nodes=10, cores=10,
-                                  flops_per_unit="100Gf")
+                                  flops_per_unit="100Gf").to_json()
     validate(estimates, "estimate-output", source=blast)
     # 198 tasks x 150 units x 100 Gf on 100 cores of 61.542 Gf/s: 482.6 s of compute
     assert estimates["total_flops"] == pytest.approx(198 * 150 * 100e9)
