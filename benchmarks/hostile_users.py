@@ -34,8 +34,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the regression tests' records (tests/unit/test_hostile_jobs.py)
-from tests.unit.test_hostile_jobs import (  # noqa: E402
+sys.path.insert(0, str(REPO))  # the regression tests' records (tests/helpers/hostile_jobs.py)
+from tests.helpers.hostile_jobs import (  # noqa: E402
     FORGED,
     UNICODE_DIGITS,
     alices_history,
@@ -43,7 +43,7 @@ from tests.unit.test_hostile_jobs import (  # noqa: E402
     job,
     timed_out,
 )
-from tests.unit.test_report_setup import GB  # noqa: E402
+from tests.helpers.report_cache import GB  # noqa: E402
 
 SWF = REPO / "tests" / "data" / "traces" / "kth-sp2-excerpt.swf"
 SECRETS = ("API_TOKEN=s3cr3t-0f-n0b0dy", "curl-k3y-of-n0b0dy", "patient-4711", "grant-XK-99")

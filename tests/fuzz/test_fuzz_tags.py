@@ -33,9 +33,9 @@ from advisor.store.advice import Advice, record_advice
 from advisor.text import percent_encode, storable
 from advisor.validate import validate
 from advisor.wrapper.tag import Tag, format_tag, parse_tag
-from tests.fuzz.hostile import HOSTILE_NUMBERS, HOSTILE_STRINGS, budget, count, field, numberish
-from tests.unit.test_hostile_jobs import UNICODE_DIGITS, dump, job
-from tests.unit.test_report_setup import fill_cache
+from tests.helpers.hostile import HOSTILE_NUMBERS, HOSTILE_STRINGS, budget, count, field, numberish
+from tests.helpers.hostile_jobs import UNICODE_DIGITS, dump, job
+from tests.helpers.report_cache import fill_cache
 
 pytestmark = pytest.mark.fuzz
 

@@ -15,7 +15,6 @@ import re
 import secrets
 import string
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,12 +29,21 @@ from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import parse_key_values
 from advisor.wrapper.argv import FLAGS, VALUED
 from advisor.wrapper.sbatch_options import LONG_OPTIONS, ONLY_IN
-from tests.fuzz.hostile import budget
-from tests.sbatch_oracle import CASES, RECORDED, offline_conf, refusing_port, sbatch_reads
-from tests.unit.test_wrapper_store import train
-from tests.unit.test_wrapper_xlate import PROBE, fields, minutes, wrapper_reads
+from tests.helpers.caches import train
+from tests.helpers.cluster import ADVISOR
+from tests.helpers.hostile import budget
+from tests.helpers.sbatch_oracle import (
+    CASES,
+    PROBE,
+    RECORDED,
+    fields,
+    minutes,
+    offline_conf,
+    refusing_port,
+    sbatch_reads,
+    wrapper_reads,
+)
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 #: What sbatch prints when getopt refuses a #PBS/#BSUB word (an unknown option, a missing value
 #: or a word that is no option).
 GETOPT_REFUSES_RE = re.compile(r"Unrecognized command line parameter|Invalid argument:")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +17,9 @@ import pytest
 
 from advisor.slurm.backend import CliBackend
 from advisor.validate import validate
-from tests.conftest import REPO
+from tests.helpers.cluster import ADVISOR
+from tests.helpers.paths import REPO
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 WORKFLOW = REPO / "tests" / "data" / "workflows" / "forkjoin-sleep-1.5.json"
 FINISH_S = 240  # ten short jobs, three dependency levels; the cluster may be busy
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +22,11 @@ from typing import Any
 import pytest
 
 from advisor.validate import validate
-from tests.conftest import REPO
+from tests.helpers.cluster import ADVISOR
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 PROBE = REPO / "tests" / "data" / "workflows" / "forkjoin-sleep-1.5.json"
 INSTANCE = "soykb-chameleon-10fastq-20ch-001.json"
 DIVIDE_BY = 40.0

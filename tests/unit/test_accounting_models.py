@@ -25,7 +25,7 @@ from advisor.store.cluster import save_cluster
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import Observation, add_observations, load_observations
 from advisor.wrapper.tag import Tag, with_tag
-from tests.conftest import TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 START = datetime(2026, 11, 29, 12, 0)
 

@@ -40,10 +40,10 @@ from advisor.store.cluster import save_cluster
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import add_observations
 from advisor.wrapper.tag import Tag, with_tag
-from tests.captures import capture
-from tests.conftest import TEST_DATA, _shared_data_dir
-from tests.unit.test_accounting_update import cache_content
-from tests.unit.test_public_recordings import PUBLIC, RECORDINGS
+from tests.helpers.caches import cache_content
+from tests.helpers.captures import capture
+from tests.helpers.paths import TEST_DATA, shared_data_dir
+from tests.helpers.public_recordings import PUBLIC, RECORDINGS
 
 PINNED = TEST_DATA / "pinned" / "update.json"
 TRACES = TEST_DATA / "traces"
@@ -196,7 +196,7 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
         pinned = {
             "excerpts": case_excerpts(Path(first)),
-            "full": case_full(Path(second), _shared_data_dir()),
+            "full": case_full(Path(second), shared_data_dir()),
         }
     PINNED.parent.mkdir(exist_ok=True)
     PINNED.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")

@@ -16,7 +16,7 @@ from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct, parse_sacct_line
 from advisor.slurm.records import JobRecord
 from advisor.store import Store
 from advisor.store.accounting import get_watermark
-from tests.captures import capture
+from tests.helpers.captures import capture
 
 HEADER = "|".join(SACCT_FIELDS)
 X1F = "\x1f"

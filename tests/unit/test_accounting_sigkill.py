@@ -16,8 +16,9 @@ from pathlib import Path
 
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.slurm.parsers import SACCT_FIELDS
-from tests.conftest import REPO, TEST_DATA
-from tests.unit.test_accounting_update import RECORDS, SINCE, UNTIL, cache_content
+from tests.helpers.caches import cache_content
+from tests.helpers.jobs import RECORDS, SINCE, UNTIL
+from tests.helpers.paths import REPO, TEST_DATA
 
 FAKE = TEST_DATA / "traces" / "fake_sacct.py"
 

@@ -15,10 +15,10 @@ from advisor.cli import main
 from advisor.errors import InputError
 from advisor.store import Store
 from advisor.validate import validate
-from tests.conftest import TEST_DATA
-from tests.unit.test_accounting_update import cache_content
+from tests.helpers.caches import cache_content
+from tests.helpers.jobs import KTH
+from tests.helpers.paths import TEST_DATA
 
-KTH = TEST_DATA / "traces" / "kth-sp2-excerpt.swf"
 CURIE = TEST_DATA / "traces" / "cea-curie-excerpt.swf"
 
 

@@ -6,7 +6,6 @@ faked at the process boundary (the adapter's runner) with rows formatted as sacc
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -14,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from advisor.accounting.mapping import swf_epoch, swf_record
 from advisor.accounting.sacct_file import format_sacct_row
-from advisor.accounting.swf import read_swf, swf_header
 from advisor.accounting.update import update_from_sacct
 from advisor.errors import AdvisorError, InputError
 from advisor.slurm.backend import CliBackend
@@ -25,29 +22,10 @@ from advisor.slurm.records import JobRecord
 from advisor.slurm.runner import CommandResult, RetryPolicy, SlurmCommands
 from advisor.store import Store
 from advisor.store.accounting import get_watermark
-from tests.conftest import TEST_DATA
+from tests.helpers.caches import cache_content
+from tests.helpers.jobs import FIRST_END, HOUR, LAST_END, RECORDS, SINCE, UNTIL
 
-KTH = TEST_DATA / "traces" / "kth-sp2-excerpt.swf"
-HOUR = timedelta(hours=1)
 DBD_DOWN = "sacct: error: Problem talking to the database: Connection refused\n"
-
-
-def kth_records(cluster: str = "kth") -> list[JobRecord]:
-    """The excerpt's finished jobs as sacct records of one partition ('batch')."""
-    epoch = swf_epoch(swf_header(KTH))
-    return [
-        swf_record(job, log="kth", epoch=epoch)._replace(cluster=cluster, partition="batch",
-                nodes=("n1",), name=f"app{job.user}")
-        for job in read_swf(KTH)
-        if job.run_s is not None
-    ]  # fmt: skip
-
-
-RECORDS = kth_records()
-FIRST_END = min(job.end for job in RECORDS if job.end)
-LAST_END = max(job.end for job in RECORDS if job.end)
-SINCE = FIRST_END.replace(minute=0, second=0) - HOUR
-UNTIL = LAST_END + HOUR
 
 
 def active(records: Sequence[JobRecord], start: datetime, end: datetime) -> list[JobRecord]:
@@ -87,21 +65,6 @@ class FakeSacct:
 def backend(fake: FakeSacct, sleeps: list[float] | None = None) -> CliBackend:
     sink = sleeps if sleeps is not None else []
     return CliBackend(SlurmCommands(fake, sleep=sink.append, policy=RetryPolicy(attempts=3)))
-
-
-def cache_content(path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """Every table's rows without the *_at timestamps: what two equal caches share."""
-    conn = sqlite3.connect(path)
-    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    content = {}
-    for table in sorted(tables):
-        columns = [
-            r[1] for r in conn.execute(f"PRAGMA table_info({table})") if not r[1].endswith("_at")
-        ]
-        query = f"SELECT {', '.join(columns)} FROM {table}"  # noqa: S608 - names from the schema
-        content[table] = sorted(conn.execute(query).fetchall(), key=repr)
-    conn.close()
-    return content
 
 
 def run_update(path: Path, fake: FakeSacct, **options: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from advisor.models.context import NodeContext
 from advisor.profiling.cluster_profile import Target
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.runner import CommandResult, SlurmCommands
-from tests.unit.test_report_setup import real_jobs
+from tests.helpers.report_cache import real_jobs
 
 REQUEST = CalibrationRequest("fastqc", "fastqc small.fq.gz", ("small.fq.gz",), time_limit_min=7)
 

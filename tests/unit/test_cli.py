@@ -12,7 +12,7 @@ import pytest
 from advisor import __version__
 from advisor.cli import COMMANDS, build_parser, main
 from advisor.validate import validate
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def _subcommands() -> list[str]:

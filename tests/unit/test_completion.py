@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import main
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 BIN = str(Path(sys.executable).parent)  # the venv's advisor console script
 ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -11,7 +11,7 @@ from advisor.cli import main
 from advisor.doctor import unreadable_for
 from advisor.slurm.conf import conf_settings, lua_export_path
 from advisor.validate import validate
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def test_the_plugin_in_the_repository_reads_the_default_export() -> None:

@@ -21,7 +21,7 @@ from advisor.store.guard import Heartbeat, guard_alive, heartbeat_age, write_hea
 from advisor.validate import schema
 from advisor.wrapper.limits import PartitionLimit, decide
 from advisor.wrapper.tag import Tag, format_tag, parse_tag
-from tests.conftest import TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 SLURM = TEST_DATA / "slurm"
 

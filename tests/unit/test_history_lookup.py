@@ -11,35 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from advisor.accounting.ingest import Ingestor
 from advisor.history.lookup import export_limits, history_limit
-from advisor.slurm.records import JobRecord, Node, Partition
+from advisor.slurm.records import Node, Partition
 from advisor.store import Store
 from advisor.store.advice import Advice, record_advice
 from advisor.store.cluster import save_cluster
 from advisor.store.names import name_key
 from advisor.validate import validate
 from advisor.wrapper.export import export_from_cache
-from tests.conftest import REPO
-
-START = datetime(2026, 11, 29, 8, 0)
-
-
-def finished(number: int, runtime_s: int, *, name: str = "sim", partition: str = "cpu",
-             state: str = "COMPLETED", user: str = "alice") -> JobRecord:  # fmt: skip
-    end = START + timedelta(hours=number)
-    return JobRecord(
-        cluster="advisor", job_id=str(number), job_id_raw=number, name=name, user=user,
-        account="", partition=partition, nodes=("c1",), cpus=1, req_mem_mb=None,
-        elapsed_s=runtime_s, timelimit_s=86400, timelimit_kind=None, state=state,
-        state_by_uid=None, exit_code=0, exit_signal=0, submit=end - timedelta(seconds=runtime_s),
-        start=end - timedelta(seconds=runtime_s), end=end, comment="",
-    )  # fmt: skip
-
-
-def learn(store: Store, *jobs: JobRecord) -> None:
-    with store.write():
-        Ingestor(store).add(jobs)
+from tests.helpers.jobs import finished, learn
+from tests.helpers.paths import REPO
 
 
 @pytest.fixture

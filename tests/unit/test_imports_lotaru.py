@@ -13,7 +13,7 @@ from advisor.imports.lotaru import read_lotaru_csv
 from advisor.store import Store
 from advisor.store.observations import load_observations
 from advisor.validate import validate
-from tests.conftest import TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 LOCAL = TEST_DATA / "imports" / "lotaru_local_eager_excerpt.csv"
 TWIN = TEST_DATA / "imports" / "lotaru_wallyRedCpu_eager_excerpt.csv"

@@ -13,7 +13,7 @@ from advisor.errors import InputError
 from advisor.imports.nextflow import parse_duration, parse_size, process_name, read_trace
 from advisor.store import Store
 from advisor.store.observations import load_observations
-from tests.conftest import TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 TRACE = TEST_DATA / "imports" / "trace.txt"
 

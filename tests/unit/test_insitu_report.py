@@ -16,7 +16,7 @@ from advisor.insitu.model import makespan_s
 from advisor.insitu.report import analyse_steps, insitu_time_limit_s, report_data
 from advisor.insitu.steps import read_steps
 from advisor.validate import validate
-from tests.conftest import TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 DATA = TEST_DATA / "insitu"
 RECORDED = {

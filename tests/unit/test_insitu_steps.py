@@ -10,7 +10,7 @@ import pytest
 from advisor.cli import main
 from advisor.errors import InputError
 from advisor.insitu.steps import read_steps
-from tests.conftest import TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 DATA = TEST_DATA / "insitu"
 GOOD_CSV = "step,S,W,R,A\n" + "".join(f"{i},0.02,0.002,0.002,0.01\n" for i in range(6))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def test_every_advisor_package_is_listed_in_pyproject() -> None:

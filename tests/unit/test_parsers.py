@@ -36,7 +36,7 @@ from advisor.slurm.records import JobRecord
 from advisor.slurm.sacct_text import whole_number
 from advisor.slurm.timefmt import NoLimit
 from advisor.store import Store
-from tests.captures import SLURM_DATA, VERSIONS, Capture, capture, submitted
+from tests.helpers.captures import SLURM_DATA, VERSIONS, Capture, capture, submitted
 
 X1F = "\x1f"
 

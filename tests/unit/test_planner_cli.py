@@ -10,8 +10,9 @@ import pytest
 
 from advisor.cli import main
 from advisor.validate import validate
+from tests.helpers.paths import TEST_DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "workflows"
+DATA = TEST_DATA / "workflows"
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from advisor.errors import InvalidWorkflowError
 from advisor.planner.wfformat import command_line, parse_workflow, read_workflow
+from tests.helpers.paths import TEST_DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "workflows"
+DATA = TEST_DATA / "workflows"
 
 
 def test_commands_and_model_names_of_each_version() -> None:

@@ -30,9 +30,8 @@ from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.node_classes import save_node_classes
 from advisor.validate import validate
-from tests.unit.test_planner_contract import make_problem
-from tests.unit.test_submit import WORKS, record, submitted_run
-from tests.unit.test_wrapper_store import NODES, PARTITIONS
+from tests.helpers.caches import NODES, PARTITIONS
+from tests.helpers.planner import WORKS, make_problem, record, submitted_run
 
 T0 = datetime(2026, 12, 1, 12, 0, 0)
 

@@ -6,7 +6,7 @@ import pytest
 
 from advisor.planner import fdws, heft
 from advisor.planner.fairness import fairness_report, outcomes, sequential, unfairness
-from tests.unit.test_planner_contract import assert_valid, make_problem
+from tests.helpers.planner import assert_valid, make_problem
 
 
 def two_workflows(arrival: float = 1.0):  # type: ignore[no-untyped-def]

@@ -26,7 +26,7 @@ from advisor.store.connection import Store
 from advisor.wrapper import effects
 from advisor.wrapper.argv import AdvisorOptions
 from advisor.wrapper.snapshot import load_snapshot
-from tests.unit.test_wrapper_store import NODES, PARTITIONS, train
+from tests.helpers.caches import NODES, PARTITIONS, train
 
 C1 = ClusterNode("c1", 2, ("cpu", "intel", "ib"), "small")
 C2 = ClusterNode("c2", 2, ("cpu", "intel", "ib"), "small")

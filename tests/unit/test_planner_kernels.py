@@ -25,7 +25,7 @@ from advisor.planner.ranks import critical_path_s, upward_rank
 from advisor.planner.timeline import SlotTable
 from advisor.planner.uncertainty import LognormalSampler, sample_makespans
 from benchmarks.bench_heft import distinct_instance, layered_instance
-from tests.unit.test_planner_contract import assert_valid, random_problems
+from tests.helpers.planner import assert_valid, random_problems
 
 PAIRS = {
     "heft": (heft.schedule, reference.heft),

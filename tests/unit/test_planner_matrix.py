@@ -25,7 +25,7 @@ from advisor.slurm.records import Node as SlurmNode
 from advisor.slurm.records import Partition
 from advisor.store.connection import Store
 from advisor.wrapper.snapshot import load_snapshot
-from tests.unit.test_wrapper_store import NODES, PARTITIONS, train
+from tests.helpers.caches import NODES, PARTITIONS, train
 
 
 @dataclass

@@ -7,7 +7,7 @@ import pytest
 
 from advisor.planner import heft
 from advisor.planner.uncertainty import LognormalSampler, makespan_distribution, sample_makespans
-from tests.unit.test_planner_contract import make_problem
+from tests.helpers.planner import make_problem
 
 
 @pytest.fixture

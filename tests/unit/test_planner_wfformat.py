@@ -12,8 +12,9 @@ import pytest
 from advisor.errors import InputError, InvalidWorkflowError
 from advisor.planner.model import Task, Workflow
 from advisor.planner.wfformat import cpu_work, parse_workflow, read_workflow
+from tests.helpers.paths import TEST_DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "workflows"
+DATA = TEST_DATA / "workflows"
 
 
 def doc15(tasks: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from advisor.store import Store
 from advisor.store.benchmarks import latest_scores
 from advisor.store.node_classes import latest_runs, run_count
 from advisor.validate import validate
+from tests.helpers.paths import REPO
 
 
 def lotaru(shared_data: Path) -> Path:
@@ -98,7 +99,7 @@ def test_advisor_format_with_spreads_and_a_twin_of_a_cached_node(tmp_path: Path,
 
 
 def test_bench_output_is_importable(tmp_path: Path) -> None:
-    doc = json.loads((Path(__file__).parents[2] / "schemas" / "bench-output.json").read_text())
+    doc = json.loads((REPO / "schemas" / "bench-output.json").read_text())
     path = write(tmp_path, doc["examples"][0])
     (run,) = read_node_import(path)
     assert run.node == "c1" and run.tool == "builtin"

@@ -24,8 +24,7 @@ from advisor.slurm.runner import CommandResult, SlurmCommands, TransientSlurmErr
 from advisor.store import Store
 from advisor.store.benchmarks import latest_scores
 from advisor.store.node_classes import load_node_classes, run_count
-from tests.captures import capture
-from tests.unit.test_profiling_tools import captured
+from tests.helpers.captures import capture, captured
 
 PARTITIONS = parse_partitions(capture("scontrol_show_partition.txt").body)
 NODES = parse_nodes(capture("scontrol_show_node.txt").body)

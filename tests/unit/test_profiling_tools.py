@@ -17,15 +17,7 @@ from advisor.profiling.tools import (
     require_tool,
 )
 from advisor.slurm.runner import CommandResult
-from tests.conftest import TEST_DATA
-
-
-def captured(name: str) -> tuple[str, int]:
-    """The raw output below the '# ' header lines, and the recorded exit code."""
-    lines = (TEST_DATA / "profiling" / name).read_text().splitlines(keepends=True)
-    header = [line for line in lines if line.startswith("# ")]
-    code = next(int(line.split(":")[1]) for line in header if line.startswith("# exit code:"))
-    return "".join(lines[len(header):]), code
+from tests.helpers.captures import captured
 
 
 def test_sysbench_cpu_events_per_second() -> None:

@@ -14,7 +14,7 @@ from advisor.cli import main
 from advisor.history.replay import replay, replay_report
 from advisor.history.replay_job import ReplayJob, replay_jobs
 from advisor.validate import validate
-from tests.conftest import TEST_DATA
+from tests.helpers.paths import LOGS, TEST_DATA
 
 
 def make(index: int, submit: int, run: int | None, request: int | None, *, wait: int = 0,
@@ -105,12 +105,6 @@ def test_replay_json_on_an_excerpt_follows_the_schema(capsys: pytest.CaptureFixt
     validate(data, "replay-output", source="advisor replay")
     assert data["policies"]["user"]["killed_all_pct"] == 0.0
     assert data["policies"]["user"]["freed_pct"] == 0.0
-
-
-LOGS = {
-    "kth": "traces/KTH-SP2-1996-2.1-cln.swf",
-    "curie": "traces/CEA-Curie-2011-sample30k.swf",
-}
 
 
 @pytest.fixture(scope="module", params=sorted(LOGS))

@@ -30,9 +30,8 @@ from advisor.slurm.records import Node, Partition
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.validate import validate
-from tests.conftest import TEST_DATA
-from tests.unit.test_replay import LOGS
-from tests.unit.test_replay_sacct import allocations
+from tests.helpers.captures import allocations
+from tests.helpers.paths import LOGS, TEST_DATA
 
 
 def make(index: int, submit: int, run: int | None, request: int | None, *, wait: int = 0,

@@ -21,24 +21,9 @@ from advisor.history.replay import limit_series, policies, replay, replay_report
 from advisor.history.replay_job import sacct_replay_jobs
 from advisor.history.site_jobs import dump_jobs, sacct_jobs
 from advisor.slurm.backend import CliBackend
-from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.validate import validate
-from tests.captures import capture
-
-HEADER = "|".join(SACCT_FIELDS) + "\n"
-
-
-def allocations(tmp_path: Path) -> Path:
-    """capture-fixtures.sh's allocations with a header line, without job 47's broken row."""
-    body = "".join(
-        line
-        for line in capture("sacct_allocations.txt").body.splitlines(keepends=True)
-        if not line.startswith("47|")
-    )
-    path = tmp_path / "sacct.txt"
-    path.write_text(HEADER + body)
-    return path
+from tests.helpers.captures import allocations, capture
 
 
 def test_the_jobs_are_the_final_allocations_in_submit_order_with_clipped_requests(

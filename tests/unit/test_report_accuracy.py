@@ -21,7 +21,7 @@ from advisor.store.accounting import save_jobs
 from advisor.store.advice import Advice, record_advice
 from advisor.store.task_models import TaskModelRow, upsert_task_model
 from advisor.wrapper.predictor import ModelPredictor
-from tests.unit.test_report_setup import real_jobs
+from tests.helpers.report_cache import real_jobs
 
 GB = X_UNIT_BYTES
 SIGMA_S = 10.0

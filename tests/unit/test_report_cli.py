@@ -14,7 +14,7 @@ import pytest
 from advisor.cli import main
 from advisor.render import formats
 from advisor.validate import validate
-from tests.unit.test_report_setup import fill_cache
+from tests.helpers.report_cache import fill_cache
 
 REPORTS = ("accuracy", "limits", "nodes", "models")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -10,7 +10,7 @@ import pytest
 from advisor.cli import main
 from advisor.render import formats
 from advisor.validate import validate
-from tests.conftest import TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 SWF = TEST_DATA / "traces" / "kth-sp2-excerpt.swf"  # 300 jobs of KTH-SP2 (see its README)
 

@@ -17,7 +17,7 @@ from advisor.store import Store
 from advisor.store.accounting import save_jobs
 from advisor.store.reports import JobFilter, jobs_with_advice
 from advisor.validate import validate
-from tests.unit.test_report_setup import ADVISED, FOREIGN, advised_records, fill_cache, real_jobs
+from tests.helpers.report_cache import ADVISED, FOREIGN, advised_records, fill_cache, real_jobs
 
 
 @pytest.fixture(scope="module")

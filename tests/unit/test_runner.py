@@ -16,7 +16,7 @@ from advisor.slurm.runner import (
     is_transient,
     run_subprocess,
 )
-from tests.captures import VERSIONS, Capture, capture
+from tests.helpers.captures import VERSIONS, Capture, capture
 
 
 class Replay:

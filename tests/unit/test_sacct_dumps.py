@@ -29,12 +29,11 @@ from advisor.slurm.sacct_json import json_job_id
 from advisor.slurm.sacct_text import parse_req_mem
 from advisor.slurm.timestamps import parse_timestamp
 from advisor.store import Store
-from tests.captures import capture
-from tests.conftest import TEST_DATA
+from tests.helpers.captures import capture
+from tests.helpers.hostile import SEPARATORS
+from tests.helpers.paths import TEST_DATA
 
 HEADER = "|".join(SACCT_FIELDS)
-#: Every character str.splitlines() breaks a line at, and the unit separator.
-SEPARATORS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028", "\u2029")
 
 
 def _write(path: Path, text: str) -> Path:

@@ -17,9 +17,9 @@ from advisor.accounting.update import dump_format, update_from_file
 from advisor.errors import InputError
 from advisor.slurm.records import JobRecord
 from advisor.store import Store
-from tests.captures import capture
+from tests.helpers.captures import capture
+from tests.helpers.hostile import SEPARATORS
 
-SEPARATORS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028", "\u2029")
 JOBS = dict(line.split(" ", 1) for line in capture("forms/jobs.txt").body.splitlines())
 TOKEN = capture("forms/jobs.txt").body.split()[1]
 PLAIN, ARRAY = JOBS["plain"], JOBS["array"]

@@ -31,8 +31,8 @@ from advisor.slurm.runner import (
 from advisor.slurm.sacct_text import parse_sacct_records, split_records
 from advisor.store import Store
 from advisor.validate import validate
-from tests.captures import capture
-from tests.unit.test_sacct_dumps import SEPARATORS
+from tests.helpers.captures import capture
+from tests.helpers.hostile import SEPARATORS
 
 JOBS = [
     job

@@ -10,7 +10,7 @@ from jsonschema import Draft202012Validator
 
 from advisor.errors import InputError
 from advisor.validate import load_json, registry, validate
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 SCHEMAS = sorted((REPO / "schemas").glob("*.json"))
 

@@ -36,7 +36,8 @@ from advisor.store import Store
 from advisor.store.accounting import get_watermark, set_watermark
 from advisor.store.advice import Advice
 from advisor.validate import validate
-from tests.unit.test_history_lookup import finished, learn
+from tests.helpers.jobs import finished, learn
+from tests.helpers.paths import TEST_DATA
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 UID = os.getuid()
@@ -338,7 +339,7 @@ def test_root_s_update_exits_0_and_stores_accounting_whatever_one_user_wrote(
     hostile = line(1, predicted_s=10**400) + line(2, limit_s=10**400) + "[" * 50000 + "\n"
     _owned(spool / f"{OTHER}.jsonl", hostile + line(3), OTHER)
     _owned(_user_folder(spool, THIRD) / segment_of(TODAY), line(4), THIRD)
-    excerpt = Path(__file__).parents[1] / "data" / "traces" / "kth-sp2-excerpt.swf"
+    excerpt = TEST_DATA / "traces" / "kth-sp2-excerpt.swf"
     cache = tmp_path / "cache.db"
     code = main(["--db", str(cache), "--format", "json", "update", "--swf", str(excerpt),
                  "--spool", str(spool)])  # fmt: skip
@@ -398,8 +399,8 @@ def test_a_surrogate_in_a_line_is_stored_as_text(spool: Path, store: Store) -> N
 
 def test_unrecorded_submissions_hold_the_history_budget(spool: Path, store: Store) -> None:
     """Through a published copy the budget counts the user's own spool lines."""
+    from advisor.slurm.records import Node, Partition
     from advisor.store.cluster import save_cluster
-    from tests.unit.test_history_lookup import Node, Partition
 
     save_cluster(store, [Partition("cpu", ("c1",), 86400, 1800, True, "UP")],
                  [Node("c1", 2, 4000, (), ("cpu",), "IDLE")])  # fmt: skip

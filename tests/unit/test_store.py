@@ -17,7 +17,7 @@ from advisor.store.advice import Advice, record_advice
 from advisor.store.benchmarks import BenchRun, Measurement, latest_scores, save_bench_run
 from advisor.store.cluster import load_nodes, load_partitions, save_cluster
 from advisor.store.observations import Observation, add_observations, load_observations
-from tests.captures import capture
+from tests.helpers.captures import capture
 
 
 def test_default_path_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

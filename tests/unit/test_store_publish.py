@@ -27,8 +27,8 @@ from advisor.store.names import name_key
 from advisor.store.publish import publish_copy
 from advisor.validate import validate
 from advisor.wrapper.snapshot import load_snapshot
-from tests.unit.test_history_lookup import finished
-from tests.unit.test_wrapper_store import NODES, PARTITIONS, train
+from tests.helpers.caches import NODES, PARTITIONS, train
+from tests.helpers.jobs import finished
 
 #: Planted where users type: argv (--export, --wrap), job names, comments, accounts.
 SECRETS = {

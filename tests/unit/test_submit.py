@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,21 +17,16 @@ from advisor.planner.planning import PlanRequest
 from advisor.planner.run_status import compare, workflow_status
 from advisor.planner.submitting import submit_workflow
 from advisor.slurm.records import JobRecord
-from advisor.slurm.runner import CommandResult
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.node_classes import save_node_classes
 from advisor.store.workflows import load_run
 from advisor.validate import validate
-from advisor.wrapper import effects
 from advisor.wrapper.snapshot import load_snapshot
-from advisor.wrapper.submit import SideEffects
-from tests.unit.test_wrapper_store import NODES, PARTITIONS, train
+from tests.helpers.caches import NODES, PARTITIONS, train
+from tests.helpers.planner import DATA, FORKJOIN, WORKS, FakeSbatch, record, submitted_run
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "workflows"
-FORKJOIN = DATA / "forkjoin-sleep-1.5.json"
 COMMANDS = DATA / "commands-1.4.json"
-WORKS = [f"work_{i}" for i in range(1, 9)]
 
 
 @pytest.fixture
@@ -43,25 +37,6 @@ def cache(tmp_path: Path) -> Path:
         save_cluster(store, PARTITIONS, NODES)
         save_node_classes(store, {"c1": "small", "c2": "small", "f1": "big"})
     return path
-
-
-class FakeSbatch:
-    """Answers like sbatch: job ids from 101 up; fails for job names in ``refuse``."""
-
-    def __init__(self, refuse: Sequence[str] = ()) -> None:
-        self.calls: list[tuple[str, ...]] = []
-        self.refuse = refuse
-
-    def __call__(self, argv: Sequence[str], stdin: str | None, waits: bool) -> CommandResult:
-        self.calls.append(tuple(argv))
-        if any(f"--job-name={name}" in argv for name in self.refuse):
-            return CommandResult(("sbatch", *argv), 1, "", "sbatch: error: Batch job submission "
-                                 "failed: Invalid account or account/partition combination\n")
-        return CommandResult(("sbatch", *argv), 0, f"Submitted batch job {100 + len(self.calls)}\n", "")
-
-    def side(self) -> SideEffects:
-        return effects.real()._replace(run_sbatch=self, user=lambda: "alice",
-                                       cluster=lambda: "testc")
 
 
 def dry_run_lines(capsys: pytest.CaptureFixture[str], cache: Path, workflow: Path,
@@ -166,23 +141,6 @@ def test_a_failed_sbatch_stops_the_submission_and_names_the_task(cache: Path) ->
     run, jobs = loaded
     assert run.state == "failed"
     assert [j.job_id is not None for j in jobs] == [True] * 9 + [False]
-
-
-def record(job_id: int, partition: str, start: float | None, end: float | None,
-           state: str = "COMPLETED", base: datetime = datetime(2026, 1, 1, 12)) -> JobRecord:
-    def at(seconds: float | None) -> datetime | None:
-        return None if seconds is None else base + timedelta(seconds=seconds)
-
-    return JobRecord(
-        "testc", str(job_id), job_id, "x", "alice", "acct", partition, ("c1",), 1, None,
-        int((end or 0) - (start or 0)), 60, None, state, None, 0, 0, base, at(start), at(end), "",
-    )
-
-
-def submitted_run(cache: Path) -> Any:
-    submit_workflow(PlanRequest(inputs=(str(FORKJOIN),), db=str(cache)), side=FakeSbatch().side())
-    with Store.open(cache, readonly=True) as store:
-        return load_run(store)
 
 
 def test_status_compares_planned_and_actual(cache: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from advisor.lite import NamedTuple
-from tests.unit.test_wrapper_store import NODES, PARTITIONS, train
+from tests.helpers.caches import NODES, PARTITIONS, train
 
 #: Standard-library and third-party modules the submit path must not load.
 HEAVY = frozenset(

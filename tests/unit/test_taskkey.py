@@ -27,10 +27,10 @@ from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.store import Store
 from advisor.taskkey import nextflow_process_key, task_key
 from advisor.text import percent_encode
-from tests.captures import capture
-from tests.conftest import TEST_DATA
-from tests.lua_plugin import NO_VAL, PARTS, run_cases
-from tests.unit.test_wrapper_store import NODES, PARTITIONS, train
+from tests.helpers.caches import NODES, PARTITIONS, train
+from tests.helpers.captures import capture
+from tests.helpers.lua_plugin import NO_VAL, PARTS, run_cases
+from tests.helpers.paths import TEST_DATA
 
 CASES: list[dict[str, Any]] = json.loads(
     (TEST_DATA / "taskkey" / "cases.json").read_text(encoding="utf-8")

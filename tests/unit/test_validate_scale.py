@@ -20,8 +20,9 @@ from advisor.errors import InputError, InvalidWorkflowError
 from advisor.planner import wfformat
 from advisor.planner.problem_file import parse_problem
 from advisor.validate import SchemaCheck, load_json, registry, schema, validate
+from tests.helpers.paths import REPO, TEST_DATA
 
-SCHEMAS = sorted(p.stem for p in (Path(__file__).parents[2] / "schemas").glob("*.json"))
+SCHEMAS = sorted(p.stem for p in (REPO / "schemas").glob("*.json"))
 
 
 def python_says_valid(contents: dict[str, Any], data: Any, draft: str = "2020-12") -> bool:
@@ -162,7 +163,7 @@ def test_ordinary_numbers_parse_unchanged(tmp_path: Path) -> None:
 
 
 def test_a_wfformat_error_still_names_its_path(tmp_path: Path) -> None:
-    doc = json.loads((Path(__file__).parents[1] / "data" / "workflows" /
+    doc = json.loads((TEST_DATA / "workflows" /
                       "forkjoin-sleep-1.5.json").read_text())
     doc["workflow"]["specification"]["tasks"][3]["parents"] = "fork"
     with pytest.raises(InvalidWorkflowError, match=r"\$.workflow.specification.tasks\[3\]."

@@ -15,8 +15,8 @@ from advisor.slurm.parsers import parse_partitions
 from advisor.store import Store
 from advisor.store.cluster import save_cluster
 from advisor.wrapper.limits import whole_minutes
-from tests.captures import capture
-from tests.conftest import TEST_DATA
+from tests.helpers.captures import capture
+from tests.helpers.paths import TEST_DATA
 
 STEPS = TEST_DATA / "insitu" / "pipeline-idle-analyzer.csv"
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from advisor.store.names import name_key
-from tests.lua_plugin import INTERPRETERS, NO_VAL, PARTS, PLUGIN_SO, missing, run_cases
+from tests.helpers.lua_plugin import INTERPRETERS, NO_VAL, PARTS, PLUGIN_SO, missing, run_cases
 
 EXPORT = {
     "version": 2,

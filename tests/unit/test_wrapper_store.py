@@ -12,46 +12,15 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import CacheError
-from advisor.models.learning import learn
-from advisor.slurm.records import Node, Partition
 from advisor.slurm.runner import AmbiguousSubmitError, CommandResult, RetryPolicy, run_subprocess
 from advisor.store.advice import Advice
-from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.names import name_key
-from advisor.store.node_classes import save_node_classes
-from advisor.store.observations import Observation, add_observations
 from advisor.validate import validate
 from advisor.wrapper import effects
 from advisor.wrapper.export import UserLimits, export_document, write_atomically, write_export
 from advisor.wrapper.snapshot import load_snapshot
-
-PARTITIONS = [
-    Partition("cpu", ("c1", "c2"), 86400, 1800, True, "UP"),
-    Partition("fat", ("f1",), 3600, 3600, False, "UP"),
-]
-NODES = [
-    Node("c1", 2, 4000, ("cpu",), ("cpu",), "IDLE"),
-    Node("c2", 2, 4000, ("cpu",), ("cpu",), "IDLE"),
-    Node("f1", 8, 64000, ("fat",), ("fat",), "IDLE"),
-]
-
-
-def train(path: Path, task: str, partitions: Sequence[Partition], nodes: Sequence[Node]) -> Path:
-    """A cache with a cluster snapshot, classes small (c1, c2) and big (f1, twice as fast), and
-    a learned model of task from 12 runs on small and 6 on big."""
-    with Store.open(path) as store:
-        save_cluster(store, partitions, nodes)
-        save_node_classes(store, {"c1": "small", "c2": "small", "f1": "big"})
-        runs = [
-            Observation("t", f"{node}{i}", task, 30 / speed + 300 * (i + 1) * size / speed + i % 3,
-                        node=node, node_class=cls, input_bytes=int((i + 1) * size * 1e9))
-            for node, cls, speed, size, count in (("c1", "small", 1.0, 0.2, 12), ("f1", "big", 2.0, 0.3, 6))
-            for i in range(count)
-        ]  # fmt: skip
-        add_observations(store, runs)
-        learn(store)
-    return path
+from tests.helpers.caches import NODES, PARTITIONS, train
 
 
 @pytest.fixture(scope="module")

@@ -7,55 +7,16 @@ tests/integration/test_sbatch_reading.py asks the live sbatch again, on these an
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
 import pytest
 
 from advisor.errors import InputError
-from advisor.slurm.timefmt import parse_timelimit
-from advisor.wrapper.argv import parse_command_line, parse_options
-from advisor.wrapper.request import JobRequest, job_request
-from advisor.wrapper.script import read_directives
-from advisor.wrapper.submit import translated_options
 from advisor.wrapper.xlate import resource_times, translate_directives
-from tests.sbatch_oracle import RECORDED
+from tests.helpers.sbatch_oracle import PROBE, fields, minutes, wrapper_reads
 
-PROBE = json.loads(RECORDED.read_text())
 #: Cases sbatch refuses for a reason the wrapper does not model: the job fails either way.
 UNMODELLED = {"bsub W junk": "an invalid -W value (Slurm's time parser refuses 'abc')"}
-
-
-def minutes(text: str | None) -> int | str | None:
-    """A time limit as whole minutes, as sbatch rounds it (the text if it is no Slurm time)."""
-    if text is None:
-        return None
-    try:
-        seconds = parse_timelimit(text)
-    except InputError:
-        return text
-    return math.ceil(seconds / 60) if isinstance(seconds, int) else str(seconds)
-
-
-def wrapper_reads(script: str, args: list[str], env: dict[str, str]) -> tuple[JobRequest, str | None, bool]:
-    """The wrapper's request for the job, why it expects sbatch to refuse it, and hetjob."""
-    cmd = parse_command_line([*args, "job.sh"])
-    directives = read_directives(script)
-    script_options, _ = parse_options(directives.words)
-    translated, refused = translated_options(
-        script, "job.sh", cmd.sbatch.options, script_options, env
-    )
-    return job_request(cmd.sbatch.options, env, script_options, translated), refused, directives.hetjob
-
-
-def fields(request: JobRequest) -> dict[str, Any]:
-    def value(name: str) -> str | None:
-        setting = getattr(request, name)
-        return None if setting is None else setting.value
-
-    return {"partition": value("partition"), "time": minutes(value("time")),
-            "job-name": value("job_name"), "time-min": minutes(value("time_min"))}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", PROBE["cases"], ids=[c["name"] for c in PROBE["cases"]])

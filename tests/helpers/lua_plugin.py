@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 #: The interpreters every case runs under (slurm/cluster.sh install installs both).
 INTERPRETERS = ("lua5.1", "lua5.4")

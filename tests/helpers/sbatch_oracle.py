@@ -13,6 +13,7 @@ tests.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import socket
@@ -22,8 +23,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from tests.conftest import TEST_DATA
+from advisor.errors import InputError
+from advisor.slurm.timefmt import parse_timelimit
+from advisor.wrapper.argv import parse_command_line, parse_options
+from advisor.wrapper.request import JobRequest, job_request
+from advisor.wrapper.script import read_directives
+from advisor.wrapper.submit import translated_options
+from tests.helpers.paths import TEST_DATA
 
 RECORDED = TEST_DATA / "slurm" / "sbatch_xlate_probe.json"
 #: What the oracle reports of the options sbatch set (the advisor reads these).
@@ -159,3 +167,37 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         RECORDED.write_text(json.dumps(record(Path(tmp)), indent=1, ensure_ascii=False) + "\n")
     sys.stdout.write(f"wrote {RECORDED}\n")
+
+
+PROBE = json.loads(RECORDED.read_text())
+
+
+def minutes(text: str | None) -> int | str | None:
+    """A time limit as whole minutes, as sbatch rounds it (the text if it is no Slurm time)."""
+    if text is None:
+        return None
+    try:
+        seconds = parse_timelimit(text)
+    except InputError:
+        return text
+    return math.ceil(seconds / 60) if isinstance(seconds, int) else str(seconds)
+
+
+def wrapper_reads(script: str, args: list[str], env: dict[str, str]) -> tuple[JobRequest, str | None, bool]:
+    """The wrapper's request for the job, why it expects sbatch to refuse it, and hetjob."""
+    cmd = parse_command_line([*args, "job.sh"])
+    directives = read_directives(script)
+    script_options, _ = parse_options(directives.words)
+    translated, refused = translated_options(
+        script, "job.sh", cmd.sbatch.options, script_options, env
+    )
+    return job_request(cmd.sbatch.options, env, script_options, translated), refused, directives.hetjob
+
+
+def fields(request: JobRequest) -> dict[str, Any]:
+    def value(name: str) -> str | None:
+        setting = getattr(request, name)
+        return None if setting is None else setting.value
+
+    return {"partition": value("partition"), "time": minutes(value("time")),
+            "job-name": value("job_name"), "time-min": minutes(value("time_min"))}  # fmt: skip

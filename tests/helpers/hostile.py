@@ -212,3 +212,7 @@ def mutated_json(draw: st.DrawFn, examples: list[Any], keys: Sequence[str] = ())
         else:  # half the time a plausible value, so that more documents get further in
             doc = replaced(doc, path, draw(st.one_of(json_leaf(), _plausible)))
     return dumps_raw(doc)
+
+
+#: Every character str.splitlines() breaks a line at, and the unit separator.
+SEPARATORS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028", "\u2029")

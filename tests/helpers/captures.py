@@ -16,8 +16,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
-from tests.conftest import TEST_DATA
+from advisor.slurm.parsers import SACCT_FIELDS
+from tests.helpers.paths import TEST_DATA
 
 SLURM_DATA = TEST_DATA / "slurm"
 #: The Slurm versions recorded, oldest first ("22.05", "24.11").
@@ -95,3 +97,27 @@ def submitted(version: str) -> dict[str, int]:
     """Job id by purpose, from the recording's jobs_submitted.tsv (``timeout`` -> 1234)."""
     lines = (SLURM_DATA / version / "jobs_submitted.tsv").read_text().splitlines()[1:]
     return {purpose: int(job) for job, purpose, _ in (line.split("\t", 2) for line in lines)}
+
+
+HEADER = "|".join(SACCT_FIELDS) + "\n"
+
+
+def allocations(tmp_path: Path) -> Path:
+    """capture-fixtures.sh's allocations with a header line, without job 47's broken row."""
+    body = "".join(
+        line
+        for line in capture("sacct_allocations.txt").body.splitlines(keepends=True)
+        if not line.startswith("47|")
+    )
+    path = tmp_path / "sacct.txt"
+    path.write_text(HEADER + body)
+    return path
+
+
+def captured(name: str) -> tuple[str, int]:
+    """A profiling tool's recorded output (tests/data/profiling): the text below the '# ' header
+    lines, and the recorded exit code."""
+    lines = (TEST_DATA / "profiling" / name).read_text().splitlines(keepends=True)
+    header = [line for line in lines if line.startswith("# ")]
+    code = next(int(line.split(":")[1]) for line in header if line.startswith("# exit code:"))
+    return "".join(lines[len(header):]), code
