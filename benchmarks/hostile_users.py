@@ -10,7 +10,7 @@ Both versions are extracted with ``git archive`` into a temporary directory and 
 there with the same interpreter, so only the code differs.  Each scenario prints one line
 per version.  The Lua plugin's costs (finding 7) are in benchmarks/bench_plugin.py, and the
 attacks that need slurmctld (finding 8) in tests/integration/test_hostile_jobs.py.  The sacct
-records of findings 2, 3, 10, 11 and 12 are the regression tests' (tests/unit/test_hostile_jobs.py:
+records of findings 2, 3, 10, 11 and 12 are the regression tests' (tests/unit/accounting/test_hostile_jobs.py:
 the captured job 38 with the fields a user controls replaced) in a saved dump; ``3-cluster``
 submits a job named ``a<newline>b`` to the real cluster and runs each version's live update
 over its window (run it under the cluster lock; it is not in the default list).

@@ -1,7 +1,7 @@
 """Running slurm/job_submit.lua under a stand-alone Lua with a stub ``slurm`` table.
 
-Shared by the tests of the plugin (tests/unit/test_wrapper_lua.py) and of the task keys; the
-``lua`` fixture (tests/conftest.py) gives each interpreter in turn.
+Shared by the tests of the plugin (tests/unit/wrapper/test_lua.py) and of the task keys; the
+``lua`` fixture (tests/unit/conftest.py) gives each interpreter in turn.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ after reading the command line, the ``SBATCH_*`` variables, the ``#SBATCH`` line
 slurm.conf whose controller port refuses connections (a socket bound but not listening) and
 ``MessageTimeout=1`` it fails there at once: the real parser, no job, no contact with the
 cluster.  tests/integration/test_sbatch_reading.py compares the wrapper with it; ``python -m
-tests.sbatch_oracle`` records CASES into tests/data/slurm/sbatch_xlate_probe.json for the unit
+tests.helpers.sbatch_oracle`` records CASES into tests/data/slurm/sbatch_xlate_probe.json for the unit
 tests.
 """
 
@@ -155,7 +155,7 @@ def record(folder: Path) -> dict[str, object]:
     return {
         "slurm version": version.stdout.strip(),
         "command": "sbatch -v [ARGS] job.sh, SLURM_CONF = slurm.conf with SlurmctldPort = a "
-        "refusing loopback port and MessageTimeout=1 (tests/sbatch_oracle.py)",
+        "refusing loopback port and MessageTimeout=1 (tests/helpers/sbatch_oracle.py)",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "cases": cases,
     }

@@ -4,7 +4,7 @@
   ambiguous; possibilities: ..."), compared with advisor/wrapper/sbatch_options.py both ways;
   no advisor option is one of them, abbreviates one or starts with one, and ``--task=4``
   reaches sbatch as its ``--tasks-per-node=4`` (a held job on the real cluster).
-* ``#PBS``/``#BSUB`` directives: the wrapper's reading against sbatch's own (tests/sbatch_oracle:
+* ``#PBS``/``#BSUB`` directives: the wrapper's reading against sbatch's own (tests/helpers/sbatch_oracle:
   ``sbatch -v`` against an unreachable controller, nothing submitted) on the recorded cases and
   on generated scripts, and held jobs whose TimeLimit and Partition are what sbatch gave them.
 """

@@ -1,7 +1,7 @@
 """``#BSUB``/``#PBS`` directives: the wrapper reads what the installed sbatch 22.05.8 read.
 
 The expectations are the real sbatch's own (tests/data/slurm/sbatch_xlate_probe.json, recorded
-by tests/sbatch_oracle.py from ``sbatch -v`` against an unreachable controller);
+by tests/helpers/sbatch_oracle.py from ``sbatch -v`` against an unreachable controller);
 tests/integration/test_sbatch_reading.py asks the live sbatch again, on these and on generated scripts.
 """
 

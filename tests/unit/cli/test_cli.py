@@ -63,7 +63,7 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
 
 @pytest.fixture
 def no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The demo without matplotlib's PNGs (tests/unit/test_demo.py draws them once)."""
+    """The demo without matplotlib's PNGs (tests/unit/core/test_demo.py draws them once)."""
     monkeypatch.setattr("advisor.cli.demo_cmd.plots_available", lambda: False)
 
 

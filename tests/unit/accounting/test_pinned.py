@@ -2,7 +2,7 @@
 
 tests/data/pinned/update.json holds, per case, a digest of every table's rows (without the
 ``*_at`` times) and the figures of each update, written with ``python -m
-tests.unit.test_accounting_pinned --write`` by the per-record path before the bulk path of
+tests.unit.accounting.test_pinned --write`` by the per-record path before the bulk path of
 issue #15: first by commit b09c208, then again by main at 3834a00 (whose hostile-user rules
 changed what is stored: recorded advice for the site budget, no model taught by a job without
 a user, the censored rule, the 'paper' models), run from a copy of that tree (and the empty
