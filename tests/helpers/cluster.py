@@ -5,10 +5,13 @@ Every call runs a real Slurm tool or ``advisor`` in a child process, never throu
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from advisor.slurm.parsers import parse_key_values
 from tests.helpers.paths import REPO
@@ -55,3 +58,20 @@ def show(job: int) -> dict[str, str]:
 
 def cancel(job: int) -> None:
     sh("scancel", str(job))
+
+
+def run_status(cache: Path, run_id: int, *, finish_s: float, poll_s: float) -> dict[str, Any]:
+    """``advisor submit --status`` of a run, asked every poll_s until the run has finished or
+    finish_s have passed (the caller asserts which)."""
+    deadline = time.monotonic() + finish_s
+    while True:
+        done = subprocess.run(
+            [*ADVISOR, "--db", str(cache), "--format", "json", "submit", "--status", str(run_id)],
+            capture_output=True, text=True, timeout=120, cwd=cache.parent, check=False,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        status: dict[str, Any] = json.loads(done.stdout)
+        if status["finished"] or time.monotonic() > deadline:
+            return status
+        time.sleep(poll_s)
