@@ -10,7 +10,7 @@ Both versions are extracted with ``git archive`` into a temporary directory and 
 there with the same interpreter, so only the code differs.  Each scenario prints one line
 per version.  The Lua plugin's costs (finding 7) are in benchmarks/bench_plugin.py, and the
 attacks that need slurmctld (finding 8) in tests/integration/test_hostile_jobs.py.  The sacct
-records of findings 2, 3, 10, 11 and 12 are the regression tests' (tests/unit/test_hostile_jobs.py:
+records of findings 2, 3, 10, 11 and 12 are the regression tests' (tests/unit/accounting/test_hostile_jobs.py:
 the captured job 38 with the fields a user controls replaced) in a saved dump; ``3-cluster``
 submits a job named ``a<newline>b`` to the real cluster and runs each version's live update
 over its window (run it under the cluster lock; it is not in the default list).
@@ -34,8 +34,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the regression tests' records (tests/unit/test_hostile_jobs.py)
-from tests.unit.test_hostile_jobs import (  # noqa: E402
+sys.path.insert(0, str(REPO))  # the regression tests' records (tests/helpers/hostile_jobs.py)
+from tests.helpers.hostile_jobs import (  # noqa: E402
     FORGED,
     UNICODE_DIGITS,
     alices_history,
@@ -43,7 +43,7 @@ from tests.unit.test_hostile_jobs import (  # noqa: E402
     job,
     timed_out,
 )
-from tests.unit.test_report_setup import GB  # noqa: E402
+from tests.helpers.report_cache import GB  # noqa: E402
 
 SWF = REPO / "tests" / "data" / "traces" / "kth-sp2-excerpt.swf"
 SECRETS = ("API_TOKEN=s3cr3t-0f-n0b0dy", "curl-k3y-of-n0b0dy", "patient-4711", "grant-XK-99")

@@ -7,18 +7,13 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-TEST_DATA = REPO / "tests" / "data"
-
-
-def _shared_data_dir() -> Path:
-    return Path(os.environ.get("ADVISOR_SHARED_DATA", REPO.parent / "shared" / "data"))
+from tests.helpers.paths import shared_data_dir
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The project's development data (../shared/data). Required in CI; skipped elsewhere when absent."""
-    path = _shared_data_dir()
+    path = shared_data_dir()
     if not path.is_dir():
         if os.environ.get("CI") or os.environ.get("ADVISOR_REQUIRE_SHARED_DATA"):
             pytest.fail(f"shared data not found at {path} (set ADVISOR_SHARED_DATA)")

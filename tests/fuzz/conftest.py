@@ -12,15 +12,25 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from advisor.store import Store
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "fuzz: hostile-input tests of parsers and importers (tests/fuzz)"
     )
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[Store]:
+    """One in-memory cache per module, shared by its examples."""
+    with Store.open(":memory:") as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +46,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     exit 2``), for every call made: explicit examples and generated ones alike.  With
     ``ADVISOR_FUZZ_COUNTS=FILE`` the same counts are also written to FILE as JSON.
     """
-    from tests.fuzz.hostile import COUNTS
+    from tests.helpers.hostile import COUNTS
 
     if not COUNTS or not (os.environ.get("ADVISOR_FUZZ_EXAMPLES") or os.environ.get("ADVISOR_FUZZ_SCALE")):
         return

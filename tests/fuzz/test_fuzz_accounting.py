@@ -4,7 +4,7 @@ them, and job names or comments that no UTF-8 reader (nor SQLite) accepts."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -26,10 +26,10 @@ from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.slurm.sacct_text import parse_sacct_records
 from advisor.slurm.timestamps import parse_timestamp
 from advisor.store import Store
-from tests.captures import capture
-from tests.conftest import TEST_DATA
-from tests.fuzz.hostile import (
+from tests.helpers.captures import capture
+from tests.helpers.hostile import (
     HOSTILE_NUMBERS,
+    SEPARATORS,
     budget,
     cell,
     count,
@@ -38,33 +38,12 @@ from tests.fuzz.hostile import (
     outcome,
     write,
 )
+from tests.helpers.hostile_files import SACCT_HEADER, SACCT_ROWS, SWF_LINES, sacct_dump, swf_line
+from tests.helpers.paths import TEST_DATA
 
 pytestmark = pytest.mark.fuzz
 
-SWF_LINES = [
-    "1 0 10 100 4 -1 -1 4 3600 -1 1 7 1 3 1 1 -1 -1",
-    "2 5 0 3700 8 90.5 1024 8 3600 2048 0 7 1 3 1 1 -1 -1",
-    "3 9 1 -1 1 -1 -1 1 60 -1 5 8 2 4 1 2 -1 -1",
-    "4 20 3 50 2 -1 -1 2 0 -1 1 8 2 4 1 2 1 0",
-]
 SWF_HEADER = ["; Version: 2.2", "; UnixStartTime: 1700000000", "; MaxJobs: 4"]
-SACCT_ROWS = [
-    line
-    for name in ("sacct_allocations.txt", "sacct_steps.txt", "sacct_cancelled_pending.txt")
-    for line in capture(name).body.splitlines()
-    if line.strip()
-]
-SACCT_HEADER = "|".join(SACCT_FIELDS)
-
-
-@st.composite
-def swf_line(draw: st.DrawFn) -> str:
-    parts = draw(st.sampled_from(SWF_LINES)).split()
-    for _ in range(draw(st.integers(1, 4))):
-        parts[draw(st.integers(0, len(parts) - 1))] = draw(cell)
-    if draw(st.integers(0, 9)) == 0:
-        del parts[draw(st.integers(0, len(parts) - 1))]
-    return " ".join(parts)
 
 
 @budget(800)
@@ -78,12 +57,6 @@ def test_swf_lines_parse_or_name_the_line(line: str) -> None:
         assert job.message.startswith("log.swf:9")
     elif job is not None:
         assert job.job_id >= 0 and job.submit_s >= 0 and job.state
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[Store]:
-    with Store.open(":memory:") as opened:
-        yield opened
 
 
 def _rows(store: Store) -> tuple[int, int]:
@@ -124,16 +97,6 @@ def test_swf_files_for_update_and_replay(
 def replay_log(path: Path) -> list[object]:
     """What ``advisor replay`` scores: the jobs of the log."""
     return list(replay_jobs(read_swf(path)))
-
-
-@st.composite
-def sacct_dump(draw: st.DrawFn) -> str:
-    rows = [r.split("|") for r in draw(st.lists(st.sampled_from(SACCT_ROWS), min_size=1, max_size=5))]
-    for _ in range(draw(st.integers(0, 5))):
-        row = draw(st.sampled_from(rows))
-        row[draw(st.integers(0, len(row) - 1))] = draw(cell)
-    header = draw(st.sampled_from([SACCT_HEADER, SACCT_HEADER.replace("Elapsed|", ""), "", "x|y"]))
-    return "\n".join([header, *("|".join(r) for r in rows)])
 
 
 @budget(150)
@@ -186,7 +149,6 @@ PUBLIC_JSON = [
 #: One job of each layout (21.08 to 25.05): mutated one value at a time.
 JSON_DOCS = [{**SACCT_JSON, "jobs": SACCT_JSON["jobs"][:3]}, *PUBLIC_JSON]
 JOB_KEYS = ("job_id", "state", "time", "array", "het", "tres", "required", "name", "comment")
-SEPARATORS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028", "\u2029")
 DELIMITERS = ("|", "\t", "\x1f", "^|^", "☃", ";", "::")
 REAL_JOBS = [
     job for job in parse_sacct(capture("sacct_allocations_x1f.txt").body, delimiter="\x1f")

@@ -16,13 +16,31 @@ from hypothesis import strategies as st
 from advisor.cli import main
 from advisor.store import Store
 from advisor.text import storable
-from tests.conftest import TEST_DATA
-from tests.fuzz.hostile import budget, count, field, mutated_json, write
+from tests.helpers.hostile import budget, count, field, mutated_json, write
+from tests.helpers.hostile_files import (
+    LOTARU,
+    NODE_IMPORTS,
+    NODE_KEYS,
+    PLATFORMS,
+    PROBLEM_KEYS,
+    PROBLEMS,
+    STEP_KEYS,
+    STEPS_JSON,
+    SWF_LINES,
+    TASK_RUNS,
+    TRACE,
+    WF_KEYS,
+    WORKFLOWS,
+    sacct_dump,
+    steps_csv,
+    swf_line,
+    table,
+    with_bytes,
+)
+from tests.helpers.paths import TEST_DATA
 
 pytestmark = pytest.mark.fuzz
 
-TRACE = (TEST_DATA / "imports" / "trace.txt").read_text().splitlines()
-LOTARU = (TEST_DATA / "imports" / "lotaru_local_eager_excerpt.csv").read_text().splitlines()
 FORK = json.loads((TEST_DATA / "workflows" / "fork-1.4.json").read_text())
 SWF_OK = "1 0 10 100 4 -1 -1 4 3600 -1 1 7 1 3 1 1 -1 -1"
 SACCT_HEADER = "JobIDRaw|JobID|JobName|User|Partition|Elapsed|ElapsedRaw|Timelimit|State|End|Cluster"
@@ -178,10 +196,6 @@ def test_the_wrapper_fails_open_on_a_hostile_step_file(
 # code is 0 or 2, never 1 or a traceback, and a 2 comes with one stderr line that names the file
 # or the option.
 
-from tests.fuzz import test_fuzz_accounting as accounting  # noqa: E402
-from tests.fuzz import test_fuzz_imports as imports  # noqa: E402
-from tests.fuzz import test_fuzz_insitu_nodes as insitu  # noqa: E402
-from tests.fuzz import test_fuzz_planner as planner  # noqa: E402
 
 STEPS = str(TEST_DATA / "insitu" / "pipeline-idle-analyzer.csv")
 FORK_PATH = str(TEST_DATA / "workflows" / "fork-1.4.json")
@@ -192,35 +206,35 @@ KNOWN_TASK = "NFCORE_BACASS_BACASS_FASTQC"  # the trace's process, keyed as its 
 CLI_QUERIES = ["task,node,input_bytes,cores", f"{KNOWN_TASK},n2-node-7,65101034,2",
                f"{KNOWN_TASK},,1000,", "fastqc,local,1,1"]  # fmt: skip
 
-_swf_file = st.lists(st.one_of(st.sampled_from(accounting.SWF_LINES), accounting.swf_line()),
+_swf_file = st.lists(st.one_of(st.sampled_from(SWF_LINES), swf_line()),
                      min_size=1, max_size=6).map("\n".join)  # fmt: skip
 _json = st.binary(max_size=80)
 
 #: (command words with {file} where the file goes, else at the end; file name; content).
 FILE_COMMANDS: dict[str, tuple[list[str], str, st.SearchStrategy[str | bytes]]] = {
     "runs import nextflow": (["runs", "import", "--format", "nextflow"], "trace.txt",
-                             st.one_of(imports.table(imports.TRACE, "\t"), imports._with_bytes(imports.TRACE))),
+                             st.one_of(table(TRACE, "\t"), with_bytes(TRACE))),
     "runs import lotaru": (["runs", "import", "--format", "lotaru"], "runs.csv",
-                           st.one_of(imports.table(imports.LOTARU, ","), imports._with_bytes(imports.LOTARU))),
+                           st.one_of(table(LOTARU, ","), with_bytes(LOTARU))),
     "runs import json": (["runs", "import", "--format", "json"], "runs.json",
-                         st.one_of(mutated_json(imports.TASK_RUNS), _json)),
+                         st.one_of(mutated_json(TASK_RUNS), _json)),
     "nodes import": (["nodes", "import"], "nodes.json",
-                     st.one_of(mutated_json(insitu.NODE_IMPORTS, insitu.NODE_KEYS), _json)),
+                     st.one_of(mutated_json(NODE_IMPORTS, NODE_KEYS), _json)),
     "predict --queries": (["predict", "--queries"], "queries.csv",
-                          st.one_of(imports.table(CLI_QUERIES, ","), imports._with_bytes(CLI_QUERIES))),
-    "insitu csv": (["insitu"], "steps.csv", st.one_of(insitu.steps_csv(), st.binary(max_size=120))),
-    "insitu json": (["insitu"], "steps.json", mutated_json(insitu.STEPS_JSON, insitu.STEP_KEYS)),
+                          st.one_of(table(CLI_QUERIES, ","), with_bytes(CLI_QUERIES))),
+    "insitu csv": (["insitu"], "steps.csv", st.one_of(steps_csv(), st.binary(max_size=120))),
+    "insitu json": (["insitu"], "steps.json", mutated_json(STEPS_JSON, STEP_KEYS)),
     "replay": (["replay"], "log.swf", _swf_file),
     "update --swf": (["update", "--swf"], "log.swf", _swf_file),
-    "update --sacct-file": (["update", "--sacct-file"], "dump.txt", accounting.sacct_dump()),
-    "plan wfformat": (["plan", "--samples", "3"], "wf.json", mutated_json(planner.WORKFLOWS, planner.WF_KEYS)),
-    "plan problem": (["plan", "--samples", "3"], "problem.json", mutated_json(planner.PROBLEMS, planner.PROBLEM_KEYS)),
+    "update --sacct-file": (["update", "--sacct-file"], "dump.txt", sacct_dump()),
+    "plan wfformat": (["plan", "--samples", "3"], "wf.json", mutated_json(WORKFLOWS, WF_KEYS)),
+    "plan problem": (["plan", "--samples", "3"], "problem.json", mutated_json(PROBLEMS, PROBLEM_KEYS)),
     "estimate": (["estimate", "--platform", "summit", "--nodes", "2", "--cores", "2"], "wf.json",
-                 mutated_json(planner.WORKFLOWS, planner.WF_KEYS)),
+                 mutated_json(WORKFLOWS, WF_KEYS)),
     "estimate --platform FILE": (["estimate", "--platform", "{file}", "--nodes", "2", "--cores", "2", FORK_PATH],
-                                 "platform.json", st.one_of(mutated_json(planner.PLATFORMS), _json)),
+                                 "platform.json", st.one_of(mutated_json(PLATFORMS), _json)),
     "plan --platform FILE": (["plan", "--samples", "3", "--platform", "{file}", "--flops-per-unit", "1Gf",
-                              FORK_PATH], "platform.json", st.one_of(mutated_json(planner.PLATFORMS), _json)),
+                              FORK_PATH], "platform.json", st.one_of(mutated_json(PLATFORMS), _json)),
 }  # fmt: skip
 
 #: --format: JSON refuses NaN and infinities, tables and CSV do not.

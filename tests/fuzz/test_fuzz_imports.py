@@ -9,7 +9,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,34 +24,19 @@ from advisor.inputs import measure
 from advisor.models.queries import read_queries
 from advisor.store import Store
 from advisor.store.observations import Observation, add_observations
-from tests.conftest import TEST_DATA
-from tests.fuzz.hostile import (
+from tests.helpers.hostile import (
     HOSTILE_NUMBERS,
     budget,
-    cell,
-    field,
     mutated_json,
     outcome,
     rejected,
     write,
 )
+from tests.helpers.hostile_files import LOTARU, TASK_RUNS, TRACE, table, with_bytes
 
 pytestmark = pytest.mark.fuzz
 
-TRACE = (TEST_DATA / "imports" / "trace.txt").read_text().splitlines()
-LOTARU = (TEST_DATA / "imports" / "lotaru_local_eager_excerpt.csv").read_text().splitlines()
 QUERIES = ["task,node,input_bytes,cores", "fastqc,local,65101034,2", "bwa,n1,1000,"]
-TASK_RUNS = [
-    {"runs": [{"task": "fastqc", "node": "local", "input_bytes": 65101034, "runtime_s": 15.3}]},
-    {"source": "x", "runs": [{"task": "a", "runtime_s": 1, "cores": 2, "censored": True,
-                              "node_class": "c", "workflow": "w", "label": "l"}]},
-]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[Store]:
-    with Store.open(":memory:") as opened:
-        yield opened
 
 
 def _count(store: Store) -> int:
@@ -77,34 +62,8 @@ def lotaru_runs(path: Path) -> list[Observation]:
     return [run.observation for run in read_lotaru_csv(path)]
 
 
-@st.composite
-def table(draw: st.DrawFn, lines: list[str], delimiter: str) -> str:
-    """Real header and rows with cells replaced, columns lost, rows cut, junk lines added."""
-    rows = [line.split(delimiter) for line in lines]
-    header, body = rows[0], [list(r) for r in draw(st.lists(st.sampled_from(rows[1:]), max_size=4))]
-    for _ in range(draw(st.integers(0, 6))):
-        if not body:
-            break
-        row = draw(st.sampled_from(body))
-        row[draw(st.integers(0, len(row) - 1))] = draw(cell)
-    if draw(st.integers(0, 9)) == 0:
-        dropped = draw(st.integers(0, len(header) - 1))
-        header = header[:dropped] + header[dropped + 1 :]
-    if draw(st.integers(0, 9)) == 0 and body:
-        body[0] = body[0][: draw(st.integers(0, len(body[0])))]
-    text = [delimiter.join(header), *(delimiter.join(r) for r in body)]
-    if draw(st.integers(0, 9)) == 0:
-        text.insert(draw(st.integers(1, len(text))), draw(field))
-    return "\n".join(text) + draw(st.sampled_from(["", "\n", "\r\n", "\n\n"]))
-
-
-def _with_bytes(lines: list[str]) -> st.SearchStrategy[bytes]:
-    """The header, then arbitrary bytes (invalid UTF-8, NUL, stray quotes)."""
-    return st.binary(max_size=200).map(lambda junk: (lines[0] + "\n").encode() + junk)
-
-
 @budget(300)
-@given(text=st.one_of(table(TRACE, "\t"), _with_bytes(TRACE)))
+@given(text=st.one_of(table(TRACE, "\t"), with_bytes(TRACE)))
 @example(text=TRACE[0] + "\n" + TRACE[1].replace("1.2 GB", "1" * 400 + " GB"))
 @example(text=TRACE[0] + "\n" + TRACE[1].replace("1.2 GB", "99999999999 EB"))
 @example(text=TRACE[0] + "\n" + TRACE[1].replace("\t2\t", "\t²\t"))
@@ -116,7 +75,7 @@ def test_nextflow_traces(store: Store, scratch: Path, text: str | bytes) -> None
 
 
 @budget(300)
-@given(text=st.one_of(table(LOTARU, ","), _with_bytes(LOTARU)))
+@given(text=st.one_of(table(LOTARU, ","), with_bytes(LOTARU)))
 @example(text=LOTARU[0] + "\n" + LOTARU[1].replace(",2,", ",inf,"))
 @example(text=LOTARU[0] + "\n" + LOTARU[1].replace(",8330435694,", ",1e300,"))
 @example(text=LOTARU[0] + "\n" + LOTARU[1].replace(",1515197090,", ",1e400,", 1))
@@ -138,7 +97,7 @@ def test_task_run_json(store: Store, scratch: Path, text: str | bytes) -> None:
 
 
 @budget(300)
-@given(text=st.one_of(table(QUERIES, ","), _with_bytes(QUERIES)))
+@given(text=st.one_of(table(QUERIES, ","), with_bytes(QUERIES)))
 @example(text="task,node,input_bytes\na,b,1e300")
 @example(text="task,node,input_bytes,cores\na,b,1,1e400")
 def test_query_csvs(scratch: Path, text: str | bytes) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,43 +18,17 @@ from advisor.profiling.recording import record_runs
 from advisor.profiling.view import nodes_view
 from advisor.store import Store
 from advisor.store.benchmarks import BenchRun
-from advisor.validate import schema
-from tests.conftest import TEST_DATA
-from tests.fuzz.hostile import (
+from tests.helpers.hostile import (
     HOSTILE_NUMBERS,
     budget,
-    cell,
-    field,
     mutated_json,
     outcome,
     rejected,
     write,
 )
+from tests.helpers.hostile_files import NODE_IMPORTS, NODE_KEYS, STEP_KEYS, STEPS_JSON, steps_csv
 
 pytestmark = pytest.mark.fuzz
-
-STEPS_CSV = (TEST_DATA / "insitu" / "pipeline-idle-analyzer.csv").read_text().splitlines()
-STEPS_JSON = [json.loads((TEST_DATA / "insitu" / "three-components.json").read_text()),
-              *schema("insitu-steps")["examples"]]  # fmt: skip
-NODE_IMPORTS = [*schema("node-import")["examples"], *schema("bench-output")["examples"]]
-NODE_KEYS = ("same_hardware_as", "cpu_clock_ghz", "reference_cpu_clock_ghz", "scores", "hardware",
-             "tool", "measured_at", "trace_machine_names", "results", "spread", "value")  # fmt: skip
-STEP_KEYS = ("buffer_frames", "components", "idle", "stages", "steps", "step", "IS", "IA")
-
-
-@st.composite
-def steps_csv(draw: st.DrawFn) -> str:
-    """The recorded CSV (comments, header, first steps) with cells or lines made hostile."""
-    comments = [line for line in STEPS_CSV if line.startswith("#")]
-    table = [line for line in STEPS_CSV if not line.startswith("#")][:6]
-    rows = [line.split(",") for line in table]
-    for _ in range(draw(st.integers(1, 4))):
-        row = draw(st.sampled_from(rows))
-        row[draw(st.integers(0, len(row) - 1))] = draw(cell)
-    lines = [*comments[: draw(st.integers(0, len(comments)))], *(",".join(r) for r in rows)]
-    if draw(st.booleans()):
-        lines.insert(draw(st.integers(0, len(lines))), draw(field))
-    return "\n".join(lines)
 
 
 def _check_steps(path: Path) -> None:
@@ -82,12 +55,6 @@ def test_step_csv_files(scratch: Path, text: str | bytes) -> None:
 @example(text='{"steps": []}')
 def test_step_json_files(scratch: Path, text: str) -> None:
     _check_steps(write(scratch / "steps.json", text))
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[Store]:
-    with Store.open(":memory:") as opened:
-        yield opened
 
 
 @budget(300)

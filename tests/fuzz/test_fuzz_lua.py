@@ -30,8 +30,8 @@ from advisor.store.names import name_key
 from advisor.validate import validate
 from advisor.wrapper.predictor import Forecast
 from advisor.wrapper.snapshot import Snapshot
-from tests.conftest import REPO
-from tests.fuzz.hostile import HOSTILE_STRINGS, budget, count, mutated_json
+from tests.helpers.hostile import HOSTILE_STRINGS, budget, count, mutated_json
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.fuzz
 
@@ -94,7 +94,6 @@ long_names = st.tuples(st.sampled_from(["a", "é", "%", "x"]), st.integers(900, 
 job_names = st.one_of(st.sampled_from([s for s in HOSTILE_STRINGS if s]), byte_names, long_names,
                       st.text(min_size=1, max_size=30))  # fmt: skip
 users = st.sampled_from(["alice", "bob", "users", "é", ""])
-
 
 
 @st.composite

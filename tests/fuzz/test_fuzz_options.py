@@ -6,7 +6,6 @@ from now; whatever a user types must give a moment or a one-line usage error nam
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -21,7 +20,7 @@ from advisor.reports.shaping import parse_by
 from advisor.slurm.records import JobRecord
 from advisor.slurm.sacct_text import SacctRows
 from advisor.store import Store
-from tests.fuzz.hostile import HOSTILE_STRINGS, budget, field, outcome, rejected
+from tests.helpers.hostile import HOSTILE_STRINGS, budget, field, outcome, rejected
 
 pytestmark = pytest.mark.fuzz
 
@@ -93,12 +92,6 @@ class Accounting:
 
     def accounting_rows(self, start: datetime, end: datetime, *, job_ids: object = ()) -> SacctRows:
         return SacctRows(self.accounting(start, end, job_ids=job_ids), [])
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[Store]:
-    with Store.open(":memory:") as opened:
-        yield opened
 
 
 def update_windows(store: Store, since: str, until: str | None) -> dict[str, object]:

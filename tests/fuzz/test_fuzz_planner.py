@@ -19,26 +19,11 @@ from advisor.planner.model import Task, Workflow
 from advisor.planner.planning import PlanRequest
 from advisor.planner.platform import load_platform, parse_flops
 from advisor.services.plan import plan_workflows
-from advisor.validate import schema
-from tests.conftest import TEST_DATA
-from tests.fuzz.hostile import budget, field, mutated_json, outcome, rejected, write
+from tests.helpers.hostile import budget, field, mutated_json, outcome, rejected, write
+from tests.helpers.hostile_files import PLATFORMS, PROBLEM_KEYS, PROBLEMS, WF_KEYS, WORKFLOWS
+from tests.helpers.paths import TEST_DATA
 
 pytestmark = pytest.mark.fuzz
-
-WORKFLOWS = [json.loads(p.read_text()) for p in sorted((TEST_DATA / "workflows").glob("*.json"))]
-PROBLEMS = list(schema("planning-problem")["examples"])
-PLATFORMS = list(schema("platform")["examples"])
-#: Optional fields the WfFormat schemas may leave unchecked, added with hostile values.
-WF_KEYS = (
-    "children", "parents", "category", "runtimeInSeconds", "runtime", "machine", "machines",
-    "cores", "coreCount", "command", "arguments", "program", "advisor", "task", "id", "files",
-    "inputFiles", "outputFiles", "size", "sizeInBytes", "makespan", "makespanInSeconds", "cpu",
-    "nodeName", "link", "execution",
-)  # fmt: skip
-PROBLEM_KEYS = (
-    "num_procs", "num_tasks", "comm_bandwidth", "comm_startup", "task_names", "proc_names",
-    "proc_cores", "cases",
-)  # fmt: skip
 
 
 def planned(path: Path, **options: Any) -> object:

@@ -21,8 +21,8 @@ from advisor.slurm.parsers import (
     parse_test_only,
 )
 from advisor.slurm.timefmt import format_duration, parse_duration, parse_timelimit
-from tests.captures import capture
-from tests.fuzz.hostile import (
+from tests.helpers.captures import capture
+from tests.helpers.hostile import (
     HOSTILE_NUMBERS,
     HOSTILE_STRINGS,
     budget,
@@ -31,15 +31,10 @@ from tests.fuzz.hostile import (
     outcome,
     rejected,
 )
+from tests.helpers.hostile_files import SACCT_ROWS
 
 pytestmark = pytest.mark.fuzz
 
-SACCT_ROWS = [
-    line
-    for name in ("sacct_allocations.txt", "sacct_steps.txt", "sacct_cancelled_pending.txt")
-    for line in capture(name).body.splitlines()
-    if line.strip()
-]
 PARTITIONS = capture("scontrol_show_partition.txt").body
 NODES = capture("scontrol_show_node.txt").body
 TEST_ONLY = capture("sbatch_test_only_cpu_c2.stderr.txt").body

@@ -26,7 +26,7 @@ from advisor.accounting.spool import ingest_spool
 from advisor.spool import legacy_path, parse_line, segment_of, uid_of, user_dir
 from advisor.store import Store
 from advisor.validate import validate
-from tests.fuzz.hostile import HOSTILE_STRINGS, budget, count, mutated_json, write
+from tests.helpers.hostile import HOSTILE_STRINGS, budget, count, mutated_json, write
 
 pytestmark = pytest.mark.fuzz
 

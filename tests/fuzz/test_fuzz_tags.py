@@ -4,7 +4,7 @@ and both reports (issue 16): it parses to a bounded tag or to none, and never ra
 Each ingestion example is a saved sacct dump of one to four jobs (the real captured job 38 of
 tests/data/slurm/sacct_allocations_x1f.txt with hostile comments, names, users and outcomes),
 some with an advice row of their own user or another's, ingested into a fresh copy of the
-report tests' cache (models, partitions, classes, advised jobs: tests/unit/test_report_setup)
+report tests' cache (models, partitions, classes, advised jobs: tests/helpers/report_cache.py)
 and read back by ``report limits`` and ``report accuracy``, whose documents must validate.
 The dump's own format is not what is tested here: comments hold no ``|`` and no line break
 (sacct's parsable format cannot carry them; see test_fuzz_accounting for those).
@@ -33,9 +33,9 @@ from advisor.store.advice import Advice, record_advice
 from advisor.text import percent_encode, storable
 from advisor.validate import validate
 from advisor.wrapper.tag import Tag, format_tag, parse_tag
-from tests.fuzz.hostile import HOSTILE_NUMBERS, HOSTILE_STRINGS, budget, count, field, numberish
-from tests.unit.test_hostile_jobs import UNICODE_DIGITS, dump, job
-from tests.unit.test_report_setup import fill_cache
+from tests.helpers.hostile import HOSTILE_NUMBERS, HOSTILE_STRINGS, budget, count, field, numberish
+from tests.helpers.hostile_jobs import UNICODE_DIGITS, dump, job
+from tests.helpers.report_cache import fill_cache
 
 pytestmark = pytest.mark.fuzz
 

@@ -39,8 +39,16 @@ from advisor.wrapper.script import read_directives
 from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.submit import SideEffects
 from advisor.wrapper.tag import parse_tag
-from tests.conftest import REPO
-from tests.fuzz.hostile import HOSTILE_STRINGS, argv_text, budget, count, field, outcome, rejected
+from tests.helpers.hostile import (
+    HOSTILE_STRINGS,
+    argv_text,
+    budget,
+    count,
+    field,
+    outcome,
+    rejected,
+)
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.fuzz
 

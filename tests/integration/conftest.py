@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-
-CLUSTER_SH = REPO / "slurm" / "cluster.sh"
+from tests.helpers.cluster import EXPORT, PLUGIN
+from tests.helpers.paths import REPO
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -35,11 +34,6 @@ def slurm_cluster() -> None:
         pytest.fail(f"ADVISOR_TEST_CLUSTER=1 but slurmctld does not answer: {ping.stdout}{ping.stderr}")
 
 
-def cluster_sh(*args: str) -> None:
-    """Run slurm/cluster.sh (stopping and starting daemons for fault tests)."""
-    subprocess.run(["bash", str(CLUSTER_SH), *args], check=True, capture_output=True, timeout=180)
-
-
 @pytest.fixture(scope="module")
 def live_cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cache of the live cluster's snapshot, nodes grouped into classes by their hardware."""
@@ -55,11 +49,6 @@ def live_cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) ->
         save_cluster(store, partitions, nodes)
         refresh_node_classes(store)
     return path
-
-
-#: Where the test cluster's slurmctld reads the plugin and the limits file.
-PLUGIN = Path("/etc/slurm/job_submit.lua")
-EXPORT = Path("/etc/slurm/advisor-limits.json")
 
 
 @pytest.fixture

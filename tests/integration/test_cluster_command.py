@@ -11,7 +11,7 @@ from pathlib import Path
 from advisor.store import Store
 from advisor.store.cluster import load_partitions
 from advisor.validate import validate
-from tests.integration.conftest import CLUSTER_SH, cluster_sh
+from tests.helpers.cluster import CLUSTER_SH, cluster_sh
 
 
 def _advisor(*args: str) -> subprocess.CompletedProcess[str]:

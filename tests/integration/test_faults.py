@@ -18,7 +18,6 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,14 +30,13 @@ import pytest
 from advisor.store.connection import Store
 from benchmarks.bench_learn import build_cache as build_learn_cache
 from benchmarks.bench_load import Submission, job_id_of, run, train_cache
-from tests.conftest import TEST_DATA
-from tests.integration.conftest import cluster_sh
-from tests.unit.test_accounting_update import cache_content
+from tests.helpers.caches import cache_content
+from tests.helpers.cluster import ADVISOR, cluster_sh
+from tests.helpers.paths import TEST_DATA
 
 pytestmark = pytest.mark.slow
 
 TASK = f"ft-{secrets.token_hex(3)}"
-ADVISOR = (sys.executable, "-m", "advisor")
 RNG = random.Random(int(os.environ.get("ADVISOR_FAULT_SEED", "8")))
 TRIALS = 3
 

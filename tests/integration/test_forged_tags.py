@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,8 +19,8 @@ import pytest
 
 from advisor.history.cache import load_site
 from advisor.store import Store
+from tests.helpers.cluster import ADVISOR
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 FORGED = "advisor:x,action=set,limit=1,in=²"
 WAIT_S = 240
 

@@ -17,7 +17,6 @@ import re
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,18 +27,16 @@ from advisor.services.cluster import fetch_cluster
 from advisor.services.guard import write_export_heartbeat
 from advisor.services.learn import learn
 from advisor.slurm.backend import CliBackend
-from advisor.slurm.parsers import parse_key_values
 from advisor.slurm.timefmt import parse_duration
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.guard import Heartbeat, read_heartbeat, write_heartbeat
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import Observation, add_observations
-from tests.integration.conftest import EXPORT, cluster_sh
+from tests.helpers.cluster import ADVISOR, EXPORT, cluster_sh, show
 
 pytestmark = pytest.mark.slow
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 TASK = f"gd-{secrets.token_hex(3)}"
 RUN_S = 90
 
@@ -82,10 +79,6 @@ def submit(cache: Path, name: str) -> tuple[int, str]:
     match = re.search(r"Submitted batch job (\d+)", done.stdout)
     assert match, done.stdout
     return int(match.group(1)), done.stderr
-
-
-def show(job: int) -> dict[str, str]:
-    return parse_key_values(run("scontrol", "show", "job", "-o", job).stdout.strip())
 
 
 def final(job: int, timeout_s: float = 240) -> tuple[str, int, int]:

@@ -23,25 +23,19 @@ from pathlib import Path
 
 import pytest
 
-from advisor.slurm.parsers import parse_key_values
 from advisor.store.names import name_key
 from advisor.validate import validate
-from tests.conftest import REPO
+from tests.helpers.cluster import EXPORT, PLUGIN, show
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 
 TASK = f"hj-{secrets.token_hex(3)}"
-EXPORT = Path("/etc/slurm/advisor-limits.json")
-PLUGIN = Path("/etc/slurm/job_submit.lua")
 TAG = f"advisor:lua,action=set,limit=15,task={TASK}"
 
 
 def run(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=120, input=stdin)
-
-
-def show(job: int) -> dict[str, str]:
-    return parse_key_values(run("scontrol", "show", "job", "-o", str(job)).stdout.strip())
 
 
 def submit(*options: str, script: str | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:

@@ -40,7 +40,7 @@ from advisor.services.cluster import fetch_cluster
 from advisor.services.export import UserLimits, export_document, write_export
 from advisor.services.publish import publish_copy
 from advisor.slurm.backend import CliBackend
-from advisor.slurm.parsers import SACCT_FIELDS, parse_key_values
+from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord
 from advisor.slurm.timefmt import format_duration, parse_duration
 from advisor.store.advice import Advice, record_advice
@@ -50,14 +50,13 @@ from advisor.store.names import name_key
 from advisor.validate import validate
 from advisor.wrapper.snapshot import load_snapshot
 from benchmarks.bench_load import train_cache
-from tests.conftest import REPO
+from tests.helpers.cluster import EXPORT, PLUGIN, job_id, show
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 
 TASK = f"pv-{secrets.token_hex(3)}"
 BIG = f"{TASK}-big"  # in the export with limits far above every MaxTime
-EXPORT = Path("/etc/slurm/advisor-limits.json")
-PLUGIN = Path("/etc/slurm/job_submit.lua")
 WRITER = "generation-writer"  # advice rows of the half-transaction test
 
 # Run by other users: counts torn reads of a cache another process keeps rewriting.  Each
@@ -115,16 +114,6 @@ def advisor_as(site: Site, user: str, *args: str) -> subprocess.CompletedProcess
 
 def advisor(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return run([sys.executable, "-m", "advisor", *map(str, args)])
-
-
-def job_id(stdout: str) -> int:
-    match = re.search(r"Submitted batch job (\d+)", stdout)
-    assert match, stdout
-    return int(match.group(1))
-
-
-def show(job: int) -> dict[str, str]:
-    return parse_key_values(run(["scontrol", "show", "job", "-o", str(job)]).stdout.strip())
 
 
 def fingerprint(folder: Path) -> dict[str, tuple[int, int, str]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.usefixtures("slurm_cluster")
 

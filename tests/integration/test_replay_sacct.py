@@ -16,7 +16,6 @@ import json
 import os
 import secrets
 import subprocess
-import sys
 import time
 import uuid
 from datetime import datetime, timedelta
@@ -25,10 +24,9 @@ from typing import Any
 import pytest
 
 from advisor.slurm.parsers import SACCT_FIELDS
-from tests.captures import record
-from tests.integration.test_update import final_in_sacct, sh
+from tests.helpers.captures import record
+from tests.helpers.cluster import ADVISOR, final_in_sacct, sh
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 HEX = secrets.token_hex(3)
 WAIT_S = 240
 #: What sacct prints does not depend on the caller's environment (SLURM_TIME_FORMAT, SACCT_FORMAT).

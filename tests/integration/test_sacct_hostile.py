@@ -16,7 +16,6 @@ import os
 import secrets
 import sqlite3
 import subprocess
-import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,9 +23,10 @@ from typing import Any
 
 import pytest
 
-ADVISOR = [sys.executable, "-m", "advisor"]
+from tests.helpers.cluster import ADVISOR, sh
+from tests.helpers.hostile import SEPARATORS
+
 TOKEN = secrets.token_hex(3)
-SEPARATORS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028", "\u2029")
 #: What a site or a user may have set that changes what sacct prints (sacct(1), SACCT_FORMAT).
 HOSTILE_ENV = {
     "SLURM_TIME_FORMAT": "%s",
@@ -37,11 +37,6 @@ HOSTILE_ENV = {
     "SLURM_CLUSTERS": "nosuch",
 }
 WAIT_S = 180
-
-
-def sh(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
-                          stdin=subprocess.DEVNULL, env=env)  # fmt: skip
 
 
 def sbatch(name: str, comment: str) -> int:

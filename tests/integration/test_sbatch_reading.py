@@ -4,7 +4,7 @@
   ambiguous; possibilities: ..."), compared with advisor/wrapper/sbatch_options.py both ways;
   no advisor option is one of them, abbreviates one or starts with one, and ``--task=4``
   reaches sbatch as its ``--tasks-per-node=4`` (a held job on the real cluster).
-* ``#PBS``/``#BSUB`` directives: the wrapper's reading against sbatch's own (tests/sbatch_oracle:
+* ``#PBS``/``#BSUB`` directives: the wrapper's reading against sbatch's own (tests/helpers/sbatch_oracle:
   ``sbatch -v`` against an unreachable controller, nothing submitted) on the recorded cases and
   on generated scripts, and held jobs whose TimeLimit and Partition are what sbatch gave them.
 """
@@ -15,7 +15,6 @@ import re
 import secrets
 import string
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,12 +29,21 @@ from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import parse_key_values
 from advisor.wrapper.argv import FLAGS, VALUED
 from advisor.wrapper.sbatch_options import LONG_OPTIONS, ONLY_IN
-from tests.fuzz.hostile import budget
-from tests.sbatch_oracle import CASES, RECORDED, offline_conf, refusing_port, sbatch_reads
-from tests.unit.test_wrapper_store import train
-from tests.unit.test_wrapper_xlate import PROBE, fields, minutes, wrapper_reads
+from tests.helpers.caches import train
+from tests.helpers.cluster import ADVISOR
+from tests.helpers.hostile import budget
+from tests.helpers.sbatch_oracle import (
+    CASES,
+    PROBE,
+    RECORDED,
+    fields,
+    minutes,
+    offline_conf,
+    refusing_port,
+    sbatch_reads,
+    wrapper_reads,
+)
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 #: What sbatch prints when getopt refuses a #PBS/#BSUB word (an unknown option, a missing value
 #: or a word that is no option).
 GETOPT_REFUSES_RE = re.compile(r"Unrecognized command line parameter|Invalid argument:")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +16,9 @@ import pytest
 
 from advisor.slurm.backend import CliBackend
 from advisor.validate import validate
-from tests.conftest import REPO
+from tests.helpers.cluster import ADVISOR, run_status
+from tests.helpers.paths import REPO
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 WORKFLOW = REPO / "tests" / "data" / "workflows" / "forkjoin-sleep-1.5.json"
 FINISH_S = 240  # ten short jobs, three dependency levels; the cluster may be busy
 
@@ -50,15 +48,7 @@ def submitted(cache: Path) -> Iterator[dict[str, Any]]:
 
 
 def wait_for_status(cache: Path, run_id: int) -> dict[str, Any]:
-    deadline = time.monotonic() + FINISH_S
-    while True:
-        done = advisor(cache.parent, "--db", str(cache), "--format", "json", "submit",
-                       "--status", str(run_id))
-        assert done.returncode == 0, done.stderr
-        status: dict[str, Any] = json.loads(done.stdout)
-        if status["finished"] or time.monotonic() > deadline:
-            return status
-        time.sleep(2)
+    return run_status(cache, run_id, finish_s=FINISH_S, poll_s=2)
 
 
 def test_submission_follows_the_plan(submitted: dict[str, Any]) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +22,11 @@ from typing import Any
 import pytest
 
 from advisor.validate import validate
-from tests.conftest import REPO
+from tests.helpers.cluster import ADVISOR, run_status
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 PROBE = REPO / "tests" / "data" / "workflows" / "forkjoin-sleep-1.5.json"
 INSTANCE = "soykb-chameleon-10fastq-20ch-001.json"
 DIVIDE_BY = 40.0
@@ -75,15 +74,7 @@ def submit(cache: Path, workflow: Path, ids: list[str]) -> dict[str, Any]:
 
 
 def wait_for(cache: Path, run_id: int) -> dict[str, Any]:
-    deadline = time.monotonic() + FINISH_S
-    while True:
-        done = advisor(cache.parent, "--db", str(cache), "--format", "json", "submit",
-                       "--status", str(run_id))
-        assert done.returncode == 0, done.stderr
-        status: dict[str, Any] = json.loads(done.stdout)
-        if status["finished"] or time.monotonic() > deadline:
-            return status
-        time.sleep(5)
+    return run_status(cache, run_id, finish_s=FINISH_S, poll_s=5)
 
 
 def test_a_scaled_wfcommons_run_ends_within_15_percent_of_p50_and_inside_p95(

@@ -16,7 +16,6 @@ import secrets
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,17 +27,11 @@ from advisor.services.cluster import fetch_cluster
 from advisor.services.predict import predict_runtime
 from advisor.slurm.backend import CliBackend
 from advisor.store import Store
-from tests.unit.test_accounting_update import cache_content
-from tests.unit.test_wrapper_store import train
+from tests.helpers.caches import cache_content, train
+from tests.helpers.cluster import ADVISOR, final_in_sacct, sh
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 TASK = f"up-{secrets.token_hex(3)}"
 WAIT_S = 240
-
-
-def sh(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
-                          stdin=subprocess.DEVNULL)  # fmt: skip
 
 
 def sbatch(*options: str) -> int:
@@ -53,14 +46,6 @@ def update(cache: Path, *options: str, env: dict[str, str] | None = None) -> dic
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result
-
-
-def final_in_sacct(jobs: list[int]) -> bool:
-    done = sh("sacct", "-X", "--parsable2", "--noheader", "--format=JobID,Partition,State",
-              f"--jobs={','.join(map(str, jobs))}")  # fmt: skip
-    rows = [line.split("|") for line in done.stdout.splitlines() if line]
-    finals = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"}
-    return len(rows) == len(jobs) and all(p and s.split()[0] in finals for _, p, s in rows)
 
 
 def forecast(cache: Path, user: str | None = None) -> float:

@@ -22,7 +22,6 @@ import pwd
 import secrets
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -38,13 +37,11 @@ from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.timefmt import format_duration
 from advisor.store import Store
 from advisor.store.names import name_key
-from tests.captures import record
-from tests.conftest import REPO
-from tests.integration.test_update import final_in_sacct, sh
-from tests.integration.test_wrapper import EXPORT, PLUGIN, cancel, job_id, show
-from tests.unit.test_wrapper_store import train
+from tests.helpers.caches import train
+from tests.helpers.captures import record
+from tests.helpers.cluster import ADVISOR, EXPORT, PLUGIN, cancel, final_in_sacct, job_id, sh, show
+from tests.helpers.paths import REPO
 
-ADVISOR = [sys.executable, "-m", "advisor"]
 HEX = secrets.token_hex(3)
 PROCESS = f"WF{HEX}:QC:FASTQC"  # the history policy's
 MODELLED = f"WF{HEX}:ALIGN:BWA"  # a model from a Nextflow trace

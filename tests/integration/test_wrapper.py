@@ -15,7 +15,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,18 +29,15 @@ from advisor.accounting.sacct_file import format_sacct_row
 from advisor.cli.sbatch_cmd import main as sbatch_main
 from advisor.services.cluster import fetch_cluster
 from advisor.slurm.backend import CliBackend
-from advisor.slurm.parsers import SACCT_FIELDS, parse_key_values
+from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord
 from advisor.slurm.runner import RetryPolicy
 from advisor.slurm.timefmt import format_duration, parse_duration
 from advisor.store.connection import Store
 from advisor.wrapper import effects
-from tests.integration.conftest import cluster_sh
-from tests.unit.test_wrapper_store import train
+from tests.helpers.caches import train
+from tests.helpers.cluster import ADVISOR, EXPORT, cancel, cluster_sh, job_id, show
 
-ADVISOR = [sys.executable, "-m", "advisor"]
-EXPORT = Path("/etc/slurm/advisor-limits.json")
-PLUGIN = Path("/etc/slurm/job_submit.lua")
 TASK = f"wt-{secrets.token_hex(3)}"
 WAIT_S = 60
 
@@ -64,20 +60,6 @@ def advisor_sbatch(
     cache: Path, *args: str, prefix: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
     return run(*ADVISOR, "--db", str(cache), "sbatch", *args, prefix=prefix)
-
-
-def job_id(stdout: str) -> int:
-    match = re.search(r"Submitted batch job (\d+)", stdout)
-    assert match, stdout
-    return int(match.group(1))
-
-
-def show(job: int) -> dict[str, str]:
-    return parse_key_values(run("scontrol", "show", "job", "-o", str(job)).stdout.strip())
-
-
-def cancel(job: int) -> None:
-    run("scancel", str(job))
 
 
 def limit_s(text: str) -> int:

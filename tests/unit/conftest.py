@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.lua_plugin import INTERPRETERS, missing
+from tests.helpers.lua_plugin import INTERPRETERS, missing
 
 
 @pytest.fixture(params=INTERPRETERS)

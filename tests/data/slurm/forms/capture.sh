@@ -2,7 +2,7 @@
 # tests/data/slurm/forms/capture.sh - sacct output in the forms sites keep it (issue #15) and
 # jobs named with every line separator (issue #16, finding 3), captured from the real test
 # cluster into this directory, in the header format of slurm/capture-fixtures.sh
-# (tests/captures.py reads it).  Run it under the cluster lock:
+# (tests/helpers/captures.py reads it).  Run it under the cluster lock:
 #
 #   flock /tmp/advisor-cluster.lock bash tests/data/slurm/forms/capture.sh
 #

@@ -1,0 +1,77 @@
+"""Commands against the real test cluster, for the integration tests (tests/integration).
+
+Every call runs a real Slurm tool or ``advisor`` in a child process, never through a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from advisor.slurm.parsers import parse_key_values
+from tests.helpers.paths import REPO
+
+#: ``advisor`` as a user runs it, from this interpreter's environment.
+ADVISOR = [sys.executable, "-m", "advisor"]
+CLUSTER_SH = REPO / "slurm" / "cluster.sh"
+#: Where the test cluster's slurmctld reads the plugin and the limits file.
+PLUGIN = Path("/etc/slurm/job_submit.lua")
+EXPORT = Path("/etc/slurm/advisor-limits.json")
+
+
+def cluster_sh(*args: str) -> None:
+    """Run slurm/cluster.sh (stopping and starting daemons for fault tests)."""
+    subprocess.run(["bash", str(CLUSTER_SH), *args], check=True, capture_output=True, timeout=180)
+
+
+def sh(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """argv run to its end with no input (two minutes at most): its exit code and output."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
+                          stdin=subprocess.DEVNULL, env=env)  # fmt: skip
+
+
+def final_in_sacct(jobs: list[int]) -> bool:
+    """Whether sacct has every one of jobs in a final state, with its partition."""
+    done = sh("sacct", "-X", "--parsable2", "--noheader", "--format=JobID,Partition,State",
+              f"--jobs={','.join(map(str, jobs))}")  # fmt: skip
+    rows = [line.split("|") for line in done.stdout.splitlines() if line]
+    finals = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"}
+    return len(rows) == len(jobs) and all(p and s.split()[0] in finals for _, p, s in rows)
+
+
+def job_id(stdout: str) -> int:
+    """The job id in sbatch's 'Submitted batch job N'."""
+    match = re.search(r"Submitted batch job (\d+)", stdout)
+    assert match, stdout
+    return int(match.group(1))
+
+
+def show(job: int) -> dict[str, str]:
+    """``scontrol show job -o``'s fields of job."""
+    return parse_key_values(sh("scontrol", "show", "job", "-o", str(job)).stdout.strip())
+
+
+def cancel(job: int) -> None:
+    sh("scancel", str(job))
+
+
+def run_status(cache: Path, run_id: int, *, finish_s: float, poll_s: float) -> dict[str, Any]:
+    """``advisor submit --status`` of a run, asked every poll_s until the run has finished or
+    finish_s have passed (the caller asserts which)."""
+    deadline = time.monotonic() + finish_s
+    while True:
+        done = subprocess.run(
+            [*ADVISOR, "--db", str(cache), "--format", "json", "submit", "--status", str(run_id)],
+            capture_output=True, text=True, timeout=120, cwd=cache.parent, check=False,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        status: dict[str, Any] = json.loads(done.stdout)
+        if status["finished"] or time.monotonic() > deadline:
+            return status
+        time.sleep(poll_s)

@@ -1,0 +1,219 @@
+"""The package's layering, read from the source: no import cycles, the CLI on top, store at the bottom.
+
+Every import statement counts, wherever it is (module level, inside a function, under
+``TYPE_CHECKING``): a lazy import that closes a cycle still ties the modules together.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3] / "advisor"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+    """The advisor modules one import statement loads (``from P import m`` loads P.m if a module)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        if node.level:
+            package = module.split(".") if MODULES[module].name == "__init__.py" else module.split(".")[:-1]
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                 for alias in node.names]  # fmt: skip
+    for name in names:
+        while name not in MODULES and "." in name:  # import advisor.x.y.Class -> advisor.x.y
+            name = name.rsplit(".", 1)[0]
+        if name in MODULES and name != module:
+            yield name
+
+
+def _imports() -> dict[str, dict[str, int]]:
+    """Per module, the advisor modules it imports and the first line that does."""
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in MODULES.items():
+        edges: dict[str, int] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in _targets(module, node):
+                    edges.setdefault(target, node.lineno)
+        graph[module] = edges
+    return graph
+
+
+GRAPH = _imports()
+
+
+def _package(module: str) -> str:
+    """``advisor.<sub-package or top-level module>``: the unit of the package-level layering."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one member (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for succ in sorted(graph.get(node, ())):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _where(members: list[str], unit: str = "module") -> str:
+    """The import lines inside a cycle, for the failure message."""
+    inside = set(members)
+    lines = [
+        f"{module} -> {target} ({MODULES[module].relative_to(ROOT.parent)}:{line})"
+        for module, edges in GRAPH.items()
+        for target, line in edges.items()
+        if (module if unit == "module" else _package(module)) in inside
+        and (target if unit == "module" else _package(target)) in inside
+        and (unit == "module" or _package(module) != _package(target))
+    ]
+    return "; ".join(lines)
+
+
+def test_the_walk_sees_the_whole_package_and_its_lazy_imports() -> None:
+    assert len(MODULES) > 150 and "advisor.cli.app" in MODULES
+    # a lazy import (inside a function body) is an edge like any other
+    assert "advisor.planner.gantt" in GRAPH["advisor.services.demo"]
+    # and the cycle finder finds a cycle when there is one
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle_between_modules() -> None:
+    cycles = _cycles({module: set(edges) for module, edges in GRAPH.items()})
+    assert not cycles, " | ".join(_where(members) for members in cycles)
+
+
+def test_no_import_cycle_between_sub_packages() -> None:
+    graph: dict[str, set[str]] = {}
+    for module, edges in GRAPH.items():
+        graph.setdefault(_package(module), set()).update(
+            _package(target) for target in edges if _package(target) != _package(module)
+        )
+    cycles = _cycles(graph)
+    assert not cycles, " | ".join(_where(members, "package") for members in cycles)
+
+
+def test_nothing_below_the_cli_imports_the_cli() -> None:
+    above = ("advisor.cli", "advisor.__main__")
+    wrong = [
+        f"{MODULES[module].relative_to(ROOT.parent)}:{line} imports {target}"
+        for module, edges in GRAPH.items()
+        if not module.startswith(above)
+        for target, line in edges.items()
+        if target.startswith("advisor.cli")
+    ]
+    assert wrong == []
+
+
+#: What the cache layer may import besides itself: record types and the leaf helpers.
+STORE_MAY_IMPORT = ("advisor.store", "advisor.slurm.records", "advisor.errors", "advisor.lite",
+                    "advisor.text")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in MODULES if m == "advisor.store" or m.startswith("advisor.store."))
+)
+def test_the_store_imports_only_record_types(module: str) -> None:
+    wrong = [f"{target} (line {line})" for target, line in GRAPH[module].items()
+             if not target.startswith(STORE_MAY_IMPORT)]  # fmt: skip
+    assert wrong == [], f"{module} imports {wrong}"
+
+
+def test_only_the_slurm_adapter_runs_programs() -> None:
+    """Slurm's tools are run by advisor.slurm alone (its runner: retries, time-outs, logging)."""
+    running = {"subprocess", "pty", "multiprocessing.popen_spawn_posix"}
+    wrong = []
+    for module, path in MODULES.items():
+        if module.startswith("advisor.slurm."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])  # fmt: skip
+            calls = (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                     and node.value.id == "os" and node.attr.startswith(("exec", "spawn", "system",
+                                                                          "popen", "posix_spawn")))  # fmt: skip
+            if calls or running & set(names):
+                wrong.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}")  # type: ignore[attr-defined]
+    assert wrong == []
+
+
+#: The layers of README.md's "How it is built", top first; a module imports from its own layer
+#: or below.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"cli", "__main__"}),
+    frozenset({"services"}),
+    frozenset({"wrapper", "models", "profiling", "imports", "history", "accounting", "replay",
+               "planner", "insitu", "reports", "spool", "completion", "sample", "schemas"}),
+    frozenset({"slurm", "store"}),
+    frozenset({"errors", "lite", "text", "taskkey", "inputs", "factors", "validate",
+               "output_target", "progress", "guard_schedule", "render"}),
+)  # fmt: skip
+
+
+def _layer(module: str) -> int:
+    unit = module.split(".")[1] if "." in module else ""
+    return next((depth for depth, names in enumerate(LAYERS) if unit in names), len(LAYERS))
+
+
+def test_every_module_has_a_layer_and_imports_only_downwards() -> None:
+    unplaced = sorted({_package(m) for m in MODULES if m != "advisor" and _layer(m) == len(LAYERS)})
+    assert unplaced == [], "add them to LAYERS (and to README.md's How it is built)"
+    upward = [
+        f"{MODULES[module].relative_to(ROOT.parent)}:{line} imports {target}"
+        for module, edges in GRAPH.items()
+        for target, line in edges.items()
+        if target != "advisor" and module != "advisor" and _layer(target) < _layer(module)
+    ]
+    assert upward == []
+
+
+def test_a_command_with_a_service_module_calls_it() -> None:
+    from advisor.cli.commands import COMMANDS
+
+    with_service = {name: module for name, (module, _) in COMMANDS.items()
+                    if f"advisor.services.{name}" in MODULES}  # fmt: skip
+    assert len(with_service) >= 10
+    wrong = [f"{module} does not import advisor.services.{name}"
+             for name, module in with_service.items()
+             if f"advisor.services.{name}" not in GRAPH[module]]  # fmt: skip
+    assert wrong == []

@@ -1,0 +1,319 @@
+"""slurm/job_submit.lua under stand-alone Lua 5.1 and 5.4 with a stub ``slurm`` table.
+
+The real plugin runs inside slurmctld (tests/integration/test_wrapper.py); here the edge cases
+run in milliseconds.  Debian's job_submit_lua.so links Lua 5.1 (Slurm 22.05 and 24.11 alike);
+sites that build Slurm against Lua 5.3/5.4 (RPM builds on EL9) run the same script there, so
+both interpreters run every case.  Skipped where an interpreter or lua-cjson is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.store.names import name_key
+from tests.helpers.lua_plugin import INTERPRETERS, NO_VAL, PARTS, PLUGIN_SO, missing, run_cases
+
+EXPORT = {
+    "version": 2,
+    "names": "blake2s-96:advname1",
+    "generated_at": "now",
+    "quantile": 0.95,
+    "margin": 0.1,
+    "partitions": {},
+    "tasks": {
+        "align": {
+            "partitions": {
+                "cpu": {"limit_min": 15},
+                "fat": {"limit_min": 90},
+                "inf": {"limit_min": 99},
+            }
+        },
+        "a b,c": {"partitions": {"cpu": {"limit_min": 4}}},
+    },
+    "users": {"alice": {"tasks": {name_key("alice", "align"): {"partitions": {"cpu": {"limit_min": 20}}}}}},
+}
+
+
+def test_the_interpreters_include_the_one_the_installed_plugin_links() -> None:
+    if not PLUGIN_SO.exists():
+        missing(f"{PLUGIN_SO} is not installed")
+    linked = subprocess.run(["ldd", str(PLUGIN_SO)], capture_output=True, text=True, check=True)
+    versions = set(re.findall(r"liblua-?(\d\.\d)", linked.stdout))
+    assert versions, linked.stdout
+    assert {f"lua{v}" for v in versions} <= set(INTERPRETERS)
+
+
+def job(name: str | None = "align", **fields: Any) -> dict[str, Any]:
+    return {"name": name, **fields} if name is not None else dict(fields)
+
+
+def test_plugin_sets_clamps_tags_and_otherwise_passes(lua: str, tmp_path: Path) -> None:
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"job": job(), "parts": PARTS},  # no file yet
+            {"export_text": json.dumps(EXPORT), "job": job(), "parts": PARTS},
+            {"job": job(partition="fat"), "parts": PARTS},
+            {"job": job(partition="cpu,fat"), "parts": PARTS},
+            {"job": job(partition="inf"), "parts": PARTS},
+            {"job": job(time_limit=3), "parts": PARTS},
+            {"job": job("other"), "parts": PARTS},
+            {"job": job(None), "parts": PARTS},
+            {"job": job(partition="cpu,gpu"), "parts": PARTS},
+            {"job": job(comment="mine"), "parts": PARTS},
+            {"job": job(user_name="alice"), "parts": PARTS},
+            {"job": job("a b,c"), "parts": PARTS},
+        ],
+    )
+    assert all(r["rc"] == 0 for r in results)
+    nothing = {"time_limit": NO_VAL, "time_min": NO_VAL, "comment": "", "logs": []}
+    assert {k: results[0][k] for k in nothing} == nothing
+    assert results[1]["time_limit"] == 15
+    assert results[1]["comment"] == "advisor:lua,action=set,limit=15,task=align"
+    assert results[1]["logs"] == [
+        "user: advisor: no --time given; time limit 15 min predicted for 'align'"
+    ]
+    assert results[2]["time_limit"] == 60  # clamped to fat's MaxTime
+    assert (results[3]["time_limit"], results[3]["time_min"]) == (60, 15)
+    assert results[4]["time_limit"] == 99  # INFINITE MaxTime clamps nothing
+    assert results[5]["time_limit"] == 3 and results[5]["comment"] == ""
+    for unchanged in (results[6], results[7], results[8]):
+        assert (unchanged["time_limit"], unchanged["logs"]) == (NO_VAL, [])
+    assert results[9]["comment"] == "mine advisor:lua,action=set,limit=15,task=align"
+    assert results[10]["time_limit"] == 20  # the user's own entry first
+    assert results[11]["comment"].endswith("task=a%20b%2Cc")
+
+
+def test_the_users_own_entries_come_in_the_wrappers_order(lua: str, tmp_path: Path) -> None:
+    """users[u].tasks[name], else tasks[name] (a model), else users[u].partitions (history)."""
+    export = json.loads(json.dumps(EXPORT))
+    export["users"]["alice"]["tasks"][name_key("alice", "sim.sh")] = {"partitions": {"cpu": {"limit_min": 188}}}
+    export["users"]["alice"]["partitions"] = {"cpu": {"limit_min": 75}, "fat": {"limit_min": 40}}
+    export["users"]["bob"] = {"tasks": {}, "partitions": {"cpu": {"limit_min": 61}}}
+    alice = {"user_name": "alice"}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(export), "job": job("sim.sh", **alice), "parts": PARTS},
+            {"job": job("align", **alice), "parts": PARTS},
+            {"job": job("anything", **alice), "parts": PARTS},
+            {"job": job("anything", partition="cpu,fat", **alice), "parts": PARTS},
+            {"job": job("align", user_name="bob"), "parts": PARTS},  # the shared model
+            {"job": job("anything", user_name="bob", partition="fat"), "parts": PARTS},
+            {"job": job("anything", user_name="carol"), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [188, 20, 75, 60, 15, NO_VAL, NO_VAL]
+    assert results[3]["time_min"] == 40  # fat's own history limit, under the one for both
+    assert results[2]["comment"] == "advisor:lua,action=set,limit=75,task=anything"
+
+
+@pytest.mark.parametrize("lfs", [True, False], ids=["lua-filesystem", "bytes-compared"])
+def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
+    lua: str, tmp_path: Path, lfs: bool
+) -> None:
+    changed = json.loads(json.dumps(EXPORT))
+    changed["tasks"]["align"]["partitions"]["cpu"]["limit_min"] = 33
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(EXPORT), "job": job(), "parts": PARTS},
+            {"export_text": '{"version": 2, "tasks": {', "job": job(), "parts": PARTS},
+            {"job": job(), "parts": PARTS},  # same corrupt file: logged once only
+            {"export_text": json.dumps(changed), "job": job(), "parts": PARTS},
+            {"export_text": '{"version": 1, "tasks": {"align": {"partitions": {"cpu": {"limit_min": 9}}}}}', "job": job(), "parts": PARTS},
+            {
+                "export_text": '{"version": 2, "tasks": {"align": {"partitions": {"cpu": {"limit_min": "x"}}}}}',
+                "job": job(),
+                "parts": PARTS,
+            },
+            {"export_text": '{"version": 2, "tasks": {"align": []}}', "job": job(), "parts": PARTS},
+            {"delete": True, "job": job(), "parts": PARTS},
+        ],
+        lfs=lfs,
+    )
+    assert [r["rc"] for r in results] == [0] * 8
+    assert [r["time_limit"] for r in results] == [
+        15,
+        NO_VAL,
+        NO_VAL,
+        33,
+        NO_VAL,
+        NO_VAL,
+        NO_VAL,
+        NO_VAL,
+    ]
+    assert results[1]["logs"] == [
+        "error: advisor: "
+        + str(tmp_path / "limits.json")
+        + " is not a valid limits file; jobs pass unchanged"
+    ]
+    assert results[2]["logs"] == []
+
+
+#: Names whose digests the plugin must compute as Python does: block edges, UTF-8, Slurm's limit.
+TWIN_NAMES = ["a", "sim.sh", "a b,c", "é", "🙂 x", "x" * 55, "x" * 56, "x" * 63, "x" * 64,
+              "x" * 65, "x" * 128, "ü" * 300, "y" * 1024]  # fmt: skip
+
+
+def test_name_key_is_hashlibs_blake2s() -> None:
+    import hashlib
+
+    for user, name in [("bob", n) for n in TWIN_NAMES] + [("", ""), ("é", "\udcff")]:
+        data = f"{user}\0{name}".encode("utf-8", "surrogateescape").replace(b"\xff", "\ufffd".encode())
+        assert name_key(user, name) == hashlib.blake2s(data, digest_size=12, person=b"advname1").hexdigest()
+
+
+def test_the_plugin_finds_each_users_names_by_the_same_digest_as_python(lua: str, tmp_path: Path) -> None:
+    export = json.loads(json.dumps(EXPORT))
+    export["users"]["bob"] = {
+        "tasks": {name_key("bob", name): {"partitions": {"cpu": {"limit_min": 100 + i}}}
+                  for i, name in enumerate(TWIN_NAMES)},
+        "partitions": {},
+    }
+    cases = [{"job": job(name, user_name="bob"), "parts": PARTS} for name in TWIN_NAMES]
+    cases[0]["export_text"] = json.dumps(export)
+    cases.append({"job": job(TWIN_NAMES[1], user_name="alice"), "parts": PARTS})  # bob's only
+    results = run_cases(lua, tmp_path, cases)
+    assert [r["time_limit"] for r in results] == [100 + i for i in range(len(TWIN_NAMES))] + [NO_VAL]
+
+
+def test_a_name_over_slurms_limit_is_left_alone(lua: str, tmp_path: Path) -> None:
+    """Finding 7: a 4 MiB name cost 2.46 s of plugin CPU before slurmctld rejected the job."""
+    export = json.loads(json.dumps(EXPORT))
+    for name in ("n" * 1024, "n" * 1025):
+        export["tasks"][name] = {"partitions": {"cpu": {"limit_min": 7}}}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(export), "job": job("n" * 1024), "parts": PARTS},
+            {"job": job("n" * 1025), "parts": PARTS},
+            {"job": job("n" * (4 << 20)), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [7, NO_VAL, NO_VAL]
+    assert results[1]["logs"] == results[2]["logs"] == [] and results[2]["comment"] == ""
+
+
+def test_the_tag_is_left_out_when_the_comment_would_pass_slurms_limit(lua: str, tmp_path: Path) -> None:
+    """Finding 8: a 1000-character --comment plus the tag made slurmctld reject the job."""
+    tag = "advisor:lua,action=set,limit=15,task=align"
+    fits = "c" * (1024 - len(tag) - 1)
+    export = json.loads(json.dumps(EXPORT))
+    wide = "é" * 400  # 800 bytes, 2400 once percent-encoded in the tag
+    export["tasks"][wide] = {"partitions": {"cpu": {"limit_min": 5}}}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(export), "job": job(comment="c" * 1000), "parts": PARTS},
+            {"job": job(comment=fits), "parts": PARTS},
+            {"job": job(comment=fits + "c"), "parts": PARTS},
+            {"job": job(wide), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [15, 15, 15, 5]  # the limit holds regardless
+    assert results[0]["comment"] == "c" * 1000
+    assert results[1]["comment"] == f"{fits} {tag}" and len(results[1]["comment"]) == 1024
+    assert results[2]["comment"] == fits + "c"
+    assert results[3]["comment"] == ""
+    assert all(len(r["comment"].encode()) <= 1024 for r in results)
+
+
+def test_the_limit_is_never_below_the_jobs_time_min(lua: str, tmp_path: Path) -> None:
+    """Finding 8: --time-min=600 without --time got a 15-minute limit (rejected)."""
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(EXPORT), "job": job(time_min=600), "parts": PARTS},
+            {"job": job(time_min=10), "parts": PARTS},
+            {"job": job(time_min=2000), "parts": PARTS},  # above cpu's MaxTime: Slurm decides
+            {"job": job(partition="cpu,fat", time_min=30), "parts": PARTS},
+            {"job": job(partition="cpu,fat", time_min=90), "parts": PARTS},
+        ],
+    )
+    got = [(r["time_limit"], r["time_min"]) for r in results]
+    assert got == [(600, 600), (15, 10), (NO_VAL, 2000), (60, 30), (NO_VAL, 90)]
+    assert results[0]["comment"] == "advisor:lua,action=set,limit=600,task=align"
+
+
+def test_an_export_over_the_bound_is_not_read(lua: str, tmp_path: Path) -> None:
+    padded = json.dumps(EXPORT) + " " * (32 << 20)
+    results = run_cases(lua, tmp_path, [{"export_text": padded, "job": job(), "parts": PARTS}])
+    assert results[0]["time_limit"] == NO_VAL
+    assert results[0]["logs"] == [f"error: advisor: {tmp_path / 'limits.json'} is {len(padded)} "
+                                  f"bytes, over {32 << 20}; jobs pass unchanged"]  # fmt: skip
+
+
+def test_a_comment_over_slurms_limit_is_left_alone(lua: str, tmp_path: Path) -> None:
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(EXPORT), "job": job(comment="c" * 1024), "parts": PARTS},
+            {"job": job(comment="c" * 1025), "parts": PARTS},
+            {"job": job(comment="c" * (4 << 20)), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [15, NO_VAL, NO_VAL]
+    assert results[0]["comment"] == "c" * 1024  # the limit, without room for the tag
+
+
+def test_a_given_time_is_lowered_only_while_the_guards_heartbeat_is_fresh(
+    lua: str, tmp_path: Path
+) -> None:
+    import time
+
+    now = int(time.time())
+    fresh = {**EXPORT, "guard": {"heartbeat_epoch": now - 5, "poll_s": 10, "fresh_s": 30}}
+    stale = {**EXPORT, "guard": {"heartbeat_epoch": now - 120, "poll_s": 10, "fresh_s": 30}}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(fresh), "job": job(time_limit=300), "parts": PARTS},
+            {"job": job(time_limit=10), "parts": PARTS},  # already within the advice
+            {"job": job(time_limit=300, comment="mine"), "parts": PARTS},
+            {"job": job(time_limit=4294967295), "parts": PARTS},  # INFINITE: no ceiling
+            {"export_text": json.dumps(stale), "job": job(time_limit=300), "parts": PARTS},
+            {"export_text": json.dumps(EXPORT), "job": job(time_limit=300), "parts": PARTS},
+        ],
+    )
+    assert all(r["rc"] == 0 for r in results)
+    assert results[0]["time_limit"] == 15
+    assert results[0]["comment"] == "advisor:lua,action=guarded,limit=15,task=align,req=300"
+    assert results[0]["logs"] == [
+        "user: advisor: --time 300 min lowered to 15 min predicted for 'align'; "
+        "advisor guard raises it up to 300 min if needed"
+    ]
+    assert (results[1]["time_limit"], results[1]["comment"]) == (10, "")
+    assert results[2]["comment"] == "mine advisor:lua,action=guarded,limit=15,task=align,req=300"
+    assert results[3]["time_limit"] == 4294967295
+    for unchanged in (results[4], results[5]):  # stale or missing heartbeat: today's behaviour
+        assert (unchanged["time_limit"], unchanged["comment"], unchanged["logs"]) == (300, "", [])
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e300", "4294967295", "4294967293.5"])
+def test_a_limit_that_is_no_number_of_minutes_is_left_alone(lua: str, tmp_path: Path, value: str) -> None:
+    # Regression (found by the 100,000-input campaign of tests/fuzz/test_fuzz_lua.py): cjson
+    # reads NaN and Infinity; NaN passed 'limit < 1' and became the job's time limit, and an
+    # infinite or huge one stayed above a partition without MaxTime.
+    text = json.dumps(EXPORT).replace('"limit_min": 15', f'"limit_min": {value}', 1)
+    text = text.replace('"limit_min": 99', f'"limit_min": {value}', 1)
+    results = run_cases(
+        lua,
+        tmp_path,
+        [{"export_text": text, "job": job(partition=p), "parts": PARTS} for p in ("cpu", "inf", "fat")],
+    )
+    assert [r["time_limit"] for r in results] == [NO_VAL, NO_VAL, 60]  # fat: 90, clamped to MaxTime
