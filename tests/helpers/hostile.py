@@ -1,5 +1,7 @@
 """What every fuzz module shares: hostile values, strategies, the example budget, the one rule.
 
+Unit tests of splitting take SEPARATORS from here too.
+
 The rule: a parser or importer either returns, or raises ``advisor.errors.InputError`` (whose
 one-line message is what the CLI prints).  Any other exception fails the test with its
 traceback: that is a bug in the parser, not in the input.

@@ -1,4 +1,9 @@
-"""TODO docstring."""
+"""What each public sacct recording (tests/data/slurm/public, PROVENANCE.md there) gives.
+
+The fields and delimiters are the projects' own; the figures (stored, skipped, the refusal) were
+read off the recordings by hand.  tests/unit/accounting/test_public_recordings.py loads them,
+tests/unit/accounting/test_pinned.py pins the caches they give.
+"""
 
 from __future__ import annotations
 

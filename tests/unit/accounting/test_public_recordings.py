@@ -1,7 +1,7 @@
 """sacct output recorded by other public projects (tests/data/slurm/public/PROVENANCE.md).
 
 Every recording either loads, or is refused with one line naming what it lacks.  The figures
-asserted below were read off the recordings by hand.
+asserted (RECORDINGS, tests/helpers/public_recordings.py) were read off the recordings by hand.
 """
 
 from __future__ import annotations
