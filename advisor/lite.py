@@ -7,7 +7,7 @@ ForwardRef), ~0.1 ms a class for the ~40 record classes on that path.  Here a Na
 the same ``collections.namedtuple`` that typing builds, minus those checks; mypy sees
 ``typing.NamedTuple`` itself, so the types are checked where they should be, statically.
 
-Modules on the submit path import these instead of typing's (tests/unit/test_wrapper_speed.py
+Modules on the submit path import these instead of typing's (tests/unit/wrapper/test_submit_path.py
 lists what that path may load); everywhere else typing's own are as good.
 """
 

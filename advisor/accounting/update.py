@@ -53,7 +53,7 @@ SETTLE = timedelta(minutes=5)
 STUCK_AFTER = timedelta(hours=1)
 #: Records of a file stored per transaction.  Jobs are learned in the order of their end within
 #: a batch, so the batch is part of what is stored (the history windows' order, the models'
-#: sums): changing it changes the cache that a file gives (tests/unit/test_accounting_pinned).
+#: sums): changing it changes the cache that a file gives (tests/unit/accounting/test_pinned.py).
 BATCH = 5000
 #: Files from this size on are read (their second pass) in a second process.
 READER_PROCESS_BYTES = 1 << 20

@@ -1,7 +1,7 @@
 """The schedulers as they were before the array kernels: the oracle the fast ones must equal.
 
 Kept verbatim (Topcuoglu 2002 HEFT, Arabnejad & Barbosa 2014 PEFT, Arabnejad & Barbosa 2012
-FDWS, one slot scan per core with ``bisect``; the per-task replay of ``uncertainty``), so ``tests/unit/test_planner_kernels.py`` and
+FDWS, one slot scan per core with ``bisect``; the per-task replay of ``uncertainty``), so ``tests/unit/planner/test_kernels.py`` and
 ``benchmarks/bench_heft.py`` can compare schedules (placement and times, to the last digit) and
 speed against the same code in the same run.  Nothing in the advisor plans with it.
 """

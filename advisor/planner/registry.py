@@ -1,7 +1,7 @@
 """The schedulers, by name.  Each is a module with ``NAME``, ``CITATION`` and ``schedule``.
 
 The shared contract: ``schedule(problem) -> Plan``, a pure function of the problem; the
-``Plan`` checks itself, and tests/unit/test_planner_contract.py runs every entry here over
+``Plan`` checks itself, and tests/unit/planner/test_contract.py runs every entry here over
 chains, forks, diamonds, single tasks, empty workflows and random DAGs.
 """
 
