@@ -25,8 +25,8 @@ from advisor.accounting.mapping import (
     AdviceClaim,
     advice_claim,
     history_name,
-    job_observation,
     job_tag,
+    observation_row,
     recorded_advice,
     was_advised,
 )
@@ -47,7 +47,7 @@ from advisor.store.history import (
     save_key_states,
     save_site,
 )
-from advisor.store.observations import Observation, add_observation_rows, observation_values
+from advisor.store.observations import Observation, add_observation_rows
 from advisor.store.task_models import load_task_models, node_classes
 
 
@@ -87,7 +87,7 @@ def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
         job.job_id,
         (row[_END] or "", job.job_id_raw, job.job_id),
         row,
-        observation_values(job_observation(job, classes, tag, name)),
+        observation_row(job, classes, tag, name, row[_END]),
         job.user,
         name,
         job.partition,
@@ -213,7 +213,8 @@ class Ingestor:
             for job in modelled:
                 self._learn_model(models, job)
             models.flush()
-        save_key_states(self.store, {key: book.states[key] for key in book.changed})
+        states = book.states
+        save_key_states(self.store, {key: states[key] for key in book.changed})
         save_site(self.store, book.site)
         book.changed.clear()
         self.stats.stored += len(new)

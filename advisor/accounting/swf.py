@@ -56,7 +56,12 @@ class SwfJob(NamedTuple):
     @property
     def name(self) -> str:
         """A job name from the executable number (SWF logs carry no names), or ''."""
-        return f"app{self.executable}" if self.executable is not None else ""
+        return self.app_name(self.executable)
+
+    @staticmethod
+    def app_name(executable: int | None) -> str:
+        """The name of the jobs of an executable number."""
+        return f"app{executable}" if executable is not None else ""
 
     @property
     def state(self) -> str:

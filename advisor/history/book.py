@@ -19,6 +19,7 @@ from advisor.history.policy import (
     Refusal,
     SiteBudget,
     propose,
+    shared_run,
 )
 
 
@@ -116,7 +117,7 @@ class HistoryBook:
         proven = advised if recorded is None else recorded
         site_kill = killed and proven and self._first_kill(user)
         if state in LEARNED_STATES and runtime_s >= 0:
-            run = (float(runtime_s), state == "TIMEOUT")  # KeyState.learned, one key at a time
+            run = shared_run(float(runtime_s), state == "TIMEOUT")  # KeyState.learned, per key
             for key in keys_for(user, name, partition):
                 self._runs.setdefault(key, []).append(run)
                 self.changed.add(key)

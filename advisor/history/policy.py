@@ -59,6 +59,23 @@ class PolicyConfig(NamedTuple):
 
 DEFAULT_CONFIG = PolicyConfig()
 
+#: One object per distinct (runtime_s, censored) run: a site's runtimes repeat, and every key's
+#: window holds up to ``window`` runs, so the keys' states share them (bounded: when full, the
+#: table starts afresh; the windows keep the runs they hold).
+_RUNS: dict[tuple[float, bool], tuple[float, bool]] = {}
+_RUNS_SIZE = 65536
+
+
+def shared_run(runtime_s: float, censored: bool) -> tuple[float, bool]:
+    """The run ``(runtime_s, censored)``, as the one object that stands for it."""
+    run = (runtime_s, censored)
+    found = _RUNS.get(run)
+    if found is None:
+        if len(_RUNS) >= _RUNS_SIZE:
+            _RUNS.clear()
+        found = _RUNS[run] = run
+    return found
+
 
 class KeyState(NamedTuple):
     """What the policy keeps per key: bounded, whatever the number of jobs."""
