@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 
 from advisor.accounting.ingest import Finished, Ingestor, finished
 from advisor.accounting.mapping import swf_epoch, swf_record
-from advisor.accounting.reader_process import can_fork, read_in_child
+from advisor.accounting.reader_process import ChildReader, can_fork
 from advisor.accounting.sacct_file import DumpFormat, Skipped, not_a_job, read_sacct_dump
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.errors import AdvisorError, InputError, SlurmError, UsageError
@@ -388,10 +389,6 @@ def update_from_file(
 
         return tick
 
-    # the first pass: every row that can refuse the file is read before anything is stored
-    # (with strict, every row: any warning refuses it)
-    for _ in reader(file, dump, SkipTally(strict=strict), ticker(0, progress), check=not strict):
-        pass
     tally = SkipTally()
     ingestor = Ingestor(store)
 
@@ -403,15 +400,22 @@ def update_from_file(
 
     if reader_process is None:
         reader_process = file.is_file() and file.stat().st_size >= READER_PROCESS_BYTES
-    if reader_process and can_fork():
-        batches = read_in_child(produce, tally, progress or _no_progress)
-    else:
-        batches = produce(progress)
     records = 0
-    for batch in batches:
-        records += len(batch)
-        with store.write():
-            ingestor.add_finished(batch)
+    with ExitStack() as stack:
+        batches: Iterable[list[Finished]]
+        if reader_process and can_fork():  # it starts reading now, while the first pass runs
+            batches = stack.enter_context(ChildReader(produce, tally, progress or _no_progress))
+        else:
+            batches = produce(progress)
+        # the first pass: every row that can refuse the file is read before anything is stored
+        # (with strict, every row: any warning refuses it)
+        check = SkipTally(strict=strict)
+        for _ in reader(file, dump, check, ticker(0, progress), check=not strict):
+            pass
+        for batch in batches:
+            records += len(batch)
+            with store.write():
+                ingestor.add_finished(batch)
     if progress is not None and total is not None:
         progress(2 * total, 2 * total)
     return {
