@@ -41,7 +41,7 @@ from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.records import FINAL_STATES, JobRecord
 from advisor.slurm.timestamps import local_time
-from advisor.store.accounting import get_watermark, set_watermark
+from advisor.store.accounting import bulk_ingestion, get_watermark, set_watermark
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
@@ -412,6 +412,7 @@ def update_from_file(
         check = SkipTally(strict=strict)
         for _ in reader(file, dump, check, ticker(0, progress), check=not strict):
             pass
+        stack.enter_context(bulk_ingestion(store))
         for batch in batches:
             records += len(batch)
             with store.write():

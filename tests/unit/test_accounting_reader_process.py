@@ -70,3 +70,11 @@ def test_a_log_refused_by_the_first_pass_stores_nothing_and_ends_the_reader(
         assert store.conn.execute("SELECT COUNT(*) FROM accounting_jobs").fetchone()[0] == 0
         assert store.conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0] == 0
     assert not multiprocessing.active_children()
+
+
+def test_the_wal_checkpoint_interval_is_sqlites_again_after_an_update(tmp_path: Path) -> None:
+    log = _log(tmp_path / "kth.swf", 100)
+    with Store.open(tmp_path / "cache.db") as store:
+        before = store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        update_from_file(store, log, kind="swf", reader_process=True)
+        assert store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == before == 1000
