@@ -35,7 +35,7 @@ from advisor.accounting.ingest import Finished, Ingestor, finished
 from advisor.accounting.mapping import swf_epoch, swf_record
 from advisor.accounting.reader_process import ChildReader, can_fork
 from advisor.accounting.sacct_file import DumpFormat, Skipped, not_a_job, read_sacct_dump
-from advisor.accounting.swf import read_swf, swf_header
+from advisor.accounting.swf import check_swf, read_swf, swf_header
 from advisor.errors import AdvisorError, InputError, SlurmError, UsageError
 from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.conf import local_cluster_name
@@ -321,12 +321,15 @@ def _swf_records(
     *,
     check: bool = False,
 ) -> Iterator[JobRecord]:
+    if check:  # every line is read all the same: one that is not SWF refuses the log
+        check_swf(path, tick)
+        return
     epoch, log = swf_epoch(swf_header(path)), path.stem
     for job in read_swf(path):
         tick(job.line)
         if job.run_s is None or job.state not in FINAL_STATES:
             tally.skip(Skipped("unknown_runtime" if job.run_s is None else "not_finished"))
-        elif not check:  # every line is read all the same: one that is not SWF refuses the log
+        else:
             yield swf_record(job, log=log, epoch=epoch)
 
 
