@@ -37,7 +37,7 @@ from advisor.models.online import OnlineUpdates
 from advisor.models.reference import ReferenceModel
 from advisor.slurm.records import JobRecord
 from advisor.store.accounting import JOB_COLUMNS, add_job_rows, job_row, stored_job_ids
-from advisor.store.advice import AppliedLimit, applied_limits
+from advisor.store.advice import applied_limits
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 from advisor.store.history import (
@@ -202,8 +202,18 @@ class Ingestor:
         book = self._book_for(new)
         claims = [job.claim[0] for job in new if job.claim is not None]
         applied = applied_limits(self.store, claims) if claims else {}
-        for job in new:
-            self._learn_history(book, job, applied)
+        book.learn_finished(
+            (
+                job.user,
+                job.name,
+                job.partition,
+                job.runtime_s,
+                job.state,
+                job.advised,
+                recorded_advice(job.user, job.cluster, job.claim, applied),
+            )
+            for job in new
+        )
         self.stats.states.update(job.state for job in new)
         add_job_rows(self.store, [job.row for job in new])
         add_observation_rows(self.store, [job.observation for job in new])
@@ -219,24 +229,6 @@ class Ingestor:
         book.changed.clear()
         self.stats.stored += len(new)
         return len(new)
-
-    @staticmethod
-    def _learn_history(
-        book: HistoryBook, job: Finished, applied: Mapping[int, Sequence[AppliedLimit]]
-    ) -> None:
-        key: HistoryKey | None = None
-        if job.advised:
-            key = book.propose_key(keys_for(job.user, job.name, job.partition))
-        book.learn(
-            job.user,
-            job.name,
-            job.partition,
-            runtime_s=job.runtime_s,
-            state=job.state,
-            advised=job.advised,
-            advised_key=key,
-            recorded=recorded_advice(job.user, job.cluster, job.claim, applied),
-        )
 
     def _learn_model(self, models: OnlineUpdates, job: Finished) -> None:
         observation = Observation(*job.observation)

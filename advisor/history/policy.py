@@ -128,13 +128,22 @@ class SiteBudget(NamedTuple):
 
     def after(self, *, killed: bool, config: PolicyConfig = DEFAULT_CONFIG) -> SiteBudget:
         """The budget after one more finished job (killed: at a limit the advisor set)."""
-        rate = self.kill_rate + (float(killed) - self.kill_rate) / config.site_horizon
-        widen = self.widen
-        if killed and rate > config.site_budget:
-            widen = min(config.site_max_widen, widen * 2.0)
-        elif rate < config.site_budget / 2.0:
-            widen = max(1.0, widen * config.site_relax)
-        return SiteBudget(rate, widen, self.jobs + 1)
+        return self.after_jobs((killed,), config=config)
+
+    def after_jobs(
+        self, kills: Iterable[bool], *, config: PolicyConfig = DEFAULT_CONFIG
+    ) -> SiteBudget:
+        """The budget after these finished jobs, in order (``after`` of each)."""
+        rate, widen, jobs = self
+        budget, horizon, relax = config.site_budget, config.site_horizon, config.site_relax
+        for killed in kills:
+            rate = rate + (float(killed) - rate) / horizon
+            if killed and rate > budget:
+                widen = min(config.site_max_widen, widen * 2.0)
+            elif rate < budget / 2.0:
+                widen = max(1.0, widen * relax)
+            jobs += 1
+        return SiteBudget(rate, widen, jobs)
 
 
 #: A site budget before any job finished: no kills, no widening.
