@@ -5,9 +5,10 @@ as storing it; with the two in different processes a large file is ingested at t
 slower one instead of their sum.  The reader is a forked child that sends batches of finished
 jobs through a pipe as plain values (``marshal``: this process reads only what its own child
 wrote).  It starts as soon as it is made, so that it reads while this process checks the file
-(update's first pass), and it keeps at most ``AHEAD`` batches waiting for the pipe: memory does
-not grow with the file.  Its skip tally and progress arrive the same way.  The child dies with
-its pipe: when this process is killed, its next send fails and it ends.
+(update's first pass); a thread of the child writes to the pipe as fast as this process takes
+what it wrote, and the child reads on while at most ``AHEAD_BYTES`` wait for the pipe: memory
+does not grow with the file.  Its skip tally and progress arrive the same way.  The child dies
+with its pipe: when this process is killed, its next send fails and it ends.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from __future__ import annotations
 import marshal
 import multiprocessing
 import os
-import select
-from collections import Counter, deque
+import queue
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, BinaryIO, Protocol
@@ -50,40 +52,53 @@ def can_fork() -> bool:
 
 
 class _Sender:
-    """The child's end of the pipe: messages queued, written as the pipe takes them."""
+    """The child's end of the pipe: a thread writes the messages queued, as the pipe takes them.
+
+    The thread waits in the pipe's write (without the GIL) while the child reads on, so a
+    batch goes through as fast as the parent takes it; the child waits only while more than
+    AHEAD_BYTES are queued.
+    """
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        os.set_blocking(fd, False)
-        self.pending: deque[memoryview] = deque()
-        self.queued = 0  # bytes in pending
+        self.messages: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.room = threading.Condition()
+        self.queued = 0  # bytes in messages
+        self.broken = False  # the pipe broke: the parent is gone
+        self.thread = threading.Thread(target=self._write, daemon=True)
+        self.thread.start()
 
     def send(self, *message: Any) -> None:
-        """Queue a message; wait for the pipe only while more than AHEAD_BYTES wait."""
+        """Queue a message (BrokenPipeError once the parent is gone)."""
         data = marshal.dumps(message)
-        self.pending.append(memoryview(len(data).to_bytes(_HEADER, "big") + data))
-        self.queued += _HEADER + len(data)
-        self._write(keep=AHEAD_BYTES)
+        data = len(data).to_bytes(_HEADER, "big") + data
+        with self.room:
+            while self.queued > AHEAD_BYTES and not self.broken:
+                self.room.wait()
+            if self.broken:
+                raise BrokenPipeError
+            self.queued += len(data)
+        self.messages.put(data)
 
-    def flush(self) -> None:
-        """Write everything queued."""
-        self._write(keep=0)
+    def close(self) -> None:
+        """Write everything queued and end the thread (BrokenPipeError if it could not)."""
+        self.messages.put(None)
+        self.thread.join()
+        if self.broken:
+            raise BrokenPipeError
 
-    def _write(self, *, keep: int) -> None:
-        pending = self.pending
-        while pending:
-            try:
-                written = os.write(self.fd, pending[0])
-            except BlockingIOError:
-                if self.queued <= keep:
-                    return
-                select.select([], [self.fd], [])
-                continue
-            self.queued -= written
-            if written == len(pending[0]):
-                pending.popleft()
-            else:
-                pending[0] = pending[0][written:]
+    def _write(self) -> None:
+        while (data := self.messages.get()) is not None:
+            if not self.broken:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(self.fd, view) :]
+                except OSError:
+                    self.broken = True
+            with self.room:
+                self.queued -= len(data)
+                self.room.notify()
 
 
 def _child(produce: Produce, tally: Tally, read_fd: int, write_fd: int) -> None:
@@ -96,7 +111,7 @@ def _child(produce: Produce, tally: Tally, read_fd: int, write_fd: int) -> None:
             sender.send("done", dict(tally.skipped), tally.warnings)
         except InputError as error:  # the file changed since it was checked
             sender.send("error", error.message, error.hint)
-        sender.flush()
+        sender.close()
     except BrokenPipeError:  # the writer is gone: nothing to tell
         pass
     finally:
