@@ -25,8 +25,8 @@ from advisor.accounting.mapping import (
     AdviceClaim,
     advice_claim,
     history_name,
-    job_observation,
     job_tag,
+    observation_row,
     recorded_advice,
     was_advised,
 )
@@ -44,10 +44,10 @@ from advisor.models.online import OnlineUpdates
 from advisor.models.reference import ReferenceModel
 from advisor.slurm.records import JobRecord
 from advisor.store.accounting import JOB_COLUMNS, add_job_rows, job_row, stored_job_ids
-from advisor.store.advice import AppliedLimit, applied_limits
+from advisor.store.advice import applied_limits
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
-from advisor.store.observations import Observation, add_observation_rows, observation_values
+from advisor.store.observations import Observation, add_observation_rows
 from advisor.store.task_models import load_task_models, node_classes
 
 
@@ -87,7 +87,7 @@ def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
         job.job_id,
         (row[_END] or "", job.job_id_raw, job.job_id),
         row,
-        observation_values(job_observation(job, classes, tag, name)),
+        observation_row(job, classes, tag, name, row[_END]),
         job.user,
         name,
         job.partition,
@@ -202,8 +202,18 @@ class Ingestor:
         book = self._book_for(new)
         claims = [job.claim[0] for job in new if job.claim is not None]
         applied = applied_limits(self.store, claims) if claims else {}
-        for job in new:
-            self._learn_history(book, job, applied)
+        book.learn_finished(
+            (
+                job.user,
+                job.name,
+                job.partition,
+                job.runtime_s,
+                job.state,
+                job.advised,
+                recorded_advice(job.user, job.cluster, job.claim, applied),
+            )
+            for job in new
+        )
         self.stats.states.update(job.state for job in new)
         add_job_rows(self.store, [job.row for job in new])
         add_observation_rows(self.store, [job.observation for job in new])
@@ -213,29 +223,12 @@ class Ingestor:
             for job in modelled:
                 self._learn_model(models, job)
             models.flush()
-        save_key_states(self.store, {key: book.states[key] for key in book.changed})
+        states = book.states
+        save_key_states(self.store, {key: states[key] for key in book.changed})
         save_site(self.store, book.site)
         book.changed.clear()
         self.stats.stored += len(new)
         return len(new)
-
-    @staticmethod
-    def _learn_history(
-        book: HistoryBook, job: Finished, applied: Mapping[int, Sequence[AppliedLimit]]
-    ) -> None:
-        key: HistoryKey | None = None
-        if job.advised:
-            key = book.propose_key(keys_for(job.user, job.name, job.partition))
-        book.learn(
-            job.user,
-            job.name,
-            job.partition,
-            runtime_s=job.runtime_s,
-            state=job.state,
-            advised=job.advised,
-            advised_key=key,
-            recorded=recorded_advice(job.user, job.cluster, job.claim, applied),
-        )
 
     def _learn_model(self, models: OnlineUpdates, job: Finished) -> None:
         observation = Observation(*job.observation)

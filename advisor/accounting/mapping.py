@@ -9,9 +9,11 @@ when the wrapper recorded one.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from advisor.accounting.swf import MAX_TIME_S, SwfJob
 from advisor.slurm.records import JobRecord
@@ -100,6 +102,7 @@ def node_class_of(nodes: tuple[str, ...], classes: Mapping[str, str]) -> str | N
     return found.pop()
 
 
+@functools.lru_cache(maxsize=256)
 def observation_source(cluster: str) -> str:
     """observations.source for a cluster's accounting."""
     return cluster if cluster.startswith(SWF_CLUSTER_PREFIX) else f"sacct:{cluster}"
@@ -112,21 +115,34 @@ def job_observation(
 
     tag and name: the job's ``job_tag`` and ``history_name`` (the caller has them already).
     """
-    input_bytes = tag.input_bytes if tag is not None else None  # when the job gave --advisor-input
-    return Observation(
-        source=observation_source(job.cluster),
-        source_key=job.job_id,
-        task=(tag.task if tag is not None and tag.task else None) or name,
-        runtime_s=float(job.elapsed_s),
-        node=job.nodes[0] if len(job.nodes) == 1 else None,
-        node_class=node_class_of(job.nodes, classes) if job.nodes else None,
-        input_bytes=input_bytes,
-        censored=job.state == "TIMEOUT",
-        cores=job.cpus or None,
-        user=job.user or None,
-        partition=job.partition or None,
-        state=job.state,
-        observed_at=job.end.isoformat() if job.end is not None else None,
+    observed_at = job.end.isoformat() if job.end is not None else None
+    return Observation(*observation_row(job, classes, tag, name, observed_at))
+
+
+def observation_row(
+    job: JobRecord, classes: Mapping[str, str], tag: Tag | None, name: str, observed_at: str | None
+) -> tuple[Any, ...]:
+    """``job_observation``'s values in column order (observations.observation_values).
+
+    observed_at: the job's end in ISO text (the caller has it already, in the job's row).
+    """
+    nodes = job.nodes
+    return (
+        observation_source(job.cluster),  # source
+        job.job_id,  # source_key
+        (tag.task if tag is not None and tag.task else None) or name,  # task
+        float(job.elapsed_s),  # runtime_s
+        nodes[0] if len(nodes) == 1 else None,  # node
+        node_class_of(nodes, classes) if nodes else None,  # node_class
+        None,  # workflow
+        None,  # label
+        tag.input_bytes if tag is not None else None,  # when the job gave --advisor-input
+        job.state == "TIMEOUT",  # censored
+        job.cpus or None,  # cores
+        job.user or None,  # user
+        job.partition or None,  # partition
+        job.state,  # state
+        observed_at,
     )
 
 
@@ -141,19 +157,35 @@ def swf_epoch(header: Mapping[str, str]) -> datetime:
         return datetime.fromtimestamp(0, UTC)
 
 
+@functools.lru_cache(maxsize=4096)
+def _number_text(number: int | None) -> str:
+    """An SWF number as text ('' when unknown): a log's users, groups and partitions repeat."""
+    return str(number) if number is not None else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _swf_name(executable: int | None) -> str:
+    return SwfJob.app_name(executable)
+
+
+@functools.lru_cache(maxsize=256)
+def _swf_cluster(log: str) -> str:
+    return f"{SWF_CLUSTER_PREFIX}{log}"
+
+
 def swf_record(job: SwfJob, *, log: str, epoch: datetime) -> JobRecord:
     """An SWF job as an accounting record (UTC times, user and partition by their numbers)."""
     submit = epoch.replace(tzinfo=None) + timedelta(seconds=job.submit_s)
     start = submit + timedelta(seconds=job.wait_s or 0)
     end = start + timedelta(seconds=job.run_s) if job.run_s is not None else None
     return JobRecord(
-        cluster=f"{SWF_CLUSTER_PREFIX}{log}",
+        cluster=_swf_cluster(log),
         job_id=str(job.job_id),
         job_id_raw=job.job_id,
-        name=job.name,
-        user=str(job.user) if job.user is not None else "",
-        account=str(job.group) if job.group is not None else "",
-        partition=str(job.partition) if job.partition is not None else "",
+        name=_swf_name(job.executable),
+        user=_number_text(job.user),
+        account=_number_text(job.group),
+        partition=_number_text(job.partition),
         nodes=(),
         cpus=job.procs or 0,
         req_mem_mb=None,

@@ -4,23 +4,34 @@ Parsing a record and working out what it contributes (``ingest.finished``) costs
 as storing it; with the two in different processes a large file is ingested at the speed of the
 slower one instead of their sum.  The reader is a forked child that sends batches of finished
 jobs through a pipe as plain values (``marshal``: this process reads only what its own child
-wrote); it is at most one batch ahead, so memory does not grow with the file.  Its skip tally
-and progress arrive the same way.  The child dies with its pipe: when this process is killed,
-its next send fails and it ends.
+wrote).  It starts as soon as it is made, so that it reads while this process checks the file
+(update's first pass); a thread of the child writes to the pipe as fast as this process takes
+what it wrote, and the child reads on while at most ``AHEAD_BYTES`` wait for the pipe: memory
+does not grow with the file.  Its skip tally and progress arrive the same way.  The child dies
+with its pipe: when this process is killed, its next send fails and it ends.
 """
 
 from __future__ import annotations
 
 import marshal
 import multiprocessing
+import os
+import queue
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, BinaryIO, Protocol
 
 from advisor.accounting.ingest import Finished
 from advisor.errors import AdvisorError, InputError
 
 Progress = Callable[[int, int | None], None]
+
+#: Bytes of batches the child may have read that the pipe has not taken yet (a batch of BATCH
+#: jobs is one or two MB): enough to go on reading while this process runs the first pass.
+AHEAD_BYTES = 8 << 20
+_HEADER = 8  # bytes of a message's length
 
 
 class Tally(Protocol):
@@ -40,56 +51,138 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _send(pipe: Any, *message: Any) -> None:
-    pipe.send_bytes(marshal.dumps(message))
+class _Sender:
+    """The child's end of the pipe: a thread writes the messages queued, as the pipe takes them.
+
+    The thread waits in the pipe's write (without the GIL) while the child reads on, so a
+    batch goes through as fast as the parent takes it; the child waits only while more than
+    AHEAD_BYTES are queued.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.messages: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.room = threading.Condition()
+        self.queued = 0  # bytes in messages
+        self.broken = False  # the pipe broke: the parent is gone
+        self.thread = threading.Thread(target=self._write, daemon=True)
+        self.thread.start()
+
+    def send(self, *message: Any) -> None:
+        """Queue a message (BrokenPipeError once the parent is gone)."""
+        data = marshal.dumps(message)
+        data = len(data).to_bytes(_HEADER, "big") + data
+        with self.room:
+            while self.queued > AHEAD_BYTES and not self.broken:
+                self.room.wait()
+            if self.broken:
+                raise BrokenPipeError
+            self.queued += len(data)
+        self.messages.put(data)
+
+    def close(self) -> None:
+        """Write everything queued and end the thread (BrokenPipeError if it could not)."""
+        self.messages.put(None)
+        self.thread.join()
+        if self.broken:
+            raise BrokenPipeError
+
+    def _write(self) -> None:
+        while (data := self.messages.get()) is not None:
+            if not self.broken:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(self.fd, view) :]
+                except OSError:
+                    self.broken = True
+            with self.room:
+                self.queued -= len(data)
+                self.room.notify()
 
 
-def _child(produce: Produce, tally: Tally, pipe: Any) -> None:
+def _child(produce: Produce, tally: Tally, read_fd: int, write_fd: int) -> None:
+    os.close(read_fd)  # only the parent reads: the pipe breaks when the parent is gone
+    sender = _Sender(write_fd)
     try:
-        for batch in produce(lambda done, total: _send(pipe, "progress", done, total)):
-            _send(pipe, "batch", [tuple(job) for job in batch])
-        _send(pipe, "done", dict(tally.skipped), tally.warnings)
-    except InputError as error:  # the file changed since it was checked
-        _send(pipe, "error", error.message, error.hint)
+        try:
+            for batch in produce(lambda done, total: sender.send("progress", done, total)):
+                sender.send("batch", [tuple(job) for job in batch])
+            sender.send("done", dict(tally.skipped), tally.warnings)
+        except InputError as error:  # the file changed since it was checked
+            sender.send("error", error.message, error.hint)
+        sender.close()
     except BrokenPipeError:  # the writer is gone: nothing to tell
         pass
     finally:
-        pipe.close()
+        os.close(write_fd)
 
 
-def read_in_child(produce: Produce, tally: Tally, progress: Progress) -> Iterator[list[Finished]]:
-    """The batches produce yields, produced in a forked child.
+def _receive(stream: BinaryIO) -> Any:
+    header = stream.read(_HEADER)
+    size = int.from_bytes(header, "big") if len(header) == _HEADER else -1
+    data = stream.read(size) if size >= 0 else b""
+    if size < 0 or len(data) < size:
+        raise EOFError
+    return marshal.loads(data)  # noqa: S302 - our own child's
+
+
+class ChildReader:
+    """The batches produce yields, produced in a forked child that starts at once.
 
     produce counts into tally: the child, into its copy of it (empty so far); what it counted
-    is added to this one when it is done.
+    is added to this one when it is done.  Use it as a context manager: leaving it ends the
+    child, whether the batches were all read or not.
     """
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(produce, tally, send), daemon=True)
-    child.start()
-    send.close()
-    try:
+
+    def __init__(self, produce: Produce, tally: Tally, progress: Progress) -> None:
+        self.tally, self.progress = tally, progress
+        read_fd, write_fd = os.pipe()
+        context = multiprocessing.get_context("fork")
+        self.child = context.Process(
+            target=_child, args=(produce, tally, read_fd, write_fd), daemon=True
+        )
+        try:
+            self.child.start()
+        finally:
+            os.close(write_fd)
+        self.stream = os.fdopen(read_fd, "rb")
+
+    def __enter__(self) -> ChildReader:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the child and the pipe."""
+        self.stream.close()
+        if self.child.is_alive():
+            self.child.terminate()
+        self.child.join()
+
+    def __iter__(self) -> Iterator[list[Finished]]:
         while True:
             try:
-                message = marshal.loads(receive.recv_bytes())  # noqa: S302 - our own child's
+                message = _receive(self.stream)
             except EOFError:
-                child.join()
+                self.child.join()
                 raise AdvisorError(
-                    f"the process reading the file ended early (exit code {child.exitcode})"
+                    f"the process reading the file ended early (exit code {self.child.exitcode})"
                 ) from None
             what = message[0]
             if what == "batch":
                 yield [Finished._make(values) for values in message[1]]
             elif what == "progress":
-                progress(message[1], message[2])
+                self.progress(message[1], message[2])
             elif what == "done":
-                tally.skipped.update(message[1])
-                tally.warnings.extend(message[2])
+                self.tally.skipped.update(message[1])
+                self.tally.warnings.extend(message[2])
                 return
             else:
                 raise InputError(message[1], hint=message[2])
-    finally:
-        receive.close()
-        if child.is_alive():
-            child.terminate()
-        child.join()

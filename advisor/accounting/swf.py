@@ -8,7 +8,7 @@ The reader streams: a log of millions of jobs never sits in memory.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -56,7 +56,12 @@ class SwfJob(NamedTuple):
     @property
     def name(self) -> str:
         """A job name from the executable number (SWF logs carry no names), or ''."""
-        return f"app{self.executable}" if self.executable is not None else ""
+        return self.app_name(self.executable)
+
+    @staticmethod
+    def app_name(executable: int | None) -> str:
+        """The name of the jobs of an executable number."""
+        return f"app{executable}" if executable is not None else ""
 
     @property
     def state(self) -> str:
@@ -113,6 +118,47 @@ def parse_swf_line(line: str, *, source: str = "swf", line_no: int = 0) -> SwfJo
         values[15],  # partition
         line_no,
     )
+
+
+#: Status fields as the usual line writes them.
+_STATUS_TEXT = frozenset(str(status) for status in SWF_STATES)
+
+
+def _usual_line(parts: list[str]) -> bool:
+    """True for a job line that parse_swf_line takes without having to look further.
+
+    18 whole numbers or -1, the job id and submit time known, a known status, no time beyond
+    MAX_TIME_S; any other line is parse_swf_line's to judge.
+    """
+    return (
+        len(parts) == _FIELDS
+        and parts[0] != "-1"
+        and parts[1] != "-1"
+        and parts[10] in _STATUS_TEXT
+        and _PLAIN.fullmatch(" ".join(parts)) is not None
+        and max(int(parts[1]), int(parts[2]), int(parts[3]), int(parts[8])) <= MAX_TIME_S
+    )
+
+
+def check_swf(path: str | Path, tick: Callable[[int], None] | None = None) -> int:
+    """Read every line as read_swf does, refusing the log where it would; how many jobs it has.
+
+    tick: called with each line's number.
+    """
+    jobs = 0
+    with open_text(path) as stream:
+        try:
+            for number, line in enumerate(stream, start=1):
+                if tick is not None:
+                    tick(number)
+                parts = line.split()
+                if not parts or parts[0].startswith(";"):
+                    continue
+                if _usual_line(parts) or parse_swf_line(line, source=str(path), line_no=number):
+                    jobs += 1
+        except UnicodeDecodeError as error:
+            raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None
+    return jobs
 
 
 def swf_header(path: str | Path) -> dict[str, str]:

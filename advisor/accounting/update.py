@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,15 +33,15 @@ from typing import Any
 
 from advisor.accounting.ingest import Finished, Ingestor, finished
 from advisor.accounting.mapping import swf_epoch, swf_record
-from advisor.accounting.reader_process import can_fork, read_in_child
+from advisor.accounting.reader_process import ChildReader, can_fork
 from advisor.accounting.sacct_file import DumpFormat, Skipped, not_a_job, read_sacct_dump
-from advisor.accounting.swf import read_swf, swf_header
+from advisor.accounting.swf import check_swf, read_swf, swf_header
 from advisor.errors import AdvisorError, InputError, SlurmError, UsageError
 from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.records import FINAL_STATES, JobRecord
 from advisor.slurm.timestamps import local_time
-from advisor.store.accounting import get_watermark, set_watermark
+from advisor.store.accounting import bulk_ingestion, get_watermark, set_watermark
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
@@ -320,12 +321,15 @@ def _swf_records(
     *,
     check: bool = False,
 ) -> Iterator[JobRecord]:
+    if check:  # every line is read all the same: one that is not SWF refuses the log
+        check_swf(path, tick)
+        return
     epoch, log = swf_epoch(swf_header(path)), path.stem
     for job in read_swf(path):
         tick(job.line)
         if job.run_s is None or job.state not in FINAL_STATES:
             tally.skip(Skipped("unknown_runtime" if job.run_s is None else "not_finished"))
-        elif not check:  # every line is read all the same: one that is not SWF refuses the log
+        else:
             yield swf_record(job, log=log, epoch=epoch)
 
 
@@ -388,10 +392,6 @@ def update_from_file(
 
         return tick
 
-    # the first pass: every row that can refuse the file is read before anything is stored
-    # (with strict, every row: any warning refuses it)
-    for _ in reader(file, dump, SkipTally(strict=strict), ticker(0, progress), check=not strict):
-        pass
     tally = SkipTally()
     ingestor = Ingestor(store)
 
@@ -403,15 +403,23 @@ def update_from_file(
 
     if reader_process is None:
         reader_process = file.is_file() and file.stat().st_size >= READER_PROCESS_BYTES
-    if reader_process and can_fork():
-        batches = read_in_child(produce, tally, progress or _no_progress)
-    else:
-        batches = produce(progress)
     records = 0
-    for batch in batches:
-        records += len(batch)
-        with store.write():
-            ingestor.add_finished(batch)
+    with ExitStack() as stack:
+        batches: Iterable[list[Finished]]
+        if reader_process and can_fork():  # it starts reading now, while the first pass runs
+            batches = stack.enter_context(ChildReader(produce, tally, progress or _no_progress))
+        else:
+            batches = produce(progress)
+        # the first pass: every row that can refuse the file is read before anything is stored
+        # (with strict, every row: any warning refuses it)
+        check = SkipTally(strict=strict)
+        for _ in reader(file, dump, check, ticker(0, progress), check=not strict):
+            pass
+        stack.enter_context(bulk_ingestion(store))
+        for batch in batches:
+            records += len(batch)
+            with store.write():
+                ingestor.add_finished(batch)
     if progress is not None and total is not None:
         progress(2 * total, 2 * total)
     return {

@@ -19,7 +19,12 @@ from advisor.history.policy import (
     Refusal,
     SiteBudget,
     propose,
+    shared_run,
 )
+
+#: What ``learn_finished`` takes of a job: user, name, partition, runtime_s, state, advised (it
+#: ran under a limit the advisor set, as its tag says), recorded (``learn``'s).
+FinishedJob = tuple[str | None, str | None, str | None, float, str, bool, bool | None]
 
 
 class HistoryBook:
@@ -111,20 +116,48 @@ class HistoryBook:
         limits are its own).  A tag alone proves nothing, anyone can write one: such a kill
         teaches the user's own keys only.
         """
+        keys = keys_for(user, name, partition)
+        killed = self._learn(keys, user, runtime_s, state, advised, advised_key, recorded)
+        self.site = self.site.after(killed=killed, config=self.config)
+
+    def learn_finished(self, jobs: Iterable[FinishedJob]) -> None:
+        """``learn`` of each job, in order: what accounting knows of a job that has ended.
+
+        The key of an advised job's advice is the one ``propose_key`` gives it then.
+        """
+        kills = []
+        for user, name, partition, runtime_s, state, advised, recorded in jobs:
+            keys = keys_for(user, name, partition)
+            key = self.propose_key(keys) if advised else None
+            kills.append(self._learn(keys, user, runtime_s, state, advised, key, recorded))
+        self.site = self.site.after_jobs(kills, config=self.config)
+
+    def _learn(
+        self,
+        keys: tuple[HistoryKey, ...],
+        user: str | None,
+        runtime_s: float,
+        state: str,
+        advised: bool,
+        advised_key: HistoryKey | None,
+        recorded: bool | None,
+    ) -> bool:
+        """``learn`` but for the site budget: whether the job counts as a kill there."""
         advised = advised or advised_key is not None
         killed = advised and state == "TIMEOUT"
         proven = advised if recorded is None else recorded
         site_kill = killed and proven and self._first_kill(user)
         if state in LEARNED_STATES and runtime_s >= 0:
-            run = (float(runtime_s), state == "TIMEOUT")  # KeyState.learned, one key at a time
-            for key in keys_for(user, name, partition):
-                self._runs.setdefault(key, []).append(run)
-                self.changed.add(key)
+            run = shared_run(float(runtime_s), state == "TIMEOUT")  # KeyState.learned, per key
+            runs, changed = self._runs, self.changed
+            for key in keys:
+                runs.setdefault(key, []).append(run)
+                changed.add(key)
         if advised_key is not None:
             current = self._state(advised_key) or KeyState()
             self._states[advised_key] = current.after_advised(killed=killed, config=self.config)
             self.changed.add(advised_key)
-        self.site = self.site.after(killed=site_kill, config=self.config)
+        return site_kill
 
     def _first_kill(self, user: str | None) -> bool:
         """Per user first: whether a kill of this user's counts for the site budget.

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 
 from advisor.history.keys import HistoryKey
-from advisor.history.policy import KeyState, SiteBudget
+from advisor.history.policy import KeyState, SiteBudget, shared_run
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
@@ -55,7 +55,7 @@ def all_key_states(store: Store) -> dict[HistoryKey, KeyState]:
 
 
 def _state(row: tuple[str, float, int, int]) -> KeyState:
-    runs = tuple((float(runtime), bool(censored)) for runtime, censored in json.loads(row[0]))
+    runs = tuple(shared_run(float(runtime), bool(censored)) for runtime, censored in json.loads(row[0]))
     return KeyState(runs, float(row[1]), int(row[2]), int(row[3]))
 
 

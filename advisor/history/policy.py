@@ -59,6 +59,23 @@ class PolicyConfig(NamedTuple):
 
 DEFAULT_CONFIG = PolicyConfig()
 
+#: One object per distinct (runtime_s, censored) run: a site's runtimes repeat, and every key's
+#: window holds up to ``window`` runs, so the keys' states share them (bounded: when full, the
+#: table starts afresh; the windows keep the runs they hold).
+_RUNS: dict[tuple[float, bool], tuple[float, bool]] = {}
+_RUNS_SIZE = 65536
+
+
+def shared_run(runtime_s: float, censored: bool) -> tuple[float, bool]:
+    """The run ``(runtime_s, censored)``, as the one object that stands for it."""
+    run = (runtime_s, censored)
+    found = _RUNS.get(run)
+    if found is None:
+        if len(_RUNS) >= _RUNS_SIZE:
+            _RUNS.clear()
+        found = _RUNS[run] = run
+    return found
+
 
 class KeyState(NamedTuple):
     """What the policy keeps per key: bounded, whatever the number of jobs."""
@@ -111,13 +128,22 @@ class SiteBudget(NamedTuple):
 
     def after(self, *, killed: bool, config: PolicyConfig = DEFAULT_CONFIG) -> SiteBudget:
         """The budget after one more finished job (killed: at a limit the advisor set)."""
-        rate = self.kill_rate + (float(killed) - self.kill_rate) / config.site_horizon
-        widen = self.widen
-        if killed and rate > config.site_budget:
-            widen = min(config.site_max_widen, widen * 2.0)
-        elif rate < config.site_budget / 2.0:
-            widen = max(1.0, widen * config.site_relax)
-        return SiteBudget(rate, widen, self.jobs + 1)
+        return self.after_jobs((killed,), config=config)
+
+    def after_jobs(
+        self, kills: Iterable[bool], *, config: PolicyConfig = DEFAULT_CONFIG
+    ) -> SiteBudget:
+        """The budget after these finished jobs, in order (``after`` of each)."""
+        rate, widen, jobs = self
+        budget, horizon, relax = config.site_budget, config.site_horizon, config.site_relax
+        for killed in kills:
+            rate = rate + (float(killed) - rate) / horizon
+            if killed and rate > budget:
+                widen = min(config.site_max_widen, widen * 2.0)
+            elif rate < budget / 2.0:
+                widen = max(1.0, widen * relax)
+            jobs += 1
+        return SiteBudget(rate, widen, jobs)
 
 
 #: A site budget before any job finished: no kills, no widening.

@@ -228,6 +228,9 @@ class RowReader:
         self.exit_code = _memo(parse_exit_code)
         self.timelimit = _memo(lambda text: parse_timelimit(text, field="Timelimit"))
         self.duration = _memo(lambda text: parse_duration(text, field="Elapsed"))
+        # a site's users, accounts, partitions and names repeat: one object per value, so that
+        # a batch of records sent to another process carries each once (marshal's references)
+        self.text = _memo(storable)
 
     def printed_job_id(self, values: Sequence[str]) -> str:
         """The row's JobID as sacct printed it (its JobIDRaw when JobID is empty)."""
@@ -285,13 +288,13 @@ class RowReader:
                 cpus = whole_number(value, field)
                 break
         return JobRecord(
-            storable(row[self._cluster].strip()) or cluster,
+            self.text(row[self._cluster].strip()) or cluster,
             storable(job_id),
             raw,
-            storable(row[self._name]),
-            storable(row[self._user]),
-            storable(row[self._account]),
-            storable(row[self._partition]),
+            self.text(row[self._name]),
+            self.text(row[self._user]),
+            self.text(row[self._account]),
+            self.text(row[self._partition]),
             nodes,
             cpus,
             req_mem_mb,
@@ -305,7 +308,7 @@ class RowReader:
             submit,
             start,
             end,
-            storable(row[self._comment]),
+            self.text(row[self._comment]),
             req_mem_per,
         )
 

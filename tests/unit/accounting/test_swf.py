@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from advisor.accounting import update
-from advisor.accounting.swf import parse_swf_line, read_swf, swf_header
+from advisor.accounting.swf import check_swf, parse_swf_line, read_swf, swf_header
 from advisor.accounting.update import update_from_file
 from advisor.cli import main
 from advisor.errors import InputError
@@ -138,3 +140,43 @@ def test_a_file_ingest_stopped_half_way_and_run_again_equals_one_run(
         again = update_from_file(store, KTH, kind="swf")
     assert again["already_stored"] == 120 and again["stored"] == 180
     assert cache_content(halves) == cache_content(whole)
+
+
+_TOKENS = ("-1", "0", "1", "5", "6", "05", "-2", "3.5", "x", "10000000000", "10000000001",
+           "999999999999999", "1e3", "")  # fmt: skip
+_USUAL = "5001 0 10 100 4 -1 -1 4 3600 -1 1 7 1 3 1 1 -1 -1".split()  # noqa: SIM905
+_EDGES = tuple((index, token) for index in (0, 1, 2, 3, 8) for token in ("-1", "10000000000",
+               "10000000001", "3.5")) + tuple((10, token) for token in ("-1", "5", "6", "05", "-2"))  # fmt: skip
+
+
+@st.composite
+def _swf_lines(draw: st.DrawFn) -> str:
+    """A usual job line with a few fields changed, one missing or one more, or a comment."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from(("; Version: 2.2", "", "   ", "\t;x")))
+    fields = list(_USUAL)
+    # mostly the fields the reader has rules for (id, submit, wait, run, request, status), at
+    # and around their limits
+    edits = st.sampled_from(_EDGES) | st.tuples(st.integers(0, 17), st.sampled_from(_TOKENS))
+    for index, token in draw(st.lists(edits, max_size=3)):
+        fields[index] = token
+    width = draw(st.sampled_from((18, 18, 18, 17, 19)))
+    return " ".join([*fields, "1"][:width])
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_swf_lines(), min_size=1, max_size=6))
+def test_the_first_pass_refuses_a_log_where_reading_it_would(
+    tmp_path: Path, lines: list[str]
+) -> None:
+    path = tmp_path / "log.swf"
+    path.write_text("\n".join(lines) + "\n")
+    try:
+        expected: int | str = len(list(read_swf(path)))
+    except InputError as error:
+        expected = error.one_line()
+    try:
+        found: int | str = check_swf(path)
+    except InputError as error:
+        found = error.one_line()
+    assert found == expected
