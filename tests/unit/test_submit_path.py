@@ -12,6 +12,7 @@ import collections
 import copy
 import inspect
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -110,6 +111,23 @@ def test_a_dry_run_keeps_to_its_module_budget(cache: Path, tmp_path: Path) -> No
     assert "sqlite3" in stdlib and "advisor.wrapper.advise" in ours  # it counted the real thing
     assert len(ours) <= ADVISOR_BUDGET, ours
     assert len(stdlib) <= STDLIB_BUDGET, stdlib
+
+
+def test_the_advisor_command_imports_no_re(cache: Path, tmp_path: Path) -> None:
+    """bin/advisor (what pip installs as the command) starts without pip's ``import re``."""
+    command = Path(__file__).parents[2] / "bin" / "advisor"
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#SBATCH -J align\nsleep 1\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(advisor.__file__).parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", str(command), "--db", str(cache), "sbatch",
+         "--advisor-dry-run", str(script)],
+        capture_output=True, text=True, check=False, timeout=60, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0 and "--time=" in done.stdout, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "advisor.wrapper.advise" in imported
+    assert sorted(imported & {"re", "enum", "shlex", "json"}) == []
 
 
 class Job(NamedTuple):
