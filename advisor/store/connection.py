@@ -84,7 +84,9 @@ class Store:
         where = None if memory else db_location(path)
         try:
             if memory:
-                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                conn = sqlite3.connect(
+                    ":memory:", isolation_level=None, check_same_thread=False, timeout=busy_timeout_s
+                )
             elif readonly:
                 if where is None or not os.path.exists(where):
                     raise CacheError(
@@ -100,8 +102,10 @@ class Store:
             elif where is not None:
                 os.makedirs(os.path.dirname(where) or ".", exist_ok=True)
                 conn = sqlite3.connect(where, isolation_level=None, timeout=busy_timeout_s)
-            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA foreign_keys = ON")
+            # connect's timeout is SQLite's busy timeout; foreign keys only matter to writes
+            # (a read-only open, every submission's, runs one statement fewer for each).
+            if not readonly:
+                conn.execute("PRAGMA foreign_keys = ON")
             store = cls(conn, where, readonly=readonly)
             if not readonly and store.published:
                 raise CacheError(

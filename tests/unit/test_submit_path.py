@@ -16,7 +16,7 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -259,3 +259,35 @@ def test_json_loads_is_jsons_on_what_json_dumps_writes(value: object, sorted_key
 )  # fmt: skip
 def test_json_loads_answers_and_refuses_as_json_does(text: str) -> None:
     assert _outcome(json_loads, text) == _outcome(json.loads, text)
+
+
+def test_the_collector_is_paused_for_a_submission_and_resumed_after(
+    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gc
+
+    import advisor.cli
+    from advisor.wrapper import explain
+
+    seen: list[bool] = []
+    original = explain.command_line
+
+    def spying(argv: Sequence[str]) -> str:
+        seen.append(gc.isenabled())
+        return original(argv)
+
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#SBATCH -J align\nsleep 1\n")
+    argv = ["--db", str(cache), "sbatch", "--advisor-dry-run", str(script)]
+    assert gc.isenabled()
+    try:
+        explain.command_line = spying  # type: ignore[assignment]
+        assert advisor.cli.main(argv) == 0
+        assert seen and not any(seen) and gc.isenabled()
+        gc.disable()  # a caller's own choice stands
+        assert advisor.cli.main(argv) == 0
+        assert not gc.isenabled()
+    finally:
+        explain.command_line = original  # type: ignore[assignment]
+        gc.enable()
+    assert "--time=" in capsys.readouterr().out
