@@ -7,13 +7,14 @@ streamed the same way; any other file counts its size on disk.
 
 Streaming a large FASTQ takes seconds, so results are cached by (path, size, mtime) in a small
 JSON file written atomically (a concurrent writer may lose an entry, never corrupt the file).
+A file that is not compressed needs no cache (its first bytes say so, its size is the answer):
+then the cache file is neither read nor written, nor json imported.
 Paths are handled with os.path, not pathlib: the sbatch wrapper measures ``--advisor-input``
 files on every submission.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 
@@ -80,6 +81,20 @@ def _stream(handle: BinaryIO, new: Callable[[], Any], first: bytes) -> int:
     return total
 
 
+def _compressed(head: bytes) -> bool:
+    return head.startswith((_GZIP_MAGIC, _BZIP2_MAGIC, _XZ_MAGIC))
+
+
+def _plain_size(path: str, size: int) -> int | None:
+    """Size for a file that is not compressed; None when it is, or cannot be read (measure says)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(_XZ_MAGIC))
+    except OSError:
+        return None
+    return None if _compressed(head) else size
+
+
 def _codec(head: bytes) -> tuple[Callable[[], Any], type[Exception]] | None:
     """A decoder factory for a compressed file and its codec's error (None: not compressed).
 
@@ -118,6 +133,8 @@ def measure(path: Pathish) -> int:
 
 
 def _load_cache(cache: Pathish) -> dict[str, Any]:
+    import json
+
     try:
         with open(cache, encoding="utf-8") as handle:
             doc = json.loads(handle.read())
@@ -127,6 +144,8 @@ def _load_cache(cache: Pathish) -> dict[str, Any]:
 
 
 def _save_cache(cache: Pathish, entries: dict[str, Any]) -> None:
+    import json
+
     if len(entries) > CACHE_ENTRIES:
         entries = dict(list(entries.items())[-CACHE_ENTRIES:])
     folder, name = os.path.split(os.fspath(cache))
@@ -148,7 +167,7 @@ def uncompressed_sizes(
 ) -> dict[str, int]:
     """Uncompressed size per file (by absolute path), from the cache when size and mtime match."""
     cache = cache_path or default_cache_path()
-    entries = _load_cache(cache)
+    entries: dict[str, Any] | None = None
     out: dict[str, int] = {}
     changed = False
     for raw in paths:
@@ -158,6 +177,12 @@ def uncompressed_sizes(
         except OSError as error:
             raise InputError(f"cannot read: {error.strerror}", source=str(raw)) from None
         key = path
+        plain = _plain_size(path, stat.st_size)
+        if plain is not None:
+            out[key] = plain
+            continue
+        if entries is None:
+            entries = _load_cache(cache)
         hit = entries.get(key)
         if (
             isinstance(hit, dict)
@@ -171,7 +196,7 @@ def uncompressed_sizes(
         entries[key] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "uncompressed": value}
         out[key] = value
         changed = True
-    if changed:
+    if changed and entries is not None:
         _save_cache(cache, entries)
     return out
 

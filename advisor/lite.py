@@ -1,22 +1,202 @@
-"""``NamedTuple`` and ``TYPE_CHECKING`` for the sbatch wrapper's submit path, without ``typing``.
+"""Light stand-ins for the sbatch wrapper's submit path: NamedTuple, TYPE_CHECKING, json_loads.
 
-``advisor sbatch`` runs on every job submission, and the interpreter's own start is ~20 ms:
+``advisor sbatch`` runs on every job submission, and the interpreter's own start is ~10-20 ms:
 importing ``typing`` costs ~2.5 ms, and ``typing.NamedTuple`` type-checks every field
-annotation when a class is created (with postponed annotations it compiles each one into a
-ForwardRef), ~0.1 ms a class for the ~40 record classes on that path.  Here a NamedTuple is
-the same ``collections.namedtuple`` that typing builds, minus those checks; mypy sees
+annotation when a class is created; ``collections.namedtuple`` itself compiles a ``__new__``
+from source for every class (~40 µs, for the ~45 record classes on that path).  Here a
+NamedTuple is built as ``collections.namedtuple`` builds it (the same methods, attributes and
+errors; tests/unit/wrapper/test_submit_path.py compares the two), except that ``__new__`` is a
+precompiled template of the right arity with its parameters renamed; mypy sees
 ``typing.NamedTuple`` itself, so the types are checked where they should be, statically.
+``json_loads`` is ``json.loads`` for the text the cache stores, through the same C scanner,
+without importing ``json`` (and ``re``, which ``json.decoder`` needs) on a valid document.
 
 Modules on the submit path import these instead of typing's (tests/unit/wrapper/test_submit_path.py
-lists what that path may load); everywhere else typing's own are as good.
+counts what that path may load); everywhere else typing's own are as good.
 """
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING's value at run time; mypy treats the name as True
 
 if TYPE_CHECKING:
+    from json import loads as json_loads
     from typing import NamedTuple as NamedTuple
+
+    __all__ = ["TYPE_CHECKING", "NamedTuple", "json_loads"]
 else:
-    import collections
+    import sys
+    from _collections import _tuplegetter
+
+    def json_loads(text):
+        """``json.loads(text)`` for str; json itself loads only to word an error."""
+        if isinstance(text, str) and _scan is not None:
+            try:
+                found, end = _scan(text, 0)
+            except StopIteration:
+                pass
+            else:
+                if end == len(text):
+                    return found
+        import json
+
+        return json.loads(text)
+
+    class _Context:
+        """The attributes the C scanner reads (as json.decoder.JSONDecoder has them)."""
+
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        memo = None
+
+        @staticmethod
+        def parse_constant(name):
+            return {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}[
+                name
+            ]
+
+    try:
+        from _json import make_scanner
+
+        _scan = make_scanner(_Context)
+    except ImportError:  # an interpreter without CPython's accelerator: json.loads does it all
+        _scan = None
+
+    _tuple_new = tuple.__new__
+    # __new__ of 0 to 24 fields; the parameters get the field names (code.replace).
+    _NEW = (
+        lambda _cls: _tuple_new(_cls, ()),
+        lambda _cls, a: _tuple_new(_cls, (a,)),
+        lambda _cls, a, b: _tuple_new(_cls, (a, b)),
+        lambda _cls, a, b, c: _tuple_new(_cls, (a, b, c)),
+        lambda _cls, a, b, c, d: _tuple_new(_cls, (a, b, c, d)),
+        lambda _cls, a, b, c, d, e: _tuple_new(_cls, (a, b, c, d, e)),
+        lambda _cls, a, b, c, d, e, f: _tuple_new(_cls, (a, b, c, d, e, f)),
+        lambda _cls, a, b, c, d, e, f, g: _tuple_new(_cls, (a, b, c, d, e, f, g)),
+        lambda _cls, a, b, c, d, e, f, g, h: _tuple_new(_cls, (a, b, c, d, e, f, g, h)),
+        lambda _cls, a, b, c, d, e, f, g, h, i: _tuple_new(_cls, (a, b, c, d, e, f, g, h, i)),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j: _tuple_new(
+            _cls, (a, b, c, d, e, f, g, h, i, j)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k: _tuple_new(
+            _cls, (a, b, c, d, e, f, g, h, i, j, k)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w)
+        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x: _tuple_new(  # noqa: E741
+            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x)
+        ),
+    )
+
+    def _arg_list(fields):
+        return ", ".join(fields) + ("," if len(fields) == 1 else "")
+
+    def _new(typename, fields, defaults):
+        """collections.namedtuple's ``__new__``, from a template when there is one."""
+        if len(fields) >= len(_NEW):
+            import collections
+
+            return collections.namedtuple(typename, fields, defaults=defaults).__new__
+        template = _NEW[len(fields)].__code__
+        code = template.replace(
+            co_varnames=("_cls", *fields), co_name="__new__", co_qualname=f"{typename}.__new__"
+        )
+        new = type(_new)(code, {"_tuple_new": _tuple_new}, "__new__", tuple(defaults) or None)
+        new.__doc__ = f"Create new instance of {typename}({_arg_list(fields)})"
+        return new
+
+    def _record_class(typename, fields, defaults, module):
+        """``collections.namedtuple(typename, fields, defaults=defaults, module=module)``."""
+        fields = tuple(map(sys.intern, fields))
+        for name in fields:
+            if name.startswith("_"):
+                raise ValueError(f"Field names cannot start with an underscore: {name!r}")
+        count = len(fields)
+        repr_fmt = "(" + ", ".join(f"{name}=%r" for name in fields) + ")"
+
+        def _make(cls, iterable):
+            result = _tuple_new(cls, iterable)
+            if len(result) != count:
+                raise TypeError(f"Expected {count} arguments, got {len(result)}")
+            return result
+
+        _make.__doc__ = f"Make a new {typename} object from a sequence or iterable"
+
+        def _replace(self, /, **kwds):
+            result = self._make(map(kwds.pop, fields, self))
+            if kwds:
+                raise ValueError(f"Got unexpected field names: {list(kwds)!r}")
+            return result
+
+        _replace.__doc__ = f"Return a new {typename} object replacing specified fields with new values"
+
+        def __repr__(self):
+            """Return a nicely formatted representation string."""
+            return self.__class__.__name__ + repr_fmt % self
+
+        def _asdict(self):
+            """Return a new dict which maps field names to their values."""
+            return dict(zip(self._fields, self, strict=True))
+
+        def __getnewargs__(self):
+            """Return self as a plain tuple.  Used by copy and pickle."""
+            return tuple(self)
+
+        for method in (_make, _replace, __repr__, _asdict, __getnewargs__):
+            method.__qualname__ = f"{typename}.{method.__name__}"
+        namespace = {
+            "__doc__": f"{typename}({_arg_list(fields)})",
+            "__slots__": (),
+            "_fields": fields,
+            "_field_defaults": dict(zip(fields[count - len(defaults) :], defaults, strict=True)),
+            "__new__": _new(typename, fields, defaults),
+            "_make": classmethod(_make),
+            "_replace": _replace,
+            "__repr__": __repr__,
+            "_asdict": _asdict,
+            "__getnewargs__": __getnewargs__,
+            "__match_args__": fields,
+        }
+        for index, name in enumerate(fields):
+            namespace[name] = _tuplegetter(index, sys.intern(f"Alias for field number {index}"))
+        cls = type(typename, (tuple,), namespace)
+        cls.__module__ = module
+        return cls
 
     #: What typing.NamedTuple refuses to let a class body redefine.
     _PROHIBITED = frozenset(
@@ -35,9 +215,7 @@ else:
             defaults = [namespace[field] for field in fields if field in namespace]
             if fields[len(fields) - len(defaults) :] != [f for f in fields if f in namespace]:
                 raise TypeError(f"{name}: a field without a default follows one with a default")
-            cls = collections.namedtuple(
-                name, fields, defaults=defaults, module=namespace["__module__"]
-            )
+            cls = _record_class(name, fields, defaults, namespace["__module__"])
             cls.__qualname__ = str(namespace.get("__qualname__", name))
             cls.__annotations__ = dict(namespace.get("__annotations__", {}))
             for key, value in namespace.items():

@@ -2,8 +2,9 @@
 
 Unlike other commands, its output and exit code are sbatch's: ``main`` is the whole command and
 is what a fast dispatch (before the full parser is built) should call.  Only the standard
-library and light advisor modules load on this path; tabulate loads for ``--advisor-explain``
-alone.
+library and light advisor modules load on this path; what shows the advice
+(advisor.wrapper.explain) loads for ``--advisor-dry-run`` and ``--advisor-explain``, tabulate
+for a table alone.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections.abc import Sequence
 from advisor.errors import UsageError
 from advisor.lite import TYPE_CHECKING
 from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE, parse_command_line
-from advisor.wrapper.explain import command_line, decision_line, explanation, explanation_rows
 from advisor.wrapper.submit import SideEffects, prepare, record, submit
 
 if TYPE_CHECKING:  # argparse and json load only when a path needs them (see the module doc)
@@ -103,6 +103,8 @@ def _json(data: dict[str, Any]) -> str:
 
 
 def _render(data: dict[str, Any], fmt: str, *, with_table: bool) -> str:
+    from advisor.wrapper.explain import decision_line, explanation_rows
+
     if fmt == "json":
         return _json(data)
     lines = [decision_line(data)]
@@ -148,6 +150,8 @@ def main(
     prepared = prepare(cmd, side)
     if prepared.warning:
         print(prepared.warning, file=err)
+    if cmd.advisor.dry_run or cmd.advisor.explain:
+        from advisor.wrapper.explain import command_line, explanation
     if cmd.advisor.dry_run:
         data = explanation(prepared.plan, prepared.argv, prepared.warning)
         if fmt == "json":

@@ -12,7 +12,6 @@ nor ``statistics`` (~4 ms).
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
 
@@ -117,13 +116,27 @@ def _start(tail: float, dof: float) -> float:
     return max(0.0, z + (g1 + (g2 + g3 / dof) / dof) / dof)
 
 
-@lru_cache(maxsize=1024)
+#: student_t_ppf's answers by (q, dof): a fitting loop asks for the same few again and again
+#: (a dict rather than functools.lru_cache, which the sbatch wrapper would have to import).
+_PPF: dict[tuple[float, float], float] = {}
+_PPF_ENTRIES = 1024
+
+
 def student_t_ppf(q: float, dof: float) -> float:
     """The q-quantile of Student's t: Newton's method on the CDF, kept inside a bracket.
 
     The sbatch wrapper needs a few of these per submission: from the Cornish-Fisher guess,
     Newton needs 2-5 evaluations of the CDF where bisection to the same 1e-10 took ~35.
     """
+    found = _PPF.get((q, dof))
+    if found is None:
+        if len(_PPF) >= _PPF_ENTRIES:
+            _PPF.clear()
+        found = _PPF[(q, dof)] = _student_t_ppf(q, dof)
+    return found
+
+
+def _student_t_ppf(q: float, dof: float) -> float:
     if not 0.0 < q < 1.0:
         raise ValueError(f"quantile {q} outside (0, 1)")
     if dof <= 0:

@@ -8,44 +8,42 @@ for CPU times (``01:02.345``); they are accepted and rounded.
 
 from __future__ import annotations
 
-import enum
-import functools
-import re
-
 from advisor.errors import InputError
+from advisor.lite import TYPE_CHECKING
 
-_NUM = r"(\d{1,9})"
-_SEC = r"(\d{1,9}(?:\.\d{1,9})?)"
-
-
-@functools.cache
-def _patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
-    """Compiled on first use: the sbatch wrapper often parses no time at all.
-
-    ASCII digits only, as Slurm's parser (``time_str2mins``) reads them: ``--time=١٠`` is an
-    error for sbatch, so the wrapper must not take it for 10 minutes.
-    """
-    return tuple(
-        (re.compile(pattern, re.ASCII), parts)
-        for pattern, parts in (
-            (rf"{_NUM}-{_NUM}:{_NUM}:{_SEC}", ("d", "h", "m", "s")),
-            (rf"{_NUM}-{_NUM}:{_NUM}", ("d", "h", "m")),
-            (rf"{_NUM}-{_NUM}", ("d", "h")),
-            (rf"{_NUM}:{_NUM}:{_SEC}", ("h", "m", "s")),
-            (rf"{_NUM}:{_SEC}", ("m", "s")),
-            (rf"{_NUM}", ("m",)),
-        )
-    )
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 _SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+#: The units of each form by its number of fields, with and without days.
+_CLOCK_UNITS = {1: ("m",), 2: ("m", "s"), 3: ("h", "m", "s")}
+_DAY_UNITS = {1: ("d", "h"), 2: ("d", "h", "m"), 3: ("d", "h", "m", "s")}
 
 
-class NoLimit(enum.Enum):
-    """A time limit without a number: unlimited, or 'whatever the partition allows'."""
+class NoLimit:
+    """A time limit without a number: unlimited, or 'whatever the partition allows'.
 
-    UNLIMITED = "UNLIMITED"
-    PARTITION_LIMIT = "Partition_Limit"
+    Two instances, compared by identity as enum members are (``enum`` costs the sbatch
+    wrapper ~1 ms to import); they pickle and copy as themselves.
+    """
 
+    __slots__ = ("name", "value")
+    UNLIMITED: ClassVar[NoLimit]
+    PARTITION_LIMIT: ClassVar[NoLimit]
+
+    def __init__(self, name: str, value: str) -> None:
+        self.name = name
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"<NoLimit.{self.name}: {self.value!r}>"
+
+    def __reduce__(self) -> str:
+        return f"NoLimit.{self.name}"
+
+
+NoLimit.UNLIMITED = NoLimit("UNLIMITED", "UNLIMITED")
+NoLimit.PARTITION_LIMIT = NoLimit("PARTITION_LIMIT", "Partition_Limit")
 
 _NO_LIMIT_WORDS = {
     "UNLIMITED": NoLimit.UNLIMITED,
@@ -54,13 +52,34 @@ _NO_LIMIT_WORDS = {
 }
 
 
+def _ascii_number(text: str, *, fraction: bool) -> float | None:
+    """1-9 ASCII digits (and, with fraction, an optional ``.`` and 1-9 more), else None.
+
+    ASCII only, as Slurm's parser (``time_str2mins``) reads them: ``--time=١٠`` is an error
+    for sbatch, so the wrapper must not take it for 10 minutes.
+    """
+    whole, dot, part = text.partition(".") if fraction else (text, "", "")
+    for digits, needed in ((whole, True), (part, bool(dot))):
+        if needed and not (0 < len(digits) <= 9 and digits.isascii() and digits.isdigit()):
+            return None
+    return float(text)
+
+
 def parse_duration(text: str, *, field: str = "duration") -> int:
     """Seconds in a Slurm duration string (``D-HH:MM:SS`` and its short forms)."""
     value = text.strip()
-    for pattern, units in _patterns():
-        match = pattern.fullmatch(value)
-        if match:
-            total = sum(float(part) * _SECONDS[unit] for part, unit in zip(match.groups(), units, strict=True))
+    days, dash, clock = value.partition("-")
+    parts = clock.split(":") if dash else value.split(":")
+    units = (_DAY_UNITS if dash else _CLOCK_UNITS).get(len(parts), ())
+    words = [days, *parts] if dash else parts
+    total = 0.0
+    for word, unit in zip(words, units, strict=False):
+        number = _ascii_number(word, fraction=unit == "s")
+        if number is None:
+            break
+        total += number * _SECONDS[unit]
+    else:
+        if units:
             return round(total)
     raise InputError(f"{field}: not a Slurm time {text!r} (expected e.g. 90, 1:30:00, 2-00:00:00)")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -49,6 +48,8 @@ class BenchRun(NamedTuple):
 
 def save_bench_run(store: Store, run: BenchRun) -> int:
     """Store a run and its results in one transaction; the run id."""
+    import json  # the wrapper only reads scores
+
     with store.write():
         cursor = store.conn.execute(
             "INSERT INTO bench_runs (node, measured_at, tool, source, hardware) VALUES (?, ?, ?, ?, ?)",

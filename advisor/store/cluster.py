@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
+from advisor.lite import json_loads
 from advisor.slurm.records import Node, Partition
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
@@ -12,6 +12,8 @@ from advisor.store.connection import Store
 
 def save_cluster(store: Store, partitions: Sequence[Partition], nodes: Sequence[Node]) -> None:
     """Replace the snapshot in one transaction; node classes already assigned are kept."""
+    import json  # writers only: the wrapper reads with json_loads
+
     now = utc_now()
     with store.write():
         db = store.db
@@ -59,7 +61,7 @@ def load_partitions(store: Store) -> list[Partition]:
     return [
         Partition(
             name=row["name"],
-            nodes=tuple(json.loads(row["nodes"])),
+            nodes=tuple(json_loads(row["nodes"])),
             max_time_s=row["max_time_s"],
             default_time_s=row["default_time_s"],
             is_default=bool(row["is_default"]),
@@ -77,8 +79,8 @@ def load_nodes(store: Store) -> list[Node]:
             name=row["name"],
             cpus=row["cpus"],
             memory_mb=row["memory_mb"],
-            features=tuple(json.loads(row["features"])),
-            partitions=tuple(json.loads(row["partitions"])),
+            features=tuple(json_loads(row["features"])),
+            partitions=tuple(json_loads(row["partitions"])),
             state=row["state"],
         )
         for row in store.query("SELECT * FROM nodes ORDER BY name")

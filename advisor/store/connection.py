@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import cached_property
 
 from advisor.errors import CacheError
 from advisor.lite import TYPE_CHECKING
@@ -23,6 +20,7 @@ from advisor.store.migrations import MIGRATIONS
 from advisor.text import percent_encode
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import Any
 
@@ -70,6 +68,8 @@ class Store:
         self.conn = conn
         self.path = path
         self.readonly = readonly
+        self._db: sqlite_utils.Database | None = None
+        self._published: bool | None = None
 
     @classmethod
     def open(
@@ -84,7 +84,9 @@ class Store:
         where = None if memory else db_location(path)
         try:
             if memory:
-                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                conn = sqlite3.connect(
+                    ":memory:", isolation_level=None, check_same_thread=False, timeout=busy_timeout_s
+                )
             elif readonly:
                 if where is None or not os.path.exists(where):
                     raise CacheError(
@@ -100,8 +102,10 @@ class Store:
             elif where is not None:
                 os.makedirs(os.path.dirname(where) or ".", exist_ok=True)
                 conn = sqlite3.connect(where, isolation_level=None, timeout=busy_timeout_s)
-            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA foreign_keys = ON")
+            # connect's timeout is SQLite's busy timeout; foreign keys only matter to writes
+            # (a read-only open, every submission's, runs one statement fewer for each).
+            if not readonly:
+                conn.execute("PRAGMA foreign_keys = ON")
             store = cls(conn, where, readonly=readonly)
             if not readonly and store.published:
                 raise CacheError(
@@ -124,27 +128,31 @@ class Store:
             ) from None
         return store
 
-    @cached_property
+    @property
     def db(self) -> sqlite_utils.Database:
         """sqlite-utils over the same connection, for bulk inserts and introspection.
 
         Imported on first use: it loads numpy/pandas when they are installed, which the
         sbatch wrapper's submit path must not pay for.
         """
-        import sqlite_utils
+        if self._db is None:
+            import sqlite_utils
 
-        return sqlite_utils.Database(self.conn)
+            self._db = sqlite_utils.Database(self.conn)
+        return self._db
 
-    @cached_property
+    @property
     def published(self) -> bool:
         """True for the copy 'advisor publish' writes (services/publish.py).
 
         Users' job names in it are digests (store/names.py); it holds only what the wrapper needs.
         """
-        row = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'publication'"
-        ).fetchone()
-        return row is not None
+        if self._published is None:
+            row = self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'publication'"
+            ).fetchone()
+            self._published = row is not None
+        return self._published
 
     def close(self) -> None:
         """Close the connection."""
@@ -194,52 +202,24 @@ class Store:
                 self.conn.execute(f"PRAGMA application_id = {APP_ID}")
                 self.conn.execute(f"PRAGMA user_version = {number + 1}")
 
-    @contextmanager
-    def write(self) -> Iterator[Store]:
-        """A write transaction: all of it is committed, or none of it."""
+    def write(self) -> AbstractContextManager[Store]:
+        """A write transaction: all of it is committed, or none of it.
+
+        Nested use joins the outer transaction as a savepoint.  (A class, not
+        contextlib.contextmanager: the sbatch wrapper would import contextlib for it.)
+        """
         if self.readonly:
             raise CacheError(f"cache {self.path} is open read-only")
-        if self.conn.in_transaction:  # nested use joins the outer transaction as a savepoint
-            name = f"nested_{id(self):x}_{self.conn.total_changes}"
-            self.conn.execute(f"SAVEPOINT {name}")
-            try:
-                yield self
-            except BaseException:
-                self.conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                self.conn.execute(f"RELEASE SAVEPOINT {name}")
-                raise
-            self.conn.execute(f"RELEASE SAVEPOINT {name}")
-            return
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:
-            raise CacheError(
-                f"cache {self.path}: {error}", hint="another advisor is writing; retry shortly"
-            ) from None
-        try:
-            yield self
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        return _Write(self)
 
-    @contextmanager
-    def read(self) -> Iterator[Store]:
+    def read(self) -> AbstractContextManager[Store]:
         """A read transaction: every query inside sees the same committed state.
 
         Without it each statement is its own transaction, and two queries can straddle a
         writer's commit (tests/integration/test_privilege.py saw 7 % of such pairs torn).
+        Inside a write (or another read) it joins that one: already consistent.
         """
-        if self.conn.in_transaction:  # inside a write (or another read): already consistent
-            yield self
-            return
-        self.conn.execute("BEGIN")
-        try:
-            yield self
-        finally:
-            if self.conn.in_transaction:
-                self.conn.execute("COMMIT")
+        return _Read(self)
 
     def query(
         self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()
@@ -253,3 +233,56 @@ class Store:
 def _statements(script: str) -> list[str]:
     """Split a migration script into statements (it holds no literals with ';')."""
     return [part.strip() for part in script.split(";") if part.strip()]
+
+
+class _Write:
+    """Store.write: BEGIN IMMEDIATE ... COMMIT, or a savepoint inside an open transaction."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.savepoint: str | None = None
+
+    def __enter__(self) -> Store:
+        store, conn = self.store, self.store.conn
+        if conn.in_transaction:
+            self.savepoint = f"nested_{id(store):x}_{conn.total_changes}"
+            conn.execute(f"SAVEPOINT {self.savepoint}")
+            return store
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise CacheError(
+                f"cache {store.path}: {error}", hint="another advisor is writing; retry shortly"
+            ) from None
+        return store
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        conn = self.store.conn
+        if self.savepoint is not None:
+            if kind is not None:
+                conn.execute(f"ROLLBACK TO SAVEPOINT {self.savepoint}")
+            conn.execute(f"RELEASE SAVEPOINT {self.savepoint}")
+        elif kind is not None:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        else:
+            conn.execute("COMMIT")
+
+
+class _Read:
+    """Store.read: BEGIN ... COMMIT, unless a transaction is open already."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.began = False
+
+    def __enter__(self) -> Store:
+        conn = self.store.conn
+        if not conn.in_transaction:
+            conn.execute("BEGIN")
+            self.began = True
+        return self.store
+
+    def __exit__(self, *exc: object) -> None:
+        if self.began and self.store.conn.in_transaction:
+            self.store.conn.execute("COMMIT")

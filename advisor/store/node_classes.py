@@ -6,11 +6,10 @@ grouping itself is decided in advisor.profiling.classes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from advisor.lite import TYPE_CHECKING, NamedTuple
+from advisor.lite import TYPE_CHECKING, NamedTuple, json_loads
 from advisor.store.connection import Store
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ def latest_runs(store: Store) -> dict[str, RunInfo]:
             measured_at=row["measured_at"],
             tool=row["tool"],
             source=row["source"],
-            hardware=json.loads(row["hardware"]),
+            hardware=json_loads(row["hardware"]),
         )
     return runs
 

@@ -6,10 +6,9 @@ nodes of a partition.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
-from advisor.lite import TYPE_CHECKING, NamedTuple
+from advisor.lite import TYPE_CHECKING, NamedTuple, json_loads
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
@@ -36,6 +35,8 @@ if TYPE_CHECKING:
 
 
 def _values(row: TaskModelRow, now: str) -> tuple[Any, ...]:
+    import json  # writers only: the wrapper reads with json_loads
+
     text = json.dumps(row.params, sort_keys=True, allow_nan=False)
     return (row.task, row.node_class, row.method, text, row.n_obs, row.updated_at or now)
 
@@ -59,6 +60,8 @@ _INSERT_USER = (
 
 
 def _user_values(row: UserModelRow, now: str) -> tuple[Any, ...]:
+    import json
+
     text = json.dumps(row.params, sort_keys=True, allow_nan=False)
     return (row.user, row.task, row.node_class, text, row.n_obs, row.updated_at or now)
 
@@ -112,7 +115,7 @@ def load_task_models(store: Store, task: str | None = None) -> list[TaskModelRow
                 row["task"],
                 row["node_class"],
                 row["method"],
-                json.loads(row["params"]),
+                json_loads(row["params"]),
                 row["n_obs"],
                 row["updated_at"],
             )
@@ -136,7 +139,7 @@ def load_user_models(
         (user, user, task, task),
     )
     return [
-        UserModelRow(user_, task_, node_class, json.loads(params), n_obs, updated_at)
+        UserModelRow(user_, task_, node_class, json_loads(params), n_obs, updated_at)
         for user_, task_, node_class, params, n_obs, updated_at in rows
     ]
 
@@ -158,4 +161,4 @@ def node_classes(store: Store) -> dict[str, str]:
 def partition_nodes(store: Store, partition: str) -> list[str] | None:
     """The nodes of a partition in the last cluster snapshot; None for an unknown partition."""
     row = store.conn.execute("SELECT nodes FROM partitions WHERE name = ?", (partition,)).fetchone()
-    return None if row is None else [str(n) for n in json.loads(row[0])]
+    return None if row is None else [str(n) for n in json_loads(row[0])]

@@ -21,7 +21,6 @@ import math
 from collections.abc import Sequence
 
 from advisor.errors import UsageError
-from advisor.insitu import MAX_STEPS
 from advisor.lite import NamedTuple
 from advisor.text import ascii_int
 from advisor.wrapper.sbatch_options import (
@@ -282,6 +281,8 @@ def _advisor_options(settings: dict[str, object], inputs: list[str]) -> AdvisorO
     if steps is not None and insitu is None:
         raise UsageError(f"advisor sbatch: {PREFIX}steps goes with {PREFIX}insitu STEPS_FILE")
     count = ascii_int(steps, max_digits=16) if steps is not None else None
+    if steps is not None:
+        from advisor.insitu import MAX_STEPS  # loads only with --advisor-steps
     if steps is not None and not (count is not None and 0 < count <= MAX_STEPS):
         raise UsageError(
             f"advisor sbatch: {PREFIX}steps needs a whole number of steps, got {steps!r}"

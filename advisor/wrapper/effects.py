@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import pwd
-import re
 import sys
 from collections.abc import Sequence
 
@@ -28,7 +27,7 @@ WRITE_BUSY_S = 5.0
 SBATCH_TIMEOUT_S = 60.0
 #: With --wait sbatch returns when the job ends, however long that takes.
 WAIT_TIMEOUT_S = math.inf
-_CLUSTER_NAME = r"^\s*ClusterName\s*=\s*(\S+)"  # compiled (and cached) by re when used
+_CLUSTER_NAME = r"^\s*ClusterName\s*=\s*(\S+)"  # re loads when a job is recorded, not before
 
 
 def read_script(path: str) -> str:
@@ -162,6 +161,8 @@ def user() -> str:
 
 def cluster_name(conf: str | None = None) -> str | None:
     """ClusterName from slurm.conf ($SLURM_CONF, else /etc/slurm/slurm.conf), as sacct reports it."""
+    import re
+
     path = conf or os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:

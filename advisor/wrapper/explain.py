@@ -2,14 +2,15 @@
 
 The data follows schemas/sbatch-explain.json.
 
-The command line is quoted for a POSIX shell on a single line: shlex quoting, except that an
-argument holding control characters (a newline) or bytes that are not UTF-8 is written in
-bash's ``$'...'`` form, so the line pastes back into bash as exactly the same argv.
+The command line is quoted for a POSIX shell on a single line: ``shlex.quote``'s quoting
+(``quote`` here, so that a dry run loads neither shlex nor re; tests/unit/wrapper/test_limits.py
+holds it to shlex.quote), except that an argument holding control characters (a newline) or
+bytes that are not UTF-8 is written in bash's ``$'...'`` form, so the line pastes back into
+bash as exactly the same argv.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
 from advisor.lite import TYPE_CHECKING
@@ -19,6 +20,8 @@ from advisor.wrapper.limits import PartitionLimit
 if TYPE_CHECKING:
     from typing import Any
 
+#: What shlex.quote leaves unquoted: ASCII word characters and ``@%+=:,./-``.
+_SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
 
 
@@ -41,9 +44,18 @@ def _ansi_c(arg: str) -> str:
     return "$'" + "".join(out) + "'"
 
 
+def quote(arg: str) -> str:
+    """``shlex.quote(arg)``: as it is when every character is safe, else in single quotes."""
+    if not arg:
+        return "''"
+    if not arg.strip(_SAFE):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
 def command_line(argv: Sequence[str]) -> str:
     """The argument list as one line of shell text."""
-    return " ".join(_ansi_c(a) if _needs_ansi_c(a) else shlex.quote(a) for a in argv)
+    return " ".join(_ansi_c(a) if _needs_ansi_c(a) else quote(a) for a in argv)
 
 
 def _limit_row(limit: PartitionLimit) -> dict[str, Any]:

@@ -7,7 +7,6 @@ exit code and output are sbatch's.  Only sbatch's own result decides whether a j
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
 
 #: sbatch options after which sbatch only prints something: nothing to advise.
 _INFO_OPTIONS = frozenset({"help", "usage", "version"})
-#: Compiled by re on first use (re caches it), not at import: --advisor-dry-run never needs it.
+#: Compiled by re on first use (re caches it), and re imported then: a dry run never needs it.
 _JOB_ID = r"^(?:Submitted batch job )?(\d+)(?:;\S+)?\s*$"
 
 
@@ -219,6 +218,8 @@ def prepare(cmd: CommandLine, side: SideEffects) -> Prepared:
 
 def job_id_of(stdout: str) -> int | None:
     """The job id sbatch printed (plain or --parsable), if any."""
+    import re
+
     match = re.search(_JOB_ID, stdout, re.MULTILINE)
     return int(match.group(1)) if match else None
 

@@ -14,13 +14,12 @@ claims reaches only the forger's own models (advisor.models.online).
 
 from __future__ import annotations
 
-import re
-
 from advisor.lite import NamedTuple
 from advisor.text import ascii_int, percent_decode, percent_encode, storable
 
 PREFIX = "advisor:"
-_TAG = re.compile(r"(?:^|\s)advisor:(\w+)((?:,\w+=[^,\s]*)*)\s*$")
+#: Compiled (and cached) by re when a comment holds a tag: the wrapper rarely meets one.
+_TAG = r"(?:^|\s)advisor:(\w+)((?:,\w+=[^,\s]*)*)\s*$"
 
 
 class Tag(NamedTuple):
@@ -39,7 +38,7 @@ class Tag(NamedTuple):
 _MAX_BYTES = 2**63 - 1
 #: Minutes: Slurm's limits are 32-bit (NO_VAL is 4294967294), so ten digits hold any of them.
 _MAX_LIMIT_DIGITS = 10
-_QUANTILE = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,17})?(?:e-[0-9]{1,3})?", re.ASCII)
+_QUANTILE = r"(?a)[0-9]{1,3}(?:\.[0-9]{1,17})?(?:e-[0-9]{1,3})?"
 
 
 def format_tag(tag: Tag) -> str:
@@ -58,14 +57,20 @@ def format_tag(tag: Tag) -> str:
 
 def with_tag(comment: str | None, tag: Tag) -> str:
     """The user's comment with the tag appended (a tag already there is replaced)."""
-    base = _TAG.sub("", comment or "").rstrip()
+    base = (comment or "").rstrip()
+    if PREFIX in base:  # the pattern needs the prefix: re loads only then
+        import re
+
+        base = re.sub(_TAG, "", base).rstrip()
     text = format_tag(tag)
     return f"{base} {text}" if base else text
 
 
 def _quantile(text: str | None) -> float | None:
     """A quantile as format_tag writes it (``0.95``, ``1e-05``), strictly between 0 and 1."""
-    if text is None or not _QUANTILE.fullmatch(text):
+    import re
+
+    if text is None or not re.fullmatch(_QUANTILE, text):
         return None
     value = float(text)
     return value if 0.0 < value < 1.0 else None
@@ -78,7 +83,11 @@ def parse_tag(comment: str) -> Tag | None:
     digit that only Unicode knows must neither raise nor claim a limit Slurm never printed.  A
     malformed optional field (q, in) is left out; the rest of the tag stands.
     """
-    match = _TAG.search(comment)
+    if PREFIX not in comment:
+        return None
+    import re
+
+    match = re.search(_TAG, comment)
     if not match:
         return None
     fields = dict(part.split("=", 1) for part in match.group(2).split(",") if part)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import json
 import lzma
 import os
 import struct
@@ -111,3 +112,24 @@ def test_a_corrupt_cache_file_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "a.txt"
     path.write_bytes(b"abc")
     assert total_uncompressed([path], cache_path=cache) == 3
+
+
+def test_a_plain_file_is_measured_without_the_cache_file(tmp_path: Path) -> None:
+    """Its size on disk is the answer: the cache is neither written nor consulted for it."""
+    path = tmp_path / "reads.fq"
+    path.write_bytes(b"@r\nACGT\n+\nIIII\n")
+    cache = tmp_path / "cache" / "sizes.json"
+    calls: list[str | Path] = []
+
+    def counting(p: str | Path) -> int:
+        calls.append(p)
+        return measure(p)
+
+    assert uncompressed_sizes([path], cache_path=cache, measure_file=counting) == {
+        str(path.resolve()): 15
+    }
+    assert calls == [] and not cache.exists()
+    cache.parent.mkdir()
+    stale = {"size": 15, "mtime_ns": path.stat().st_mtime_ns, "uncompressed": 99}
+    cache.write_text(json.dumps({str(path.resolve()): stale}))
+    assert total_uncompressed([path], cache_path=cache) == 15  # a stale entry is not believed

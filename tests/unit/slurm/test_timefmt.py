@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import copy
+import pickle
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -71,7 +75,7 @@ def test_duration_round_trips(seconds: int) -> None:
 @given(
     st.one_of(
         st.integers(min_value=0, max_value=10**9),
-        st.sampled_from(list(NoLimit)),
+        st.sampled_from([NoLimit.UNLIMITED, NoLimit.PARTITION_LIMIT]),
     )
 )
 def test_timelimit_round_trips(limit: int | NoLimit) -> None:
@@ -93,3 +97,57 @@ def test_time_like_text_parses_or_raises_input_error(text: str) -> None:
         assert parse_duration(text) >= 0
     except InputError:
         pass
+
+
+#: The regular expressions parse_duration used before it was written with str methods (so
+#: that the sbatch wrapper loads no re): the oracle it must agree with on any text.
+_NUM = r"(\d{1,9})"
+_SEC = r"(\d{1,9}(?:\.\d{1,9})?)"
+_FORMS = [
+    (re.compile(pattern, re.ASCII), units)
+    for pattern, units in (
+        (rf"{_NUM}-{_NUM}:{_NUM}:{_SEC}", (86400, 3600, 60, 1)),
+        (rf"{_NUM}-{_NUM}:{_NUM}", (86400, 3600, 60)),
+        (rf"{_NUM}-{_NUM}", (86400, 3600)),
+        (rf"{_NUM}:{_NUM}:{_SEC}", (3600, 60, 1)),
+        (rf"{_NUM}:{_SEC}", (60, 1)),
+        (rf"{_NUM}", (60,)),
+    )
+]
+
+
+def _by_regex(text: str) -> int | None:
+    for pattern, units in _FORMS:
+        match = pattern.fullmatch(text.strip())
+        if match:
+            return round(sum(float(g) * u for g, u in zip(match.groups(), units, strict=True)))
+    return None
+
+
+def _parsed(text: str) -> int | None:
+    try:
+        return parse_duration(text)
+    except InputError:
+        return None
+
+
+@given(st.from_regex(r"[0-9:\-. \n\u0661x]{0,24}", fullmatch=True) | st.text(max_size=12))
+def test_duration_parses_as_the_regular_expressions_did(text: str) -> None:
+    assert _parsed(text) == _by_regex(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1234567890", "123456789", "1-2:3:4.5", "1:2.5", "2.5", "1-2.5", "1-2:3.5", "1-2-3", "-5",
+     "1:", ":1", "1.", ".5", "1:2:3:4", "00:00:00.1234567891", "00:00:00.123456789", "\u0661"],
+)  # fmt: skip
+def test_duration_edge_cases_agree_with_the_regular_expressions(text: str) -> None:
+    assert _parsed(text) == _by_regex(text)
+
+
+def test_no_limit_members_keep_their_identity() -> None:
+    for member in (NoLimit.UNLIMITED, NoLimit.PARTITION_LIMIT):
+        assert pickle.loads(pickle.dumps(member)) is member  # noqa: S301 (our own bytes)
+        assert copy.deepcopy(member) is member and copy.copy(member) is member
+    assert NoLimit.UNLIMITED is not NoLimit.PARTITION_LIMIT
+    assert NoLimit.PARTITION_LIMIT.value == "Partition_Limit"

@@ -204,3 +204,14 @@ def test_second_writer_waits_then_succeeds(cache_path: Path) -> None:
         release.set()
         proc.join(60)
     assert proc.exitcode == 0
+
+
+def test_the_busy_timeout_and_foreign_keys_are_set_as_asked(tmp_path: Path) -> None:
+    path = tmp_path / "cache.db"
+    with Store.open(path, busy_timeout_s=2.5) as store:
+        assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 2500
+        assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    with Store.open(path, readonly=True, busy_timeout_s=1.0) as store:
+        assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 1000
+    with Store.open(":memory:", busy_timeout_s=7.0) as store:
+        assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 7000

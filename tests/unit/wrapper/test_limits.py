@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.wrapper.explain import command_line
+from advisor.wrapper.explain import command_line, quote
 from advisor.wrapper.limits import (
     MIN_RUNS_TO_TIGHTEN,
     PartitionLimit,
@@ -138,6 +138,24 @@ def test_command_line_is_one_line_and_shlex_reads_back_plain_arguments(argv: lis
     assert "\n" not in line
     if not any(ord(c) < 32 or ord(c) == 127 for a in argv for c in a):
         assert shlex.split(line) == argv
+
+
+#: Arguments where a hand-written quote could part from shlex.quote: empty, every safe
+#: punctuation mark, non-ASCII word characters (shlex's \\w is ASCII), quotes, shell syntax.
+HARD_WORDS = ["", "a", "-", "--time=1:00", "@%+=:,./-_", "a b", "'", "''", "it's", '"', "$x",
+              "`id`", "a*", "~", "!", "#", "é", "ß", "١", "Ａ", "_", "\u00a0", "a\\b", "x;y",
+              "(a)", "{a}", "[a]", "a|b", "a&b", "a<b", "^", "?", "\udcff", "\t", "0", "%s"]  # fmt: skip
+
+
+@pytest.mark.parametrize("word", HARD_WORDS)
+def test_quote_is_shlex_quote_on_hard_cases(word: str) -> None:
+    assert quote(word) == shlex.quote(word)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=12) | st.text(alphabet="ab _@%+=:,./-'\"é١$", max_size=8))
+def test_quote_is_shlex_quote(word: str) -> None:
+    assert quote(word) == shlex.quote(word)
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
