@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import advisor
 from advisor.lite import NamedTuple, json_loads
 from tests.helpers.caches import NODES, PARTITIONS, train
+from tests.helpers.paths import REPO
 
 #: Standard-library and third-party modules the submit path must not load.
 HEAVY = frozenset(
@@ -115,7 +116,7 @@ def test_a_dry_run_keeps_to_its_module_budget(cache: Path, tmp_path: Path) -> No
 
 def test_the_advisor_command_imports_no_re(cache: Path, tmp_path: Path) -> None:
     """bin/advisor (what pip installs as the command) starts without pip's ``import re``."""
-    command = Path(__file__).parents[2] / "bin" / "advisor"
+    command = REPO / "bin" / "advisor"
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\n#SBATCH -J align\nsleep 1\n")
     env = {**os.environ, "PYTHONPATH": str(Path(advisor.__file__).parent.parent)}
