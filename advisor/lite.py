@@ -140,6 +140,9 @@ else:
         new.__doc__ = f"Create new instance of {typename}({_arg_list(fields)})"
         return new
 
+    #: What namedtuple's _replace raises for an unknown field: ValueError until 3.12, TypeError since.
+    _REPLACE_ERROR = TypeError if sys.version_info >= (3, 13) else ValueError
+
     def _record_class(typename, fields, defaults, module):
         """``collections.namedtuple(typename, fields, defaults=defaults, module=module)``."""
         fields = tuple(map(sys.intern, fields))
@@ -160,7 +163,7 @@ else:
         def _replace(self, /, **kwds):
             result = self._make(map(kwds.pop, fields, self))
             if kwds:
-                raise ValueError(f"Got unexpected field names: {list(kwds)!r}")
+                raise _REPLACE_ERROR(f"Got unexpected field names: {list(kwds)!r}")
             return result
 
         _replace.__doc__ = f"Return a new {typename} object replacing specified fields with new values"
@@ -192,6 +195,8 @@ else:
             "__getnewargs__": __getnewargs__,
             "__match_args__": fields,
         }
+        if sys.version_info >= (3, 13):  # copy.replace(); namedtuple has it from 3.13 on
+            namespace["__replace__"] = _replace
         for index, name in enumerate(fields):
             namespace[name] = _tuplegetter(index, sys.intern(f"Alias for field number {index}"))
         cls = type(typename, (tuple,), namespace)
