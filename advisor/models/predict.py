@@ -20,6 +20,7 @@ from advisor.models.baselines import Baseline
 from advisor.models.bayes import SufficientStats
 from advisor.models.class_model import ClassModel, UserRuns
 from advisor.models.distributions import Predictive, scaled
+from advisor.models.node_factor import Scores, class_factor
 from advisor.models.reference import ReferenceModel
 from advisor.models.transfer import TAU, transferred_prior
 
@@ -132,6 +133,33 @@ def class_view(models: TaskModels, node_class: str, factor: float | None) -> Cla
     view = _shared_model(models, node_class, models.classes.get(node_class), factor)
     user = models.user_runs.get(node_class)
     return view.with_user(user) if user is not None else view
+
+
+def factor_to(reference: ReferenceModel, node_class: str, scores: Scores) -> float | None:
+    """Lotaru's F from the task's reference class to node_class, weighted by the task's CPU share.
+
+    The one place a task's factor is derived, so the wrapper, the planner, the reports and the
+    learners agree on it; None when the scores cannot relate the two classes.
+    """
+    return class_factor(reference.reference, node_class, scores, reference.cpu_weight)
+
+
+def predict_task(
+    models: TaskModels,
+    node_class: str,
+    input_bytes: float,
+    scores: Scores,
+    *,
+    method: str = "lotaru",
+    cores: int | None = None,
+) -> ClassPrediction:
+    """The task's predictive runtime on node_class, its factor taken from the node scores.
+
+    LookupError without a model, NoFactorError when the class cannot be related to the reference.
+    """
+    reference = models.reference
+    factor = None if reference is None else factor_to(reference, node_class, scores)
+    return predict_on(models, node_class, input_bytes, factor=factor, method=method, cores=cores)
 
 
 def predict_on(
