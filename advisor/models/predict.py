@@ -25,7 +25,12 @@ from advisor.models.reference import ReferenceModel
 from advisor.models.transfer import TAU, transferred_prior
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal
+
+    #: Which model answered: the reference class's own, the class's online one, the transferred
+    #: prior alone, the class's model with the user's own runs added, a baseline, or Lotaru as
+    #: published.
+    PredictionSource = Literal["reference", "online", "transferred", "user", "baseline", "paper"]
 
 
 #: Lotaru as published (stored as its own reference model, method 'paper').
@@ -49,7 +54,7 @@ class ClassPrediction(NamedTuple):
 
     node_class: str
     method: str
-    source: str  # 'reference', 'online', 'transferred', 'user' or 'baseline'
+    source: PredictionSource
     factor: float | None
     runs_on_class: int
     predictive: Predictive
@@ -196,7 +201,7 @@ def predict_on(
             mine.predict(input_bytes, cores),
         )
     if online is not None:
-        source = "online" if online.stats.n else "transferred"
+        source: PredictionSource = "online" if online.stats.n else "transferred"
         return ClassPrediction(
             node_class,
             method,
