@@ -12,7 +12,6 @@ from advisor.progress import wanted
 from advisor.render import Result, Table
 from advisor.services.profile import (
     NodeOutcome,
-    Profiled,
     ProfileRequest,
     bench_argv,
     profile_cluster,

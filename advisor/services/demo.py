@@ -96,7 +96,7 @@ def _build_cache(db_path: Path) -> tuple[int, list[dict[str, Any]], list[dict[st
         }
         for m in learned.task_models
     ]
-    return imported, view["partitions"], models
+    return imported, [p.to_json() for p in view.partitions], models
 
 
 def sample_argv(db_path: Path, workdir: Path) -> list[str]:
