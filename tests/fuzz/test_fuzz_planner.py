@@ -33,7 +33,7 @@ def planned(path: Path, **options: Any) -> object:
     if isinstance(result, InputError):
         assert str(path) in result.message or "--" in result.message
         return result
-    plan, data = result
+    plan, data = result.plan, result.to_json()
     json.dumps(data, allow_nan=False)
     assert len(plan.placements) == plan.problem.n_tasks
     return result
