@@ -55,10 +55,9 @@ def run(args: argparse.Namespace) -> Result:
         }
         for metric, figure in report.figures.items()
     ]
-    hw = report.hardware
     notes = [
-        f"node {report.node}: {hw['cpu_model'] or 'unknown CPU'}, {hw['allowed_cpus']} of "
-        f"{hw['logical_cpus']} CPUs, {hw['memory_mib']} MiB; tool {report.tool}; "
+        f"node {report.node}: {benched.cpu_model or 'unknown CPU'}, {benched.allowed_cpus} of "
+        f"{benched.logical_cpus} CPUs, {benched.memory_mib} MiB; tool {report.tool}; "
         f"{report.duration_s:.1f} s; I/O in {report.directory} ({report.io_cache_bypass})"
         + (f"; stored as run {run_id}" if run_id is not None else "")
     ]

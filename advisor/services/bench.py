@@ -20,6 +20,26 @@ class Benched:
     report: BenchReport
     run_id: int | None = None
 
+    @property
+    def cpu_model(self) -> str | None:
+        """The CPU's model name, where the machine tells."""
+        return self.report.hardware.get("cpu_model") or None
+
+    @property
+    def allowed_cpus(self) -> int:
+        """The CPUs this process may run on (a job's allocation)."""
+        return int(self.report.hardware["allowed_cpus"])
+
+    @property
+    def logical_cpus(self) -> int:
+        """The machine's logical CPUs."""
+        return int(self.report.hardware["logical_cpus"])
+
+    @property
+    def memory_mib(self) -> int | None:
+        """The machine's memory."""
+        return self.report.hardware.get("memory_mib")
+
     def to_json(self) -> dict[str, Any]:
         """The schemas/bench-output.json document."""
         return self.report.to_json(self.run_id)
