@@ -1,9 +1,11 @@
 """``advisor submit --status``: a submitted workflow's planned schedule against what Slurm did.
 
-The jobs' records come straight from sacct (``CliBackend.accounting`` with their job ids), so
-the comparison works without ``advisor update``.  Actual times count from the first job's start,
-like the planned ones from the plan's start: the actual makespan is the last end minus the first
-start once every job has a final record; the turnaround also counts the wait from submission.
+The use case (``advisor.services.submit.workflow_status``) asks sacct for the jobs' records
+straight (``CliBackend.accounting`` with their job ids), so the comparison works without
+``advisor update``; here is the comparison itself, a pure function.  Actual times count from
+the first job's start, like the planned ones from the plan's start: the actual makespan is the
+last end minus the first start once every job has a final record; the turnaround also counts
+the wait from submission.
 Dependency order holds when no job started before each of its parents ended (sacct's times are
 whole seconds, so a child may start in the second its parent ended).  Per job ``late_s`` is how
 much later than planned it started (Slurm's dispatch waits add up along the DAG); for the run,

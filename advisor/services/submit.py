@@ -8,7 +8,8 @@ rejects what the advisor added, the job's own arguments without it) with
 sbatch and every job id as soon as it exists (``advisor.store.workflows``).  When a submission
 fails, the jobs already submitted stay (they are listed in the error) and nothing more is sent.
 ``--dry-run`` reads the cache only and prints each sbatch command line, ``<task id>`` standing
-for a parent's job id.
+for a parent's job id.  ``--status`` (``workflow_status``) compares a submitted run with what
+sacct says (``advisor.planner.run_status``).
 """
 
 from __future__ import annotations
