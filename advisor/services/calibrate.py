@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from advisor.errors import AdvisorError, InputError
 from advisor.inputs import total_uncompressed
@@ -71,6 +72,26 @@ class ClassOutcome:
     after: Predictive | None = None
     observation: Observation | None = None
 
+    @property
+    def status(self) -> str:
+        """stored, or failed (with the error)."""
+        return "failed" if self.error else "stored"
+
+    def to_json(self) -> dict[str, Any]:
+        """The class's row in schemas/calibrate-output.json."""
+        return {
+            "node_class": self.node_class,
+            "node": self.node,
+            "partition": self.partition,
+            "status": self.status,
+            "job_id": self.job_id,
+            "runtime_s": self.runtime_s,
+            "predicted_before_s": None if self.before is None else float(self.before.mean_s),
+            "predicted_after_s": None if self.after is None else float(self.after.mean_s),
+            "p95_after_s": None if self.after is None else float(self.after.p95_s),
+            "error": self.error,
+        }
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -80,6 +101,21 @@ class Calibration:
     input_bytes: int
     outcomes: tuple[ClassOutcome, ...]
     modelled: bool
+
+    @property
+    def failed(self) -> tuple[ClassOutcome, ...]:
+        """The classes whose probe gave no run, with why."""
+        return tuple(o for o in self.outcomes if o.error)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``advisor calibrate`` prints."""
+        return {
+            "task": self.task,
+            "input_bytes": self.input_bytes,
+            "stored": len(self.outcomes) - len(self.failed),
+            "failed": len(self.failed),
+            "classes": [o.to_json() for o in self.outcomes],
+        }
 
 
 def class_targets(targets: Sequence[Target], context: NodeContext) -> dict[str, list[Target]]:
