@@ -12,18 +12,16 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from advisor.accounting.sacct_file import DumpFormat
 from advisor.errors import UsageError
 from advisor.replay.jobs import ReplayJob
 from advisor.replay.run import GROUPS, GuardRaises, ReplayFigures, policies, replay_figures
 from advisor.replay.run import limit_series as _limit_series
 from advisor.replay.run import replay as _replay
 from advisor.replay.schedule import Machine, Schedule
-
-if TYPE_CHECKING:
-    from advisor.accounting.sacct_file import DumpFormat
-    from advisor.slurm.backend import SlurmBackend
+from advisor.slurm.backend import SlurmBackend
 
 #: A progress bar for a named phase ("replay", "schedule"): a context giving ``(done, total)``.
 Bars = Callable[[str], AbstractContextManager[Callable[[int, int], None] | None]]
@@ -107,7 +105,7 @@ class Replayed:
         }
 
 
-def check_request(request: ReplayRequest) -> None:
+def _check_request(request: ReplayRequest) -> None:
     """Refuse --procs without --schedule, and an SWF log with sacct's options."""
     if request.procs and not request.schedule:
         raise UsageError("advisor replay: --procs is for --schedule", hint="add --schedule")
@@ -118,7 +116,7 @@ def check_request(request: ReplayRequest) -> None:
         )
 
 
-def read_jobs(
+def _read_jobs(
     request: ReplayRequest, backend: SlurmBackend | None = None
 ) -> tuple[list[ReplayJob], LogSource]:
     """The jobs to replay, in submit order, and what the output says of their source."""
@@ -172,12 +170,12 @@ def replay(
     bars: Bars = _no_bar,
 ) -> Replayed:
     """Read the log, replay it once per policy, simulate the queue if asked, draw if asked."""
-    check_request(request)
+    _check_request(request)
     if request.plot:
         from advisor.reports.plots import pyplot
 
         pyplot()  # without matplotlib, stop before the work
-    jobs, source = read_jobs(request, backend)
+    jobs, source = _read_jobs(request, backend)
     contenders = policies()
     names = [p.name for p in contenders]
     keep = names if request.schedule else ("user", "advisor") if request.plot else ()
