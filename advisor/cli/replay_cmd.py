@@ -133,11 +133,10 @@ def run(args: argparse.Namespace) -> Result:
     tables = [Table(rows, columns=columns)]
     if scores.by:
         grouped = [
-            {scores.by: group.group, "jobs": figures.jobs, "scored": figures.scored,
+            {scores.by: group.group, "jobs": group.figures.jobs, "scored": group.figures.scored,
              "policy": name, **policy.to_json()}
             for group in scores.groups
-            for figures in (group.figures,)
-            for name, policy in figures.policies.items()
+            for name, policy in group.figures.policies.items()
         ]  # fmt: skip
         columns_by = (scores.by, "jobs", "scored", *COLUMNS)
         tables.append(Table(grouped, columns=columns_by, title=f"per {scores.by}"))
