@@ -29,9 +29,8 @@ from advisor.inputs import total_uncompressed
 from advisor.models.context import NodeContext, load_node_context
 from advisor.models.distributions import Predictive
 from advisor.models.loading import load_models
-from advisor.models.node_factor import class_factor
 from advisor.models.online import update_online
-from advisor.models.predict import NoFactorError, TaskModels, predict_on
+from advisor.models.predict import NoFactorError, TaskModels, predict_task
 from advisor.services.profile import ProfileRequest, Target, select_targets
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.records import JobRecord
@@ -212,9 +211,8 @@ def _prediction(
     reference = models.reference if models is not None else None
     if models is None or reference is None:
         return None
-    factor = class_factor(reference.reference, node_class, context.scores, reference.cpu_weight)
     try:
-        return predict_on(models, node_class, float(input_bytes), factor=factor).predictive
+        return predict_task(models, node_class, float(input_bytes), context.scores).predictive
     except (LookupError, NoFactorError):
         return None
 
