@@ -148,6 +148,10 @@ class OnlineUpdates:
         )
         self._written.clear()
 
+    def held(self) -> int:
+        """How many tasks' and users' records are kept (a caller bounds its memory by it)."""
+        return len(self._tasks) + len(self._users) + len(self._transferred)
+
     def forget(self) -> None:
         """Read the records from the cache again (after something else wrote them); flush first."""
         self._tasks.clear()
