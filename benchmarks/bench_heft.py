@@ -221,7 +221,8 @@ def case_file(work: Path, n_tasks: int) -> dict[str, Any]:
         return reference.sample_makespans(plan, sampler, **options)  # no dispatch then
 
     with mock.patch("advisor.planner.uncertainty.sample_makespans", old_sampling):
-        data, summary_s = timed(summarise, plan, request, LognormalSampler(0.2))
+        data, summary_s = timed(lambda *a: summarise(*a).to_json(), plan, request,
+                                LognormalSampler(0.2))
     base_s, base_cpu = time.perf_counter() - began, time.process_time() - cpu
     rows = {row["id"]: (row["node"], row["start_s"], row["finish_s"]) for row in new["tasks"]}
     same = rows == {row["id"]: (row["node"], row["start_s"], row["finish_s"])

@@ -22,7 +22,7 @@ from typing import Any
 import advisor.models.averaging as averaging
 import advisor.models.cross_validation as cross_validation
 import advisor.models.evaluation as evaluation
-from advisor.models.cross_validation import evaluate_traces
+from advisor.services.evaluate import EvaluateRequest, evaluate
 
 FOLDS = (
     ("leave-one-workflow-out", "bacass"), ("leave-one-workflow-out", "eager"),
@@ -110,7 +110,7 @@ def main() -> None:
     head = " ".join(f"{(f if f != 'all' else s[9:13] + ':all')[:7]:>7}" for s, f in FOLDS)
     for name, context, options in variants():
         with context():
-            data = evaluate_traces(args.traces, calibrate=True, **options)
+            data = evaluate(EvaluateRequest(args.traces, calibrate=True, **options)).to_json()
         rows = {(r["scheme"], r["fold"], r["scope"], r["method"]): r for r in data["folds"]}
         print(f"\n## {name}  (discrepancy used {data['discrepancy']['used']:g})")
         print(f"{'heterogeneous median %':24s} {head}")

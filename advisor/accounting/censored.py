@@ -12,9 +12,8 @@ from advisor.models.censoring import imputed_runtime
 from advisor.models.class_model import ClassModel
 from advisor.models.context import load_node_context
 from advisor.models.loading import load_models
-from advisor.models.node_factor import class_factor
 from advisor.models.online import update_online
-from advisor.models.predict import NoFactorError, class_view
+from advisor.models.predict import NoFactorError, class_view, factor_to
 from advisor.store.connection import Store
 from advisor.store.observations import Observation
 
@@ -26,9 +25,8 @@ def _view(store: Store, observation: Observation, node_class: str) -> ClassModel
     if models is None or reference is None:
         return None
     context = load_node_context(store)
-    factor = class_factor(reference.reference, node_class, context.scores, reference.cpu_weight)
     try:
-        return class_view(models, node_class, factor)
+        return class_view(models, node_class, factor_to(reference, node_class, context.scores))
     except (LookupError, NoFactorError):
         return None
 

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
-from advisor.profiling.bench import default_bench_dir, run_bench
-from advisor.profiling.recording import record_runs
 from advisor.profiling.tools import TOOLS
 from advisor.render import Result, Table
-from advisor.store import Store
+from advisor.services.bench import bench_here
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -44,13 +40,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def run(args: argparse.Namespace) -> Result:
     """Benchmark, optionally store, and lay out."""
-    directory = Path(args.dir) if args.dir else default_bench_dir(os.environ, Path.cwd())
-    report = run_bench(directory, quick=args.quick, tools=args.tool or ("builtin",), env=os.environ)
-    run_id = None
     db = getattr(args, "db", None)
-    if args.store or db:
-        with Store.open(db) as store:
-            (run_id,), _ = record_runs(store, [report.to_run("bench")])
+    benched = bench_here(args.dir, quick=args.quick, tools=args.tool or ("builtin",),
+                         save=bool(args.store or db), db=db)  # fmt: skip
+    report, run_id = benched.report, benched.run_id
     rows = [
         {
             "metric": metric,
@@ -62,11 +55,10 @@ def run(args: argparse.Namespace) -> Result:
         }
         for metric, figure in report.figures.items()
     ]
-    hw = report.hardware
     notes = [
-        f"node {report.node}: {hw['cpu_model'] or 'unknown CPU'}, {hw['allowed_cpus']} of "
-        f"{hw['logical_cpus']} CPUs, {hw['memory_mib']} MiB; tool {report.tool}; "
+        f"node {report.node}: {benched.cpu_model or 'unknown CPU'}, {benched.allowed_cpus} of "
+        f"{benched.logical_cpus} CPUs, {benched.memory_mib} MiB; tool {report.tool}; "
         f"{report.duration_s:.1f} s; I/O in {report.directory} ({report.io_cache_bypass})"
         + (f"; stored as run {run_id}" if run_id is not None else "")
     ]
-    return Result(data=report.to_json(run_id), tables=(Table(rows),), notes=notes)
+    return Result(data=benched.to_json(), tables=(Table(rows),), notes=notes)

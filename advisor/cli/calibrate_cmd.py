@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import Any
 
 from advisor.errors import AdvisorError, UsageError
-from advisor.models.distributions import Predictive
 from advisor.progress import Progress
 from advisor.render import Result, Table
-from advisor.services.calibrate import CalibrationRequest, ClassOutcome, calibrate
+from advisor.services.calibrate import CalibrationRequest, calibrate
 from advisor.slurm.backend import CliBackend
 from advisor.store import Store
 from advisor.text import storable
@@ -61,25 +59,6 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.set_defaults(func=run)
 
 
-def _seconds(value: Predictive | None, field: str) -> float | None:
-    return None if value is None else float(getattr(value, field))
-
-
-def _row(outcome: ClassOutcome) -> dict[str, Any]:
-    return {
-        "node_class": outcome.node_class,
-        "node": outcome.node,
-        "partition": outcome.partition,
-        "status": "failed" if outcome.error else "stored",
-        "job_id": outcome.job_id,
-        "runtime_s": outcome.runtime_s,
-        "predicted_before_s": _seconds(outcome.before, "mean_s"),
-        "predicted_after_s": _seconds(outcome.after, "mean_s"),
-        "p95_after_s": _seconds(outcome.after, "p95_s"),
-        "error": outcome.error,
-    }
-
-
 def run(args: argparse.Namespace) -> Result:
     """Calibrate, and lay out; fails (exit 1) only when no class gave a run."""
     if args.time_limit < 1 or args.timeout <= 0 or (args.cores is not None and args.cores < 1):
@@ -96,8 +75,7 @@ def run(args: argparse.Namespace) -> Result:
     )
     with Store.open(getattr(args, "db", None)) as store, Progress("calibrate: classes done") as bar:
         done = calibrate(CliBackend(), store, request, on_progress=bar)
-    rows = [_row(o) for o in done.outcomes]
-    failed = [o for o in done.outcomes if o.error]
+    failed = done.failed
     if len(failed) == len(done.outcomes):
         raise AdvisorError(
             "calibration failed on every node class: "
@@ -108,11 +86,5 @@ def run(args: argparse.Namespace) -> Result:
         log.warning("calibrate %s", note)
     if not done.modelled:
         notes.append(f"runs stored; {done.task!r} has no model yet: run 'advisor learn'")
-    data = {
-        "task": done.task,
-        "input_bytes": done.input_bytes,
-        "stored": len(rows) - len(failed),
-        "failed": len(failed),
-        "classes": rows,
-    }
-    return Result(data=data, tables=(Table(rows, columns=COLUMNS),), notes=tuple(notes))
+    rows = [o.to_json() for o in done.outcomes]
+    return Result(data=done.to_json(), tables=(Table(rows, columns=COLUMNS),), notes=tuple(notes))

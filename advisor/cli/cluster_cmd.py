@@ -7,7 +7,6 @@ import argparse
 from advisor.render import Result, Table
 from advisor.services.cluster import limit_text, show_cluster
 from advisor.slurm.backend import CliBackend
-from advisor.store import Store
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -25,29 +24,26 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def run(args: argparse.Namespace) -> Result:
     """Fetch, optionally save, and lay out."""
-    if args.save:
-        with Store.open(getattr(args, "db", None)) as store:
-            view = show_cluster(CliBackend(), save_to=store)
-    else:
-        view = show_cluster(CliBackend())
+    view = show_cluster(CliBackend(), save=args.save, db=getattr(args, "db", None))
     part_rows = [
         {
-            "partition": p["name"] + ("*" if p["default"] else ""),
-            "state": p["state"],
-            "max_time": limit_text(p["max_time_s"]),
-            "default_time": limit_text(p["default_time_s"]),
-            "nodes": len(p["nodes"]),
-            "cpus": p["cpus"],
-            "memory_mb": p["memory_mb"],
-            "features": p["features"],
+            "partition": p.name + ("*" if p.default else ""),
+            "state": p.state,
+            "max_time": limit_text(p.max_time_s),
+            "default_time": limit_text(p.default_time_s),
+            "nodes": len(p.nodes),
+            "cpus": p.cpus,
+            "memory_mb": p.memory_mb,
+            "features": p.features,
         }
-        for p in view["partitions"]
+        for p in view.partitions
     ]
     node_rows = [
-        {key: n[key] for key in ("name", "state", "cpus", "memory_mb", "features", "partitions")}
-        for n in view["nodes"]
-    ]
+        {"name": n.name, "state": n.state, "cpus": n.cpus, "memory_mb": n.memory_mb,
+         "features": n.features, "partitions": n.partitions}
+        for n in view.nodes
+    ]  # fmt: skip
     return Result(
-        data=view,
+        data=view.to_json(),
         tables=(Table(part_rows, title="Partitions"), Table(node_rows, title="Nodes")),
     )

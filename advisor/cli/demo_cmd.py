@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import tempfile
-from pathlib import Path
 
 from advisor.cli.plan_cmd import slurm_pinning
 from advisor.render import Result, Table
-from advisor.services.demo import DemoResult, demo_files, next_commands, plots_available, run_demo
+from advisor.services.demo import DemoResult, DemoTask, demo
 from advisor.slurm.timefmt import format_duration
 from advisor.wrapper.explain import command_line, decision_line, explanation_rows
 
@@ -31,29 +29,16 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def run(args: argparse.Namespace) -> Result:
     """Run the demo in a temporary directory unless --db names a cache to keep."""
-    db = getattr(args, "db", None)
-    if db:
-        kept = Path(db)
-        workdir = demo_files(kept)
-        result = run_demo(kept, workdir, plots_dir=workdir if plots_available() else None)
-    else:
-        plots = Path(tempfile.mkdtemp(prefix="advisor-demo-plots-")) if plots_available() else None
-        with tempfile.TemporaryDirectory(prefix="advisor-demo-") as tmp:
-            result = run_demo(Path(tmp) / "cache.db", Path(tmp), plots_dir=plots)
-    return _render(result, kept=bool(db), fmt=getattr(args, "format", "table"))
+    result = demo(getattr(args, "db", None))
+    if getattr(args, "format", "table") == "json":
+        return Result(data=result.to_json())
+    return _render(result)
 
 
-def _render(result: DemoResult, *, kept: bool, fmt: str) -> Result:
-    data = result.document()
-    if not kept:
-        data["cache"] = "(temporary)"
-        keep = Path("demo.db")
-        data["next_commands"] = ["advisor --db demo.db demo", *next_commands(keep, demo_files(keep))]
-    if fmt == "json":
-        return Result(data=data)
+def _render(result: DemoResult) -> Result:
     plan, replayed = result.plan, result.replay
     explained = result.sbatch
-    estimates = plan["estimates"] or {}
+    estimates = plan.estimates or {}
     part5 = (
         "5. Plots (limit against runtime, Gantt chart of the plan): " + ", ".join(result.plots)
         if result.plots
@@ -61,50 +46,49 @@ def _render(result: DemoResult, *, kept: bool, fmt: str) -> Result:
         "install matplotlib) and run the demo again"
     )
     tables = (
-        Table(result.models, title=(
+        Table([m.to_json() for m in result.models], title=(
             f"1. The models learned from {result.imported_runs} sample runs on "
             f"{len(result.partitions)} partitions (per task: the node classes it ran on, the "
             "model, Pearson r of runtime against input size, the CPU weight, runs)")),
         Table(explanation_rows(explained), title=(
             "2. A sample job through the sbatch wrapper's own decision, as "
             f"'advisor {command_line(result.sbatch_argv)}' prints it:\n"
-            f"advisor sbatch: task {explained['task']!r}")),
-        Table([_task_row(row) for row in plan["tasks"]], title="\n".join((
+            f"advisor sbatch: task {result.sbatch_task!r}")),
+        Table([_task_row(row) for row in plan.tasks], title="\n".join((
             decision_line(explained),
-            command_line(explained["argv"]),
+            command_line(result.sbatch_decided_argv),
             "",
-            f"3. The bundled workflow {plan['workflow']!r} ({len(plan['tasks'])} tasks) planned "
-            f"with {plan['algorithm'].upper()} on the sample cluster: each task's node class "
+            f"3. The bundled workflow {plan.workflow!r} ({len(plan.tasks)} tasks) planned "
+            f"with {plan.algorithm.upper()} on the sample cluster: each task's node class "
             "and the partition and pinning that keep it there"))),
-        Table(replayed["policies"], title="\n".join((
-            f"makespan {plan['makespan_s']:.0f} s on mean runtimes, P50 {plan['p50_s']:.0f} s, "
-            f"P95 {plan['p95_s']:.0f} s; classic estimates: naive "
+        Table([p.to_json() for p in replayed.policies], title="\n".join((
+            f"makespan {plan.makespan_s:.0f} s on mean runtimes, P50 {plan.p50_s:.0f} s, "
+            f"P95 {plan.p95_s:.0f} s; classic estimates: naive "
             f"{estimates.get('naive_s', 0):.0f} s, naive concurrent "
             f"{estimates.get('naive_concurrent_s', 0):.0f} s, level critical path "
             f"{estimates.get('critical_path_s', 0):.0f} s",
             "its first jobs, as 'advisor submit --dry-run' submits them:",
-            *plan["submit_lines"],
+            *plan.submit_lines,
             "",
-            f"4. What the history policy would have done on {replayed['jobs']} real jobs "
-            f"({replayed['attribution']}): % of completed jobs killed at its limits, % of the "
+            f"4. What the history policy would have done on {replayed.jobs} real jobs "
+            f"({replayed.attribution}): % of completed jobs killed at its limits, % of the "
             "reserved time freed, beside the users' own limits and the AVE2/MAX5 baselines"))),
     )
     notes = (
         part5,
-        f"cache: {data['cache']}; try next:\n"
-        + "\n".join(f"  {command}" for command in data["next_commands"]),
+        f"cache: {result.cache}; try next:\n"
+        + "\n".join(f"  {command}" for command in result.next_commands),
     )
-    return Result(data=data, tables=tables, notes=notes)
+    return Result(data=result.to_json(), tables=tables, notes=notes)
 
 
-def _task_row(row: dict[str, object]) -> dict[str, object]:
-    limit = row["limit_s"]
+def _task_row(row: DemoTask) -> dict[str, object]:
     return {
-        "task": row["task"],
-        "node_class": row["node_class"],
-        "partition": row["partition"],
-        "slurm": slurm_pinning(row),
-        "start_s": row["start_s"],
-        "finish_s": row["finish_s"],
-        "limit": format_duration(limit) if isinstance(limit, int) else None,
+        "task": row.task,
+        "node_class": row.node_class,
+        "partition": row.partition,
+        "slurm": slurm_pinning(row.constraint, row.nodelist),
+        "start_s": row.start_s,
+        "finish_s": row.finish_s,
+        "limit": format_duration(row.limit_s) if isinstance(row.limit_s, int) else None,
     }

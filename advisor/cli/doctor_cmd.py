@@ -7,7 +7,7 @@ import os
 
 from advisor.cli.common import positive_int
 from advisor.render import Result, Table
-from advisor.services.doctor import EXPORT, FAIL, PUBLISHED, DoctorRequest, run_doctor
+from advisor.services.doctor import EXPORT, PUBLISHED, DoctorRequest, run_doctor
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -47,13 +47,13 @@ def run(args: argparse.Namespace) -> Result:
         max_update_age_s=args.max_update_age * 3600,
         max_export_age_s=args.max_export_age * 3600,
     )
-    checks = [check._asdict() for check in run_doctor(request)]
-    failed = sum(1 for c in checks if c["status"] == FAIL)
-    warned = sum(1 for c in checks if c["status"] == "warn")
+    found = run_doctor(request)
+    failed, warned = found.failed, found.warnings
     summary = f"{failed} failed, {warned} warnings" if failed or warned else "all checks ok"
     return Result(
-        data={"checks": checks, "failed": failed, "warnings": warned},
-        tables=(Table(checks, columns=("check", "status", "detail", "todo")),),
+        data=found.to_json(),
+        tables=(Table([c._asdict() for c in found.checks],
+                      columns=("check", "status", "detail", "todo")),),
         notes=(summary,),
         exit_code=1 if failed else 0,
     )

@@ -33,16 +33,16 @@ def run(args: argparse.Namespace) -> Result:
     """Estimate and lay out."""
     found = estimate_workflow(args.workflow, platform=args.platform, nodes=args.nodes,
                               cores=args.cores, flops_per_unit=args.flops_per_unit)
-    data = found.to_json()
     rows = [
-        {"estimate": "naive, no concurrency", "seconds": data["naive_s"]},
-        {"estimate": "naive, concurrency", "seconds": data["naive_concurrent_s"]},
-        {"estimate": "critical path (level by level)", "seconds": data["critical_path_s"]},
+        {"estimate": label, "seconds": seconds, "hours": seconds / 3600}
+        for label, seconds in (
+            ("naive, no concurrency", found.naive_s),
+            ("naive, concurrency", found.naive_concurrent_s),
+            ("critical path (level by level)", found.critical_path_s),
+        )
     ]
-    for row in rows:
-        row["hours"] = row["seconds"] / 3600
     notes = (f"{found.workflow}: {found.tasks} tasks in {found.levels} levels, "
-             f"{data['total_flops'] / 1e12:.2f} Tflop, {found.read_bytes / 1e9:.2f} GB read, "
+             f"{found.total_flops / 1e12:.2f} Tflop, {found.read_bytes / 1e9:.2f} GB read, "
              f"{found.written_bytes / 1e9:.2f} GB written; {found.nodes} x {found.cores} "
              f"cores on {found.platform.name}",)
-    return Result(data=data, tables=(Table(rows, title="Makespan estimates"),), notes=notes)
+    return Result(data=found.to_json(), tables=(Table(rows, title="Makespan estimates"),), notes=notes)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from advisor.models.cross_validation import HETEROGENEOUS, evaluate_traces
+from advisor.models.cross_validation import HETEROGENEOUS, FoldRow, Summary
 from advisor.render import Result, Table
+from advisor.services.evaluate import EvaluateRequest, GroupRow, PooledRow, evaluate
+
+#: A row of the evaluation: a fold's, a pooled scope's, or a workflow and target's.
+Row = TypeVar("Row", FoldRow, PooledRow, GroupRow)
 
 #: The order methods are shown in: the advisor's, the paper's, the plain probe, the baselines.
 ORDER = ("advisor", "paper", "probe", "online-p", "online-m", "naive")
@@ -45,7 +49,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.set_defaults(func=run)
 
 
-def _percent(value: Any) -> float | None:
+def _percent(value: float | None) -> float | None:
     return None if value is None else 100.0 * float(value)
 
 
@@ -54,84 +58,95 @@ def _rank(method: str) -> tuple[int, str]:
     return (ORDER.index(base) if base in ORDER else len(ORDER), method)
 
 
-def _rows(items: Sequence[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Table rows: the keys, n, the errors and the coverage in percent."""
+def _rows(items: Sequence[Row], labels: Callable[[Row], dict[str, str]]) -> list[dict[str, Any]]:
+    """Table rows: the labels (the method last), n, the errors and the coverage in percent."""
+
+    def order(item: Row) -> tuple[Any, ...]:
+        *keys, _method = labels(item).values()
+        return (*keys, _rank(item.method))
+
     return [
         {
-            **{k: item[k] for k in keys},
-            "n": item["n"],
-            "median_%": _percent(item["median_error"]),
-            "mean_%": _percent(item["mean_error"]),
-            "P90_cover_%": _percent(item["p90_coverage"]),
-            "P95_cover_%": _percent(item["p95_coverage"]),
+            **labels(item),
+            "n": item.summary.n,
+            "median_%": _percent(item.summary.median_error),
+            "mean_%": _percent(item.summary.mean_error),
+            "P90_cover_%": _percent(item.summary.p90_coverage),
+            "P95_cover_%": _percent(item.summary.p95_coverage),
         }
-        for item in sorted(
-            items, key=lambda i: (*(str(i[k]) for k in keys[:-1]), _rank(i["method"]))
-        )
+        for item in sorted(items, key=order)
     ]
 
 
-def _fold_table(folds: Sequence[dict[str, Any]], figure: str, title: str) -> Table:
+def _fold_table(folds: Sequence[FoldRow], figure: Callable[[Summary], float | None], title: str) -> Table:
     """Methods down, folds across: one figure of the heterogeneous predictions, in percent."""
     cells: dict[str, dict[str, Any]] = {}
     columns: list[str] = []
     for row in folds:
-        if row["scope"] != HETEROGENEOUS:
+        if row.scope != HETEROGENEOUS:
             continue
-        scheme = "workflow" if row["scheme"].startswith("leave-one-workflow") else "target"
-        column = f"{scheme}:{row['fold']}"
+        scheme = "workflow" if row.scheme.startswith("leave-one-workflow") else "target"
+        column = f"{scheme}:{row.fold}"
         if column not in columns:
             columns.append(column)
-        cells.setdefault(row["method"], {"method": row["method"]})[column] = _percent(row[figure])
+        cells.setdefault(row.method, {"method": row.method})[column] = _percent(figure(row.summary))
     return Table(
         [cells[m] for m in sorted(cells, key=_rank)], columns=("method", *columns), title=title
     )
 
 
 def run(args: argparse.Namespace) -> Result:
-    """Evaluate and lay out (tables in percent, JSON in fractions)."""
-    data = evaluate_traces(
-        args.traces,
-        reference=args.reference,
-        calibrate=args.calibrate,
-        shared_inputs=args.test_rows == "shared",
-        seed=args.seed,
+    """Evaluate (services.evaluate) and lay out (tables in percent, JSON in fractions)."""
+    done = evaluate(
+        EvaluateRequest(
+            args.traces,
+            reference=args.reference,
+            calibrate=args.calibrate,
+            shared_inputs=args.test_rows == "shared",
+            seed=args.seed,
+        )
     )
-    delta = data["discrepancy"]
+    delta = done.discrepancy
     tables = [
         _fold_table(
-            data["folds"],
-            "median_error",
+            done.folds,
+            lambda s: s.median_error,
             "Cross-validated median error, heterogeneous (%): leave one workflow out, "
             "leave one target out",
         ),
     ]
-    if args.calibrate:
+    if done.calibrate:
         tables.append(
             _fold_table(
-                data["folds"], "p95_coverage", "Cross-validated P95 coverage, heterogeneous (%)"
+                done.folds,
+                lambda s: s.p95_coverage,
+                "Cross-validated P95 coverage, heterogeneous (%)",
             )
         )
         tables.append(
             Table(
                 _rows(
-                    [r for r in data["folds"] if r["fold"] == "all"], ("scheme", "scope", "method")
+                    [r for r in done.folds if r.fold == "all"],
+                    lambda r: {"scheme": r.scheme, "scope": r.scope, "method": r.method},
                 ),
                 title="Cross-validated, pooled over the folds: errors and coverage (%)",
             )
         )
     tables += [
         Table(
-            _rows(data["pooled"], ("scope", "method")),
-            title=f"Pooled, the advisor's discrepancy {delta['used']:g}",
+            _rows(done.pooled, lambda r: {"scope": r.scope, "method": r.method}),
+            title=f"Pooled, the advisor's discrepancy {delta.used:g}",
         ),
         Table(
-            _rows(data["groups"], ("workflow", "target", "method")),
+            _rows(
+                done.groups,
+                lambda r: {"workflow": r.workflow, "target": r.target, "method": r.method},
+            ),
             title="Per workflow and target",
         ),
     ]
     notes = (
-        f"discrepancy: {delta['used']:g} used, {delta['estimated']:.3f} estimated on these "
+        f"discrepancy: {delta.used:g} used, {delta.estimated:.3f} estimated on these "
         "traces' reference runs (each fold estimates its own)",
     )
-    return Result(data=data, tables=tuple(tables), notes=notes)
+    return Result(data=done.to_json(), tables=tuple(tables), notes=notes)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 
-from advisor.output_target import check_output
 from advisor.render import Result, Table
-from advisor.services.export import export_from_cache, write_export
+from advisor.services.export import export_to_file
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
@@ -50,28 +50,17 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def run(args: argparse.Namespace) -> Result:
     """Read the cache, write the file, show what it holds."""
     with Store.open(getattr(args, "db", None), readonly=True) as store:
-        check_output(args.out, cache=store.path)  # before the work, and again when writing
-        document = export_from_cache(
-            store, quantile=args.quantile, margin=args.margin, generated_at=utc_now()
+        done = export_to_file(
+            store, args.out, quantile=args.quantile, margin=args.margin, generated_at=utc_now()
         )
-        path = write_export(args.out, document, cache=store.path)
-    rows = [
-        {
-            "task": task,
-            "partition": part,
-            "limit_min": entry["limit_min"],
-            "predicted_s": entry["predicted_s"],
-        }
-        for task, doc in document["tasks"].items()
-        for part, entry in doc["partitions"].items()
-    ]
+    rows = [asdict(limit) for limit in done.limits]
     return Result(
-        data=document,
+        data=done.to_json(),
         tables=(Table(rows, columns=("task", "partition", "limit_min", "predicted_s")),),
         notes=(
-            f"wrote {path}: {len(document['tasks'])} tasks, own limits of "
-            f"{len(document['users'])} users (their job names as digests); left out: "
-            f"{document['dropped']['unusable_names']} names no job can have, "
-            f"{document['dropped']['over_cap']} names past the per-user cap",
+            f"wrote {done.path}: {done.tasks} tasks, own limits of "
+            f"{done.users} users (their job names as digests); left out: "
+            f"{done.unusable_names} names no job can have, "
+            f"{done.over_cap} names past the per-user cap",
         ),
     )

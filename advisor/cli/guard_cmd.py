@@ -42,13 +42,12 @@ def run(args: argparse.Namespace) -> Result:
     """Poll until stopped (or once), and say what was raised."""
     with Store.open(getattr(args, "db", None)) as store:
         done = run_guard(Guard(store, export=args.export, log=_log), once=args.once)
-    data = done.to_json()
-    rows = data["extensions"]
+    rows = [e.to_json() for e in done.extensions]
     return Result(
-        data=data,
+        data=done.to_json(),
         tables=(Table(rows, columns=("job_id", "user", "from", "to", "left_s", "ceiling")),),
         notes=(
             f"{done.polls} poll(s), {done.failed_polls} failed; "
-            f"{len(rows)} limit(s) raised; watching {data['watched']} job(s) at the last poll",
+            f"{len(rows)} limit(s) raised; watching {done.watched} job(s) at the last poll",
         ),
     )

@@ -7,9 +7,9 @@ import argparse
 from advisor.cli.common import positive_int
 from advisor.insitu import MAX_STEPS
 from advisor.insitu.model import MAX_BUFFER_FRAMES
-from advisor.insitu.report import SIGMA_PRIME_NOTE, analyse_steps, report_data
-from advisor.insitu.steps import read_steps
+from advisor.insitu.report import SIGMA_PRIME_NOTE
 from advisor.render import Result, Table
+from advisor.services.insitu import InSituRequest, insitu
 
 
 def _frames(text: str) -> int:
@@ -73,56 +73,60 @@ def _g(value: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> Result:
-    """Read, analyse, lay out."""
-    table = read_steps(args.steps_file, buffer_frames=args.buffer)
-    report = analyse_steps(
-        table, steps=args.steps, first_steps=args.first, balance_tolerance=args.balance_tolerance
+    """Analyse (services.insitu) and lay out."""
+    report = insitu(
+        InSituRequest(
+            args.steps_file,
+            steps=args.steps,
+            first=args.first,
+            buffer=args.buffer,
+            balance_tolerance=args.balance_tolerance,
+        )
     )
-    data = report_data(report)
     components = [
         {
-            "component": c["name"],
-            "stages": "+".join(c["stages"]),
-            "busy_s": _g(c["busy_s"]),
-            "idle_s": _g(c["idle_s"]),
-            "idle_measured_s": _g(c["idle_measured_s"]),
-            "utilisation": f"{c['utilisation']:.3f}",
+            "component": c.name,
+            "stages": "+".join(c.stages),
+            "busy_s": _g(c.busy_s),
+            "idle_s": _g(c.idle_s),
+            "idle_measured_s": _g(c.idle_measured_s),
+            "utilisation": f"{c.utilisation:.3f}",
         }
-        for c in data["components"]
+        for c in report.components
     ]
+    window, steady = report.window, report.steady
     rows = [
         (
             "steps used (warm-up, wrap-up)",
-            f"{data['steps_used']} ({data['warmup_steps']}, {data['wrapup_steps']})",
+            f"{window.total_steps} ({window.warmup_steps}, {window.wrapup_steps})",
         ),
         (
             "steady stage times (s)",
-            ", ".join(f"{name}*={_g(value)}" for name, value in data["stages_s"].items()),
+            ", ".join(f"{name}*={_g(value)}" for name, value in report.stages_s.items()),
         ),
-        ("buffer (frames)", ",".join(map(str, data["buffer_frames"]))),
-        ("σ̄* non-overlapped step (s)", _g(data["sigma_bar_s"])),
-        ("σ'* overlapped part (s)", _g(data["sigma_prime_s"])),
-        ("I* idle per step (s)", _g(data["idle_s"])),
-        ("scenario", f"{data['scenario']} (bottleneck: {data['bottleneck']})"),
-        ("efficiency E", f"{data['efficiency']:.3f}"),
-        (f"makespan of {data['makespan_steps']} steps (s)", _g(data["makespan_s"])),
-        ("warm-up excess, not included (s)", _g(data["warmup_excess_s"])),
+        ("buffer (frames)", ",".join(map(str, report.pipeline.buffer_frames))),
+        ("σ̄* non-overlapped step (s)", _g(steady.period_s)),
+        ("σ'* overlapped part (s)", _g(report.sigma_prime_s)),
+        ("I* idle per step (s)", _g(steady.total_idle_s)),
+        ("scenario", f"{steady.scenario} (bottleneck: {steady.bottleneck})"),
+        ("efficiency E", f"{steady.efficiency:.3f}"),
+        (f"makespan of {report.makespan_steps} steps (s)", _g(report.makespan_s)),
+        ("warm-up excess, not included (s)", _g(report.warmup_excess_s)),
     ]
-    if data["measured"]:
-        measured = data["measured"]
+    measured = report.measured
+    if measured is not None:
         rows.append(
             (
                 "measured idle columns: σ̄*, I*, E",
-                f"{_g(measured['sigma_bar_s'])}, {_g(measured['idle_s'])}, "
-                f"{measured['efficiency']:.3f}",
+                f"{_g(measured.sigma_bar_s)}, {_g(measured.idle_s)}, {measured.efficiency:.3f}",
             )
         )
     return Result(
-        data=data,
+        data=report.to_json(),
         tables=(
             Table(
                 [{"metric": k, "value": v} for k, v in rows],
-                title=f"In situ model of {data['source']}",
+                title=f"In situ model of {report.source}",
             ),
             Table(components, title="Components (steady state, per step)"),
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 
 from advisor.render import Result, Table
 from advisor.services.learn import learn
@@ -35,10 +36,9 @@ def run(args: argparse.Namespace) -> Result:
     """Learn and summarise."""
     with Store.open(getattr(args, "db", None)) as store:
         learned = learn(store, reference=args.reference, seed=args.seed)
-    data = learned.to_json()
-    rows = [{**m, "classes": len(m["classes"])} for m in data["task_models"]]
+    rows = [{**asdict(m), "classes": len(m.classes)} for m in learned.task_models]
     return Result(
-        data=data,
+        data=learned.to_json(),
         tables=(
             Table(
                 rows,

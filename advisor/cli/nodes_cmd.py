@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
-from advisor.profiling.imports import read_node_import
-from advisor.profiling.recording import record_runs
-from advisor.profiling.view import nodes_view
 from advisor.render import Result, Table
 from advisor.reports.age import age_text
+from advisor.services.nodes import import_nodes, show_nodes
 from advisor.store import Store
-from advisor.store.benchmarks import latest_scores
 from advisor.text import storable
+
+if TYPE_CHECKING:
+    from advisor.factors import NodeRatios
+    from advisor.profiling.view import NodesView
 
 _RATIOS = ("cpu", "io", "memory")
 
@@ -47,40 +48,42 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     importer.set_defaults(func=run_import)
 
 
-def _ratio_cells(ratios: dict[str, float | None] | None) -> dict[str, float | None]:
-    return {f"{name}_ratio": (ratios or {}).get(name) for name in _RATIOS}
+def _ratio_cells(ratios: NodeRatios | None) -> dict[str, float | None]:
+    return {f"{name}_ratio": getattr(ratios, name) if ratios else None for name in _RATIOS}
 
 
-def _result(view: dict[str, Any]) -> Result:
-    metrics = sorted({metric for row in view["nodes"] for metric in row["scores"]})
+def _result(view: NodesView) -> Result:
+    metrics = sorted({metric for row in view.nodes for metric in row.scores})
     node_rows = [
-        {"node": row["name"], "class": row["node_class"], **_ratio_cells(row["ratios"]),
-         **{metric: row["scores"].get(metric) for metric in metrics},
-         "age": age_text(row["age_s"]), "source": row["source"]}
-        for row in view["nodes"]
+        {"node": row.name, "class": row.node_class, **_ratio_cells(row.ratios),
+         **{metric: row.scores.get(metric) for metric in metrics},
+         "age": age_text(row.age_s), "source": row.source}
+        for row in view.nodes
     ]
     class_rows = [
-        {"class": row["name"], "nodes": row["nodes"], "profiled": row["profiled"],
-         **_ratio_cells(row["ratios"])}
-        for row in view["classes"]
+        {"class": row.name, "nodes": row.nodes, "profiled": row.profiled,
+         **_ratio_cells(row.ratios)}
+        for row in view.classes
     ]
-    reference = view["reference"]
+    reference = view.reference
     notes = _tool_notes(view)
     title = (f"Nodes (ratio = {reference}'s score / the node's; above 1: slower)" if reference
              else "Nodes (no scores yet: run 'advisor profile' or 'advisor nodes import')")
     return Result(
-        data=view,
+        data=view.to_json(),
         tables=(Table(node_rows, title=title), Table(class_rows, title="Node classes")),
         notes=notes,
     )
 
 
-def _tool_notes(view: dict[str, Any]) -> list[str]:
+def _tool_notes(view: NodesView) -> list[str]:
     """A warning when ratios compare scores of different tools (their units differ)."""
-    tools = {row["name"]: row["tool"] for row in view["nodes"] if row["scores"]}
-    reference = view["reference"]
+    tools = {row.name: row.tool for row in view.nodes if row.scores}
+    reference = view.reference
+    if not reference:
+        return []
     others = sorted(name for name, tool in tools.items() if tool != tools.get(reference))
-    if not reference or not others:
+    if not others:
         return []
     return [f"note: {', '.join(others)} were measured with another tool than {reference} "
             f"({tools[reference]}); their ratios compare different units"]
@@ -89,15 +92,11 @@ def _tool_notes(view: dict[str, Any]) -> list[str]:
 def run_show(args: argparse.Namespace) -> Result:
     """The table of nodes and classes."""
     with Store.open(getattr(args, "db", None), readonly=True) as store:
-        return _result(nodes_view(store, reference=args.reference))
+        return _result(show_nodes(store, reference=args.reference))
 
 
 def run_import(args: argparse.Namespace) -> Result:
     """Check the whole file, store it, then show the nodes."""
     with Store.open(getattr(args, "db", None)) as store:
-        runs = read_node_import(args.file, known_scores=latest_scores(store))
-        with store.write():  # a bad --reference rolls the import back
-            record_runs(store, runs)
-            view = nodes_view(store, reference=getattr(args, "reference", None))
-    view["imported"] = [run.node for run in runs]
+        view = import_nodes(store, args.file, reference=getattr(args, "reference", None))
     return _result(view)

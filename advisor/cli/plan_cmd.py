@@ -11,6 +11,7 @@ from advisor.errors import UsageError
 from advisor.planner.gantt import save_gantt
 from advisor.planner.planning import PlanRequest
 from advisor.planner.registry import SCHEDULERS
+from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
 from advisor.services.plan import plan_workflows
 from advisor.slurm.timefmt import format_duration
@@ -112,67 +113,72 @@ def run(args: argparse.Namespace) -> Result:
         nodes=args.nodes,
         cores=args.cores,
     )
-    plan, data = plan_workflows(request)
+    planned = plan_workflows(request)
+    summary = planned.summary
     if args.gantt:
-        save_gantt(plan, args.gantt)
-    tables = [Table(_summary_rows(data), title=f"Plan ({data['algorithm']})")]
-    if data["fairness"]:
-        tables.append(Table(data["fairness"]["workflows"], title="Sharing vs one after another (HEFT)"))
-    tables.append(task_table(data))
-    notes = [f"makespan {data['makespan_s']:.1f} s on mean runtimes; P50 {data['p50_s']:.1f} s, "
-             f"P95 {data['p95_s']:.1f} s (cv {data['cv']}, {data['samples']} samples)"]
-    if data.get("dispatch"):
-        notes.append(f"on Slurm {data['slurm_makespan_s']:.1f} s with the dispatch waits measured "
-                     f"on {data['dispatch']['jobs']} jobs of earlier runs (P50/P95 count them)")
-    if data["fairness"]:
-        fair = data["fairness"]
-        notes.append(f"unfairness {fair['unfairness']:.3f} shared vs "
-                     f"{fair['sequential_unfairness']:.3f} one after another; total "
-                     f"{fair['total_s']:.1f} s vs {fair['sequential_total_s']:.1f} s")
+        save_gantt(planned.plan, args.gantt)
+    tables = [Table(_summary_rows(summary), title=f"Plan ({summary.algorithm})")]
+    fair = summary.fairness
+    if fair:
+        tables.append(Table([w.to_json() for w in fair.workflows],
+                            title="Sharing vs one after another (HEFT)"))
+    tables.append(task_table(summary))
+    notes = [f"makespan {summary.makespan_s:.1f} s on mean runtimes; P50 {summary.p50_s:.1f} s, "
+             f"P95 {summary.p95_s:.1f} s (cv {summary.cv}, {summary.samples} samples)"]
+    if summary.dispatch:
+        notes.append(f"on Slurm {summary.slurm_makespan_s:.1f} s with the dispatch waits "
+                     f"measured on {summary.dispatch.jobs} jobs of earlier runs (P50/P95 count "
+                     "them)")
+    if fair:
+        notes.append(f"unfairness {fair.unfairness:.3f} shared vs "
+                     f"{fair.sequential_unfairness:.3f} one after another; total "
+                     f"{fair.total_s:.1f} s vs {fair.sequential_total_s:.1f} s")
     if args.gantt:
         notes.append(f"gantt chart: {args.gantt}")
-    return Result(data=data, tables=tuple(tables), notes=tuple(notes))
+    return Result(data=planned.to_json(), tables=tuple(tables), notes=tuple(notes))
 
 
-def task_table(data: dict[str, Any]) -> Table:
+def task_table(summary: PlanSummary) -> Table:
     """Tasks by planned start; on a cluster with their partition, pinning and time limit."""
-    if "cluster" not in data:
-        return Table(data["tasks"], columns=("id", "workflow", "node", "core", "start_s",
-                                             "finish_s"), title="Tasks")
+    if summary.cluster is None:
+        return Table([t.to_json() for t in summary.tasks],
+                     columns=("id", "workflow", "node", "core", "start_s", "finish_s"),
+                     title="Tasks")
     rows = [
         {
-            "id": row["id"], "node_class": row["node_class"], "node": row["node"],
-            "partition": row["partition"], "slurm": slurm_pinning(row),
-            "start_s": row["start_s"], "finish_s": row["finish_s"],
-            "limit": None if row["limit_s"] is None else format_duration(row["limit_s"]),
-            "runtime_from": row["runtime_source"],
+            "id": task.id, "node_class": job.node_class, "node": task.node,
+            "partition": job.partition, "slurm": slurm_pinning(job.constraint, job.nodelist),
+            "start_s": task.start_s, "finish_s": task.finish_s,
+            "limit": None if job.limit_s is None else format_duration(job.limit_s),
+            "runtime_from": job.runtime_source,
         }
-        for row in data["tasks"]
+        for task in summary.tasks
+        if (job := task.job) is not None
     ]
     return Table(rows, title="Tasks (jobs)")
 
 
-def slurm_pinning(row: dict[str, Any]) -> str:
+def slurm_pinning(constraint: str | None, nodelist: str | None) -> str:
     """The option that keeps the job on its class, as text ('' when none is needed)."""
-    if row.get("constraint"):
-        return f"--constraint={row['constraint']}"
-    if row.get("nodelist"):
-        return f"--nodelist={row['nodelist']}"
+    if constraint:
+        return f"--constraint={constraint}"
+    if nodelist:
+        return f"--nodelist={nodelist}"
     return ""
 
 
-def _summary_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+def _summary_rows(summary: PlanSummary) -> list[dict[str, Any]]:
     rows = []
-    for row in data["workflows"]:
-        est = row["estimates"] or {}
+    for row in summary.workflows:
+        est = row.estimates or {}
         rows.append({
-            "workflow": row["name"],
-            "tasks": row["tasks"],
-            "arrival_s": row["arrival_s"],
-            "planned_s": row["makespan_s"],
-            "turnaround_s": row["turnaround_s"],
-            "recorded_s": row["recorded_makespan_s"],
-            "critical_path_s": row["critical_path_s"],
+            "workflow": row.name,
+            "tasks": row.tasks,
+            "arrival_s": row.arrival_s,
+            "planned_s": row.makespan_s,
+            "turnaround_s": row.turnaround_s,
+            "recorded_s": row.recorded_makespan_s,
+            "critical_path_s": row.critical_path_s,
             "naive_s": est.get("naive_s"),
             "naive_conc_s": est.get("naive_concurrent_s"),
             "level_cp_s": est.get("critical_path_s"),

@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> Result:
             raise UsageError("--queries cannot be combined with --task/--input-bytes/--input")
         with Store.open(db, readonly=True) as store:
             answered = predict_queries(store, args.queries, method=args.method, user=user)
-        data = answered.to_json()
-        return Result(data=data, tables=(Table(data["predictions"], columns=QUERY_COLUMNS),))
+        rows = [row.to_json() for row in answered.rows]
+        return Result(data=answered.to_json(), tables=(Table(rows, columns=QUERY_COLUMNS),))
     if not args.task:
         raise UsageError("give --task (with --input-bytes or --input) or --queries FILE.csv")
     if args.input_bytes is None and not args.input:
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> Result:
     notes = [f"{args.task}, {input_bytes} input bytes ({args.method})"]
     if answered.skipped_classes:
         notes.append("no factor for: " + ", ".join(answered.skipped_classes))
-    data = answered.to_json()
+    rows = [row.to_json() for row in answered.rows]
     return Result(
-        data=data, tables=(Table(data["predictions"], columns=CLASS_COLUMNS),), notes=tuple(notes)
+        data=answered.to_json(), tables=(Table(rows, columns=CLASS_COLUMNS),), notes=tuple(notes)
     )

@@ -12,7 +12,6 @@ from advisor.progress import wanted
 from advisor.render import Result, Table
 from advisor.services.profile import (
     NodeOutcome,
-    Profiled,
     ProfileRequest,
     bench_argv,
     profile_cluster,
@@ -81,21 +80,19 @@ def run(args: argparse.Namespace) -> Result:
     )
     progress = _ProgressBar(sys.stderr) if wanted(sys.stderr) else None
     with Store.open(getattr(args, "db", None)) as store:
-        profiled = Profiled(tuple(profile_cluster(CliBackend(), store, request, progress=progress)))
+        profiled = profile_cluster(CliBackend(), store, request, progress=progress)
     failed = profiled.failed
     if len(failed) == len(profiled.outcomes):
         raise AdvisorError(
             "profiling failed on every node: " + "; ".join(f"{o.node}: {o.error}" for o in failed)
         )
-    data = profiled.to_json()
-    rows = data["nodes"]
     table = [
-        {key: row[key] for key in ("node", "partition", "status", "run_id", "node_class")}
-        | {"cpu_single_events_s": row["scores"].get("cpu_single_events_s"),
-           "seq_read_mib_s": row["scores"].get("seq_read_mib_s"), "error": row["error"]}
-        for row in rows
+        {"node": o.node, "partition": o.partition, "status": o.status, "run_id": o.run_id,
+         "node_class": o.node_class, "cpu_single_events_s": o.scores.get("cpu_single_events_s"),
+         "seq_read_mib_s": o.scores.get("seq_read_mib_s"), "error": o.error}
+        for o in profiled.outcomes
     ]
     notes = [f"failed: {o.node}: {o.error}" for o in failed]
     for note in notes:  # on stderr too, where --format json leaves the notes out
         log.warning("profile %s", note)
-    return Result(data=data, tables=(Table(table),), notes=notes)
+    return Result(data=profiled.to_json(), tables=(Table(table),), notes=notes)

@@ -29,13 +29,7 @@ def run(args: argparse.Namespace) -> Result:
     """Copy and describe the copy."""
     with Store.open(getattr(args, "db", None), readonly=True) as store:
         copy = publish_copy(store, args.out)
-    data = {
-        "path": str(copy.path),
-        "size_bytes": copy.size_bytes,
-        "schema_version": copy.schema_version,
-        "task_models": copy.task_models,
-        "journal_mode": copy.journal_mode,
-    }
+    data = copy.to_json()
     return Result(
         data=data,
         tables=(Table([data], columns=tuple(data)),),

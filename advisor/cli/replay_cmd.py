@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime
-from typing import Any
 
-from advisor.accounting.swf import read_swf, swf_header
 from advisor.cli.common import add_dump_options, dump_format_of, positive_int, warn_skipped
-from advisor.errors import UsageError
 from advisor.progress import Progress
 from advisor.render import Result, Table
-from advisor.replay.jobs import ReplayJob, replay_jobs
-from advisor.replay.run import GROUPS, limit_series, policies, replay, scores_report
-from advisor.replay.schedule import (
-    Machine,
-    sacct_machine,
-    schedule_figures,
-    swf_machine,
-    with_schedule,
-)
-from advisor.replay.site_jobs import dump_jobs, sacct_jobs
+from advisor.replay.run import GROUPS
 from advisor.reports.period import parse_moment
-from advisor.slurm.backend import CliBackend
+from advisor.services.replay import ReplayRequest, replay
 from advisor.slurm.sacct_text import NEEDED_TEXT
 
 FIGURES = (
@@ -115,104 +103,63 @@ def _when(text: str | None, option: str) -> datetime | None:
     )
 
 
-def _jobs(args: argparse.Namespace) -> tuple[list[ReplayJob], dict[str, Any]]:
-    """The jobs to replay and what the output says of their source."""
-    dump = dump_format_of(args)
-    if args.log and (args.sacct_file or args.since or args.until):
-        raise UsageError(
-            "advisor replay: an SWF log takes no --sacct-file, --since or --until",
-            hint="replay either FILE.swf, --sacct-file DUMP, or live sacct with --since WHEN",
-        )
-    if args.log:
-        return replay_jobs(read_swf(args.log)), {"log": args.log, "source": "swf"}
-    since, until = _when(args.since, "--since"), _when(args.until, "--until")
-    if args.sacct_file:
-        site = dump_jobs(args.sacct_file, dump=dump, strict=args.strict, since=since, until=until)
-    elif since is not None:
-        site = sacct_jobs(CliBackend(), since=since, until=until, strict=args.strict)
-    else:
-        raise UsageError(
-            "advisor replay: what to replay?",
-            hint="give an SWF log, --sacct-file DUMP, or --since WHEN (e.g. --since 90d) for sacct",
-        )
-    about = {
-        "log": site.label,
-        "source": site.source,
-        "skipped": site.skipped,
-        "states": site.states,
-        "warnings": site.warnings,
-    }
-    warn_skipped(site.warnings, site.skipped)
-    return site.jobs, about
-
-
-def _machine(args: argparse.Namespace, jobs: list[ReplayJob]) -> Machine:
-    if args.procs:
-        return Machine(args.procs, "--procs")
-    if args.log:
-        return swf_machine(swf_header(args.log), jobs)
-    return sacct_machine(jobs, getattr(args, "db", None))
+def request_of(args: argparse.Namespace) -> ReplayRequest:
+    """The replay the arguments ask for."""
+    return ReplayRequest(
+        log=args.log,
+        sacct_file=args.sacct_file,
+        dump=dump_format_of(args),
+        strict=args.strict,
+        since=_when(args.since, "--since"),
+        until=_when(args.until, "--until"),
+        by=args.by,
+        schedule=args.schedule,
+        procs=args.procs,
+        db=getattr(args, "db", None),
+        plot=args.plot,
+    )
 
 
 def run(args: argparse.Namespace) -> Result:
-    """Read, replay, (simulate,) lay out (and draw)."""
-    if args.plot:
-        from advisor.reports.plots import pyplot
-
-        pyplot()  # without matplotlib, stop before the work
-    if args.procs and not args.schedule:
-        raise UsageError("advisor replay: --procs is for --schedule", hint="add --schedule")
-    jobs, about = _jobs(args)
-    contenders = policies()
-    keep = [p.name for p in contenders] if args.schedule else ("user", "advisor") if args.plot else ()
-    with Progress("replay", len(jobs)) as bar:
-        scores = replay(
-            jobs, contenders, progress=bar, group=GROUPS[args.by] if args.by else None, keep=keep
-        )
-    data = {**scores_report(jobs, scores, source=about["log"], by=args.by), **about}
+    """Replay (services.replay) and lay out."""
+    done = replay(request_of(args), bars=Progress)
+    source, scores = done.source, done.scores
+    if source.warnings is not None:
+        warn_skipped(list(source.warnings), dict(source.skipped or {}))
     columns: tuple[str, ...] = COLUMNS
-    if args.schedule:
-        machine = _machine(args, jobs)
-        with Progress("schedule") as bar:
-            data = with_schedule(data, schedule_figures(jobs, scores, machine, progress=bar))
+    if done.schedule is not None:
         columns = (*COLUMNS, *SCHEDULE_FIGURES)
-    tables = [Table(_rows(data), columns=columns)]
-    if args.by:
-        rows = [
-            {args.by: group["group"], "jobs": group["jobs"], "scored": group["scored"], **row}
-            for group in data["groups"]
-            for row in _rows(group)
-        ]
-        tables.append(
-            Table(rows, columns=(args.by, "jobs", "scored", *COLUMNS), title=f"per {args.by}")
-        )
+    rows = [{"policy": name, **done.policy_figures(name)} for name in scores.figures.policies]
+    tables = [Table(rows, columns=columns)]
+    if scores.by:
+        grouped = [
+            {scores.by: group.group, "jobs": group.figures.jobs, "scored": group.figures.scored,
+             "policy": name, **policy.to_json()}
+            for group in scores.groups
+            for name, policy in group.figures.policies.items()
+        ]  # fmt: skip
+        columns_by = (scores.by, "jobs", "scored", *COLUMNS)
+        tables.append(Table(grouped, columns=columns_by, title=f"per {scores.by}"))
+    whole = scores.figures
     notes = [
-        f"{data['jobs']} jobs, {data['scored']} scored, {data['completed']} completed "
+        f"{whole.jobs} jobs, {whole.scored} scored, {whole.completed} completed "
         "(the harm set); percentages in %"
     ]
-    for name, figures in data["policies"].items():
-        if "raises_by_count" in figures:
-            counts = ", ".join(f"{n} × {times}" for times, n in figures["raises_by_count"].items())
-            notes.append(
-                f"{name}: {figures['raised_jobs']} jobs raised ({figures['raised_pct']:.1f} %), "
-                f"{figures['raises']} raises; jobs × raises: {counts or 'none'}"
-            )
-    if args.schedule:
-        about_schedule = data["schedule"]
+    for name, raised in done.raises.items():
+        counts = ", ".join(f"{n} × {times}" for times, n in raised.by_count.items())
         notes.append(
-            f"schedule: EASY backfilling of {about_schedule['jobs']} jobs on "
-            f"{about_schedule['procs']} processors ({about_schedule['procs_from']}); "
+            f"{name}: {raised.raised_jobs} jobs raised ({raised.raised_pct:.1f} %), "
+            f"{raised.raises} raises; jobs × raises: {counts or 'none'}"
+        )
+    if done.schedule is not None:
+        schedule = done.schedule
+        notes.append(
+            f"schedule: EASY backfilling of {schedule.jobs} jobs on "
+            f"{schedule.procs} processors ({schedule.procs_from}); "
             "bounded slowdown with τ = 10 s"
         )
-    if data.get("skipped"):
-        notes.append("left out: " + ", ".join(f"{n} {why}" for why, n in data["skipped"].items()))
-    if args.plot:
-        from advisor.reports.plots import save_limit_series
-
-        save_limit_series(limit_series(jobs, scores), args.plot, title=f"replay of {data['log']}")
-        notes.append(f"wrote {args.plot}")
-    return Result(data=data, tables=tuple(tables), notes=tuple(notes))
-
-
-def _rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"policy": name, **values} for name, values in figures["policies"].items()]
+    if source.skipped:
+        notes.append("left out: " + ", ".join(f"{n} {why}" for why, n in source.skipped.items()))
+    if done.plotted:
+        notes.append(f"wrote {done.plotted}")
+    return Result(data=done.to_json(), tables=tuple(tables), notes=tuple(notes))

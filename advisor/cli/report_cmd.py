@@ -13,11 +13,11 @@ from advisor.progress import Progress
 from advisor.render import Result, Table
 from advisor.reports import accuracy, limits
 from advisor.reports.age import age_text
-from advisor.reports.classes import nodes_report
+from advisor.reports.document import Report
 from advisor.reports.loading import Selection
-from advisor.reports.models import models_report
 from advisor.reports.period import parse_moment
 from advisor.reports.shaping import Shape, parse_by
+from advisor.services.report import ReportRequest, report
 from advisor.store import Store
 from advisor.store.reports import JobFilter
 from advisor.text import storable
@@ -131,15 +131,17 @@ def _shape(args: argparse.Namespace) -> Shape:
 
 
 def _selection(args: argparse.Namespace) -> Selection:
-    """The job filters; with --plot, first check that matplotlib is there (fail before the work)."""
-    if args.plot:
-        from advisor.reports.plots import pyplot
-
-        pyplot()
+    """The job filters."""
     local_now = datetime.now()  # sacct's times are the cluster's local time, without an offset
     since = parse_moment(args.since, option="--since", now=local_now) if args.since else None
     until = parse_moment(args.until, option="--until", now=local_now) if args.until else None
     return Selection(JobFilter(since, until, args.user, args.partition), args.task)
+
+
+def _report(args: argparse.Namespace, request: ReportRequest) -> Report:
+    """The report from the cache (services.report)."""
+    with Store.open(getattr(args, "db", None), readonly=True) as store:
+        return report(store, request, now=datetime.now(UTC), bars=Progress)
 
 
 def _percent(rows: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
@@ -156,10 +158,10 @@ def _percent(rows: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> list[dic
     return out
 
 
-def _with_total(data: Mapping[str, Any]) -> list[dict[str, Any]]:
-    rows = list(data["rows"])
-    if len(rows) > 1 or data["groups"] > len(rows):
-        rows.append({key: _ALL if index == 0 else "" for index, key in enumerate(data["by"])} | data["total"])
+def _with_total(done: Report) -> list[Mapping[str, Any]]:
+    rows: list[Mapping[str, Any]] = list(done.rows)
+    if done.has_total_row and done.by is not None and done.total is not None:
+        rows.append({key: _ALL if index == 0 else "" for index, key in enumerate(done.by)} | dict(done.total))
     return rows
 
 
@@ -167,40 +169,17 @@ _ACCURACY_PERCENT = ("median_error", "mean_error", "p90_error", "bias", "cover_p
 
 
 def run_accuracy(args: argparse.Namespace) -> Result:
-    """Score the advised jobs, lay out per group and per method, and draw the CDF if asked."""
+    """Score the advised jobs, lay out per group and per method (and draw the CDF if asked)."""
     by = parse_by(args.by, accuracy.GROUP_KEYS)
-    selection = _selection(args)
-    with Store.open(getattr(args, "db", None), readonly=True) as store, \
-            Progress("scoring advised jobs") as bar:
-        report = accuracy.accuracy_report(
-            store, selection, by=by, shape=_shape(args), now=datetime.now(UTC), progress=bar
-        )
-    data = report.data
-    notes = [
-        f"warning: {' / '.join(str(row[k]) for k in by)}: {row['check']} "
-        f"(P90 should cover 90 %, P95 95 %)"
-        for row in data["rows"] if row["check"] not in ("ok", "few jobs")
-    ]  # fmt: skip
-    if not data["jobs"]["scored"]:
-        notes.append("no advised job that completed or timed out in the selection (jobs are "
-                     "advised through 'advisor sbatch' and ingested by 'advisor update')")
-    if args.plot:
-        from advisor.reports.plots import save_error_cdf
-
-        save_error_cdf(report.errors, args.plot, title=f"Prediction error per method{_scope(selection)}")
-        notes.append(f"error CDF: {args.plot}")
+    request = ReportRequest("accuracy", _selection(args), tuple(by), _shape(args), args.plot)
+    done = _report(args, request)
     tables = (
-        Table(_percent(_with_total(data), _ACCURACY_PERCENT),
+        Table(_percent(_with_total(done), _ACCURACY_PERCENT),
               title="Accuracy of the P50 prediction and calibration of P50/P90/P95"),
-        Table(_percent(data["methods"], ("median_error", "mean_error", "p90_error")),
+        Table(_percent(done.methods or (), ("median_error", "mean_error", "p90_error")),
               title="Relative error per method (completed jobs)"),
-    )
-    return Result(data=data, tables=tables, notes=notes)
-
-
-def _scope(selection: Selection) -> str:
-    parts = [f"{key} {value}" for key, value in selection.echo().items() if value]
-    return f" ({', '.join(parts)})" if parts else ""
+    )  # fmt: skip
+    return Result(data=done.to_json(), tables=tables, notes=done.notes)
 
 
 _LIMIT_COLUMNS = (
@@ -210,53 +189,42 @@ _LIMIT_COLUMNS = (
 
 
 def run_limits(args: argparse.Namespace) -> Result:
-    """Aggregate the jobs per group, and draw limit vs runtime if asked."""
+    """Aggregate the jobs per group (and draw limit vs runtime if asked)."""
     by = parse_by(args.by, limits.GROUP_KEYS)
-    selection = _selection(args)
-    with Store.open(getattr(args, "db", None), readonly=True) as store:
-        data, jobs = limits.limits_report(store, selection, by=by, shape=_shape(args), now=datetime.now(UTC))
-    notes = []
-    if args.plot:
-        from advisor.reports.plots import save_limit_scatter
-
-        save_limit_scatter(jobs, args.plot, title=f"Time limit vs actual runtime{_scope(selection)}")
-        notes.append(f"limit vs runtime: {args.plot}")
-    rows = _percent(_with_total(data), ("time_eff", "advised_time_eff", "median_time_eff"))
+    request = ReportRequest("limits", _selection(args), tuple(by), _shape(args), args.plot)
+    done = _report(args, request)
+    rows = _percent(_with_total(done), ("time_eff", "advised_time_eff", "median_time_eff"))
     table = Table(rows, columns=(*by, *_LIMIT_COLUMNS),
                   title="Requested vs used time; the same under the advisor's limits (core-hours: CPUs × hours)")
-    return Result(data=data, tables=(table,), notes=notes)
+    return Result(data=done.to_json(), tables=(table,), notes=done.notes)
 
 
 def run_nodes(args: argparse.Namespace) -> Result:
     """Node classes with ratios, task factors and benchmark age."""
-    with Store.open(getattr(args, "db", None), readonly=True) as store:
-        data = nodes_report(store, partition=args.partition, task=args.task, shape=_shape(args),
-                            now=datetime.now(UTC))
-    metrics = sorted({m for row in data["rows"] for m in row["scores"]})
+    request = ReportRequest("nodes", shape=_shape(args), partition=args.partition, task=args.task)
+    done = _report(args, request)
+    metrics = sorted({m for row in done.rows for m in row["scores"]})
     rows = [
         {key: row[key] for key in ("node_class", "nodes", "profiled", "cpu_ratio", "io_ratio",
                                    "memory_ratio", "tasks", "factor_min", "factor_median", "factor_max")}
         | {"age": age_text(row["age_s"]), "tools": row["tools"]}
         | {metric: row["scores"].get(metric) for metric in metrics}
-        for row in data["rows"]
+        for row in done.rows
     ]  # fmt: skip
-    reference = data["reference"]
+    reference = done.reference
     title = (f"Node classes (ratio = {reference}'s score / the class's; above 1: slower)" if reference
              else "Node classes (no benchmark scores yet: run 'advisor profile' or 'advisor nodes import')")
-    return Result(data=data, tables=(Table(rows, title=title),))
+    return Result(data=done.to_json(), tables=(Table(rows, title=title),), notes=done.notes)
 
 
 def run_models(args: argparse.Namespace) -> Result:
     """Task models with their evidence and freshness."""
-    with Store.open(getattr(args, "db", None), readonly=True) as store:
-        data = models_report(store, task=args.task, shape=_shape(args), now=datetime.now(UTC))
+    done = _report(args, ReportRequest("models", shape=_shape(args), task=args.task))
     rows = [
         {key: row[key] for key in ("task", "kind", "reference", "n_train", "observations", "censored",
                                    "pearson_r", "cpu_weight", "cpu_weight_source", "classes",
                                    "class_runs")}
         | {"updated_ago": age_text(row["age_s"]), "last_observed_at": row["last_observed_at"]}
-        for row in data["rows"]
+        for row in done.rows
     ]  # fmt: skip
-    notes = [f"{row['task']}: observations but no model yet; run 'advisor learn'"
-             for row in data["rows"] if row["kind"] is None]
-    return Result(data=data, tables=(Table(rows, title="Task models"),), notes=notes)
+    return Result(data=done.to_json(), tables=(Table(rows, title="Task models"),), notes=done.notes)

@@ -64,9 +64,9 @@ def run(args: argparse.Namespace) -> Result:
                          node_class=args.node_class, workflow=args.workflow)  # fmt: skip
     parsed = read_runs(request)
     with Store.open(getattr(args, "db", None)) as store:
-        data = import_runs(store, parsed, request).to_json()
+        imported = import_runs(store, parsed, request)
     return Result(
-        data=data,
-        tables=(Table(data["files"], columns=("path", "runs", "tasks")),),
-        notes=(f"imported {data['imported']} runs of {data['tasks']} tasks",),
+        data=imported.to_json(),
+        tables=(Table([f.to_json() for f in imported.files], columns=("path", "runs", "tasks")),),
+        notes=(f"imported {imported.imported} runs of {imported.tasks} tasks",),
     )

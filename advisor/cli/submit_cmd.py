@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from advisor.cli.plan_cmd import add_planning_options, plan_request, slurm_pinning
 from advisor.errors import UsageError
-from advisor.planner.run_status import workflow_status
+from advisor.planner.run_status import RunStatus
+from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
-from advisor.services.submit import submit_workflow
+from advisor.services.submit import Submission, submit_workflow, workflow_status
 from advisor.slurm.timefmt import format_duration
 
 
@@ -46,10 +46,10 @@ def run(args: argparse.Namespace) -> Result:
         return _status(workflow_status(getattr(args, "db", None), _run_id(args.status)))
     if args.workflow is None:
         raise UsageError("give a WORKFLOW to submit, or --status")
-    data = submit_workflow(plan_request(args, [args.workflow]), dry_run=args.dry_run)
+    done = submit_workflow(plan_request(args, [args.workflow]), dry_run=args.dry_run)
     if args.dry_run:
-        return Result(data=data, notes=("\n".join(j["command_line"] for j in data["jobs"]),))
-    return _submitted(data)
+        return Result(data=done.to_json(), notes=("\n".join(j.command_line for j in done.jobs),))
+    return _submitted(done)
 
 
 def _run_id(text: str) -> int | None:
@@ -65,58 +65,60 @@ def _limit(seconds: int | None) -> str | None:
     return None if seconds is None else format_duration(seconds)
 
 
-def _submitted(data: dict[str, Any]) -> Result:
+def _submitted(done: Submission) -> Result:
     rows = [
         {
-            "task": job["id"], "job_id": job["job_id"], "partition": job["partition"],
-            "slurm": slurm_pinning(job), "limit": _limit(job["limit_s"]),
-            "start_s": job["start_s"], "finish_s": job["finish_s"],
-            "after": job["dependencies"],
+            "task": job.id, "job_id": job.job_id, "partition": job.partition,
+            "slurm": slurm_pinning(job.constraint, job.nodelist), "limit": _limit(job.limit_s),
+            "start_s": job.start_s, "finish_s": job.finish_s, "after": job.dependencies,
         }
-        for job in data["jobs"]
+        for job in done.jobs
     ]
+    plan = done.summary
     notes = [
-        f"run {data['run_id']}: {len(rows)} jobs submitted; planned makespan "
-        f"{data['makespan_s']:.1f} s (P50 {data['p50_s']:.1f} s, P95 {data['p95_s']:.1f} s"
-        f"{_on_slurm(data)}); compare once they ran: advisor submit --status {data['run_id']}",
-        *data["warnings"],
+        f"run {done.run_id}: {len(rows)} jobs submitted; planned makespan "
+        f"{plan.makespan_s:.1f} s (P50 {plan.p50_s:.1f} s, P95 {plan.p95_s:.1f} s"
+        f"{_on_slurm(plan)}); compare once they ran: advisor submit --status {done.run_id}",
+        *done.warnings,
     ]
-    return Result(data=data, tables=(Table(rows, title=f"Submitted {data['workflow']}"),),
+    return Result(data=done.to_json(), tables=(Table(rows, title=f"Submitted {done.workflow}"),),
                   notes=tuple(notes))
 
 
-def _on_slurm(data: dict[str, Any]) -> str:
-    dispatch = data.get("dispatch")
+def _on_slurm(plan: PlanSummary) -> str:
+    dispatch = plan.dispatch
     if not dispatch:
         return ", no Slurm dispatch waits measured yet"
-    wait = dispatch["dependency"]
-    return (f" on Slurm: {data['slurm_makespan_s']:.1f} s with mean waits measured on "
-            f"{dispatch['jobs']} jobs of {dispatch['runs']} runs"
-            + (f", {wait['mean_s']:.1f} s per dependency" if wait else ""))
+    wait = dispatch.dependency_mean_s
+    return (f" on Slurm: {plan.slurm_makespan_s:.1f} s with mean waits measured on "
+            f"{dispatch.jobs} jobs of {dispatch.runs} runs"
+            + (f", {wait:.1f} s per dependency" if wait is not None else ""))
 
 
-def _status(data: dict[str, Any]) -> Result:
+def _status(status: RunStatus) -> Result:
     rows = [
-        {key: job[key] for key in ("id", "job_id", "state", "planned_partition", "partition",
-                                   "planned_start_s", "start_s", "late_s", "planned_runtime_s",
-                                   "elapsed_s", "planned_finish_s", "end_s")}
-        for job in data["jobs"]
-    ]
-    actual = data["actual_makespan_s"]
+        {"id": job.id, "job_id": job.job_id, "state": job.state,
+         "planned_partition": job.planned_partition, "partition": job.partition,
+         "planned_start_s": job.planned_start_s, "start_s": job.start_s, "late_s": job.late_s,
+         "planned_runtime_s": job.planned_runtime_s, "elapsed_s": job.elapsed_s,
+         "planned_finish_s": job.planned_finish_s, "end_s": job.end_s}
+        for job in status.jobs
+    ]  # fmt: skip
+    run, actual = status.run, status.actual_makespan_s
     summary = (
-        f"run {data['run_id']} ({data['workflow']}): planned makespan "
-        f"{data['planned_makespan_s']:.1f} s (P50 {data['planned_p50_s']:.1f} s, P95 "
-        f"{data['planned_p95_s']:.1f} s); "
-        + (f"actual {actual:.1f} s, {data['turnaround_s']:.1f} s from submission "
-           f"({data['actual_vs_p50']:+.1%} against P50, "
-           f"{'inside' if data['within_p95'] else 'OUTSIDE'} P95)"
+        f"run {run.id} ({run.name}): planned makespan "
+        f"{run.planned_makespan_s:.1f} s (P50 {run.p50_s:.1f} s, P95 "
+        f"{run.p95_s:.1f} s); "
+        + (f"actual {actual:.1f} s, {status.turnaround_s:.1f} s from submission "
+           f"({status.actual_vs_p50:+.1%} against P50, "
+           f"{'inside' if status.within_p95 else 'OUTSIDE'} P95)"
            if actual is not None
-           else f"{data['jobs_final']} of {data['jobs_total']} jobs finished so far")
+           else f"{status.jobs_final} of {len(status.jobs)} jobs finished so far")
     )
-    checks = (f"dependency order respected: {_yes(data['dependency_order_ok'])}; "
-              f"planned partitions: {_yes(data['partitions_match'])}; "
-              f"{data['jobs_completed']} completed")
-    return Result(data=data, tables=(Table(rows, title="Planned vs actual"),),
+    checks = (f"dependency order respected: {_yes(status.dependency_order_ok)}; "
+              f"planned partitions: {_yes(status.partitions_match)}; "
+              f"{status.jobs_completed} completed")
+    return Result(data=status.to_json(), tables=(Table(rows, title="Planned vs actual"),),
                   notes=(summary, checks))
 
 

@@ -1,6 +1,6 @@
 """From a step file to the in situ report: steady stage times, σ̄*, idle, scenario, E, makespan.
 
-The use case behind ``advisor insitu``; the model itself is in ``advisor.insitu.model``.  Steady
+What ``advisor insitu`` reports (advisor.services.insitu reads the file); the model itself is in ``advisor.insitu.model``.  Steady
 stage times are *means* over the steady steps (the paper averages over the steady steps, Sect. 6):
 the makespan is a sum, so an occasional slow step is part of what the run costs.
 """
@@ -38,6 +38,34 @@ class MeasuredIdle:
     idle_s: float
     efficiency: float
 
+    def to_json(self) -> dict[str, float]:
+        """The ``measured`` object of schemas/insitu-report.json."""
+        return {"sigma_bar_s": self.sigma_bar_s, "idle_s": self.idle_s, "efficiency": self.efficiency}
+
+
+@dataclass(frozen=True)
+class ComponentFigures:
+    """One component in the steady state, per step."""
+
+    name: str
+    stages: tuple[str, ...]
+    busy_s: float
+    idle_s: float
+    #: its idle column's steady mean, when the step file recorded one
+    idle_measured_s: float | None
+    utilisation: float
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of schemas/insitu-report.json's components."""
+        return {
+            "name": self.name,
+            "stages": list(self.stages),
+            "busy_s": self.busy_s,
+            "idle_s": self.idle_s,
+            "idle_measured_s": self.idle_measured_s,
+            "utilisation": self.utilisation,
+        }
+
 
 @dataclass(frozen=True)
 class InSituReport:
@@ -60,6 +88,69 @@ class InSituReport:
     def sigma_prime_s(self) -> float:
         """σ'* = makespan - m σ̄* (the fill-and-drain part, see the model's docstring)."""
         return self.makespan_s - self.makespan_steps * self.steady.period_s
+
+    @property
+    def components(self) -> tuple[ComponentFigures, ...]:
+        """Every component's busy and idle time per steady step, and its utilisation."""
+        steady, period = self.steady, self.steady.period_s
+        return tuple(
+            ComponentFigures(
+                name=c.name,
+                stages=tuple(c.stages),
+                busy_s=busy,
+                idle_s=idle,
+                idle_measured_s=self.idle_measured_s.get(c.name),
+                utilisation=1.0 if period == 0 else min(1.0, busy / period),
+            )
+            for c, busy, idle in zip(
+                self.pipeline.components, steady.busy_s, steady.idle_s, strict=True
+            )
+        )
+
+    @property
+    def paper_stages(self) -> bool:
+        """True for the paper's workflow: the stages S, W, R, A."""
+        return self.pipeline.stages == PAPER_STAGES
+
+    @property
+    def model(self) -> str:
+        """'paper' for the paper's workflow with a one-frame buffer, else 'pipeline'."""
+        return "paper" if self.paper_stages and self.pipeline.buffer_frames == (1,) else "pipeline"
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (schemas/insitu-report.json)."""
+        steady = self.steady
+        data: dict[str, Any] = {
+            "source": self.source,
+            "model": self.model,
+            "buffer_frames": list(self.pipeline.buffer_frames),
+            "components": [c.to_json() for c in self.components],
+            "steps_in_file": self.steps_in_file,
+            "steps_used": self.window.total_steps,
+            "warmup_steps": self.window.warmup_steps,
+            "wrapup_steps": self.window.wrapup_steps,
+            "steady_steps": self.window.steady_steps,
+            "stages_s": dict(self.stages_s),
+        }
+        if self.paper_stages:
+            data.update({stage: self.stages_s[stage] for stage in PAPER_STAGES})
+        data.update(
+            {
+                "sigma_bar_s": steady.period_s,
+                "sigma_prime_s": self.sigma_prime_s,
+                "sigma_s": steady.period_s + self.sigma_prime_s,
+                "idle_s": steady.total_idle_s,
+                "scenario": steady.scenario,
+                "bottleneck": steady.bottleneck,
+                "efficiency": steady.efficiency,
+                "balance_tolerance": self.balance_tolerance,
+                "makespan_steps": self.makespan_steps,
+                "makespan_s": self.makespan_s,
+                "warmup_excess_s": self.warmup_excess_s,
+                "measured": None if self.measured is None else self.measured.to_json(),
+            }
+        )
+        return data
 
 
 def _measured(
@@ -129,62 +220,6 @@ def analyse_steps(
         measured=_measured(pipeline, state.busy_s, idle),
         balance_tolerance=balance_tolerance,
     )
-
-
-def report_data(report: InSituReport) -> dict[str, Any]:
-    """The JSON form (schemas/insitu-report.json)."""
-    steady = report.steady
-    pipeline = report.pipeline
-    period = steady.period_s
-    components = [
-        {
-            "name": c.name,
-            "stages": list(c.stages),
-            "busy_s": busy,
-            "idle_s": idle,
-            "idle_measured_s": report.idle_measured_s.get(c.name),
-            "utilisation": 1.0 if period == 0 else min(1.0, busy / period),
-        }
-        for c, busy, idle in zip(pipeline.components, steady.busy_s, steady.idle_s, strict=True)
-    ]
-    paper = pipeline.stages == PAPER_STAGES
-    data: dict[str, Any] = {
-        "source": report.source,
-        "model": "paper" if paper and pipeline.buffer_frames == (1,) else "pipeline",
-        "buffer_frames": list(pipeline.buffer_frames),
-        "components": components,
-        "steps_in_file": report.steps_in_file,
-        "steps_used": report.window.total_steps,
-        "warmup_steps": report.window.warmup_steps,
-        "wrapup_steps": report.window.wrapup_steps,
-        "steady_steps": report.window.steady_steps,
-        "stages_s": dict(report.stages_s),
-    }
-    if paper:
-        data.update({stage: report.stages_s[stage] for stage in PAPER_STAGES})
-    data.update(
-        {
-            "sigma_bar_s": period,
-            "sigma_prime_s": report.sigma_prime_s,
-            "sigma_s": period + report.sigma_prime_s,
-            "idle_s": steady.total_idle_s,
-            "scenario": steady.scenario,
-            "bottleneck": steady.bottleneck,
-            "efficiency": steady.efficiency,
-            "balance_tolerance": report.balance_tolerance,
-            "makespan_steps": report.makespan_steps,
-            "makespan_s": report.makespan_s,
-            "warmup_excess_s": report.warmup_excess_s,
-            "measured": None
-            if report.measured is None
-            else {
-                "sigma_bar_s": report.measured.sigma_bar_s,
-                "idle_s": report.measured.idle_s,
-                "efficiency": report.measured.efficiency,
-            },
-        }
-    )
-    return data
 
 
 def insitu_time_limit_s(report: InSituReport, steps: int, margin: float) -> int:

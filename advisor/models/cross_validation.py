@@ -11,56 +11,93 @@ calibration runs teach.  Two cross-validations estimate δ without the runs they
   the held-out target.
 
 Each fold's figures are reported, and the pooled figure over all folds' predictions.  The
-top-level ``pooled`` and ``groups`` use the δ the advisor ships (DISCREPANCY, estimated on the
-development traces, so for those traces it is in-sample: the folds are the honest figures).
+top-level ``pooled`` and ``groups`` (advisor.services.evaluate) use the δ the advisor ships
+(DISCREPANCY, estimated on the development traces, so for those traces it is in-sample: the
+folds are the honest figures).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from advisor.models.discrepancy import DISCREPANCY, fit_discrepancy
-from advisor.models.evaluation import (
-    ADVISOR,
-    Scored,
-    Setting,
-    TaskFit,
-    fit_traces,
-    score_fits,
-    setting_for,
-)
-from advisor.models.transfer import TAU
+from advisor.models.discrepancy import fit_discrepancy
+from advisor.models.evaluation import ADVISOR, Scored, Setting, TaskFit, score_fits
 
 HOMOGENEOUS, HETEROGENEOUS = "homogeneous", "heterogeneous"
 LOWO, LOTO = "leave-one-workflow-out", "leave-one-target-out"
 
 
-def summary(scored: Sequence[Scored]) -> dict[str, Any]:
-    """Median and mean relative error, and how often the actual runtime stayed below P90/P95."""
+@dataclass(frozen=True)
+class Summary:
+    """Median and mean relative error, and how often the actual runtime stayed below P90/P95.
+
+    The figures are fractions (None over no predictions).
+    """
+
+    n: int
+    median_error: float | None
+    mean_error: float | None
+    p90_coverage: float | None
+    p95_coverage: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures every row of schemas/evaluate-output.json ends with."""
+        return {
+            "n": self.n,
+            "median_error": self.median_error,
+            "mean_error": self.mean_error,
+            "p90_coverage": self.p90_coverage,
+            "p95_coverage": self.p95_coverage,
+        }
+
+
+def summary(scored: Sequence[Scored]) -> Summary:
+    """The Summary of some predictions."""
     errors = [s.error for s in scored]
     n = len(scored)
-    return {
-        "n": n,
-        "median_error": statistics.median(errors) if errors else None,
-        "mean_error": statistics.fmean(errors) if errors else None,
-        "p90_coverage": sum(s.actual_s <= s.p90_s for s in scored) / n if n else None,
-        "p95_coverage": sum(s.actual_s <= s.p95_s for s in scored) / n if n else None,
-    }
+    return Summary(
+        n=n,
+        median_error=statistics.median(errors) if errors else None,
+        mean_error=statistics.fmean(errors) if errors else None,
+        p90_coverage=sum(s.actual_s <= s.p90_s for s in scored) / n if n else None,
+        p95_coverage=sum(s.actual_s <= s.p95_s for s in scored) / n if n else None,
+    )
 
 
-def _grouped(
+@dataclass(frozen=True)
+class FoldRow:
+    """One method's figures in one scope of one fold (fold 'all': pooled over the folds)."""
+
+    scheme: str
+    fold: str
+    scope: str
+    method: str
+    #: the δ the fold estimated (None for the pooled rows)
+    discrepancy: float | None
+    summary: Summary
+
+    def to_json(self) -> dict[str, Any]:
+        """One row of schemas/evaluate-output.json's folds."""
+        return {"scheme": self.scheme, "fold": self.fold, "scope": self.scope,
+                "method": self.method, "discrepancy": self.discrepancy,
+                **self.summary.to_json()}  # fmt: skip
+
+
+def grouped(
     scored: Iterable[Scored], key: Callable[[Scored], tuple[str, ...]]
 ) -> dict[tuple[str, ...], list[Scored]]:
+    """The predictions by key, in the keys' order."""
     out: dict[tuple[str, ...], list[Scored]] = {}
     for s in scored:
         out.setdefault(key(s), []).append(s)
     return dict(sorted(out.items()))
 
 
-def _scope(setting: Setting, s: Scored) -> str:
+def scope_of(setting: Setting, s: Scored) -> str:
+    """Homogeneous on the reference machine, else heterogeneous."""
     return HOMOGENEOUS if s.target == setting.reference else HETEROGENEOUS
 
 
@@ -73,7 +110,7 @@ def estimate_discrepancy(setting: Setting, uncorrected: Sequence[Scored]) -> flo
     )
 
 
-class _Scorer:
+class Scorer:
     """Scores the fits once per discrepancy asked for."""
 
     def __init__(self, setting: Setting, fits: Sequence[TaskFit]) -> None:
@@ -81,6 +118,7 @@ class _Scorer:
         self.done: dict[float, list[Scored]] = {}
 
     def __call__(self, discrepancy: float) -> list[Scored]:
+        """Every prediction with this discrepancy (scored once)."""
         if discrepancy not in self.done:
             self.done[discrepancy] = score_fits(self.setting, self.fits, discrepancy)
         return self.done[discrepancy]
@@ -90,28 +128,26 @@ def _fold_rows(
     setting: Setting,
     scheme: str,
     folds: Sequence[tuple[str, float, list[Scored]]],
-) -> list[dict[str, Any]]:
+) -> list[FoldRow]:
     """Rows per fold × scope × method, then the pooled rows (fold 'all') over every fold."""
     rows = []
     pooled: list[Scored] = []
     for fold, delta, scored in folds:
         pooled.extend(scored)
-        for (scope, method), items in _grouped(
-            scored, lambda s: (_scope(setting, s), s.method)
+        for (scope, method), items in grouped(
+            scored, lambda s: (scope_of(setting, s), s.method)
         ).items():
-            rows.append({"scheme": scheme, "fold": fold, "scope": scope, "method": method,
-                         "discrepancy": delta, **summary(items)})  # fmt: skip
-    for (scope, method), items in _grouped(
-        pooled, lambda s: (_scope(setting, s), s.method)
+            rows.append(FoldRow(scheme, fold, scope, method, delta, summary(items)))
+    for (scope, method), items in grouped(
+        pooled, lambda s: (scope_of(setting, s), s.method)
     ).items():
-        rows.append({"scheme": scheme, "fold": "all", "scope": scope, "method": method,
-                     "discrepancy": None, **summary(items)})  # fmt: skip
+        rows.append(FoldRow(scheme, "all", scope, method, None, summary(items)))
     return rows
 
 
 def cross_validate(
-    setting: Setting, fits: Sequence[TaskFit], score: _Scorer
-) -> list[dict[str, Any]]:
+    setting: Setting, fits: Sequence[TaskFit], score: Scorer
+) -> list[FoldRow]:
     """The fold rows of both cross-validations (module docstring)."""
     uncorrected = score(0.0)
     workflows = sorted({f.workflow for f in fits})
@@ -126,42 +162,3 @@ def cross_validate(
     ]
     rows = _fold_rows(setting, LOWO, lowo) if len(workflows) > 1 else []
     return rows + _fold_rows(setting, LOTO, loto)
-
-
-def evaluate_traces(
-    directory: str | Path,
-    *,
-    reference: str | None = None,
-    calibrate: bool = False,
-    shared_inputs: bool = True,
-    seed: int = 0,
-    tau: float = TAU,
-    discrepancy: float = DISCREPANCY,
-) -> dict[str, Any]:
-    """The protocol over every workflow in the directory; JSON-able (schemas/evaluate-output.json)."""
-    root = Path(directory)
-    setting, runs = setting_for(root, reference, calibrate=calibrate, seed=seed, tau=tau)
-    fits = fit_traces(setting, runs, shared_inputs=shared_inputs)
-    score = _Scorer(setting, fits)
-    scored = score(discrepancy)
-    groups = _grouped(scored, lambda s: (s.workflow, s.target, s.method))
-    pooled = _grouped(scored, lambda s: (_scope(setting, s), s.method))
-    return {
-        "traces": str(root),
-        "reference": setting.reference,
-        "twin": setting.twin,
-        "calibrate": calibrate,
-        "test_rows": "shared" if shared_inputs else "all",
-        "seed": seed,
-        "discrepancy": {
-            "used": discrepancy,
-            "estimated": estimate_discrepancy(setting, score(0.0)),
-        },
-        "methods": sorted({s.method for s in scored}),
-        "groups": [
-            {"workflow": w, "target": t, "method": m, **summary(e)}
-            for (w, t, m), e in groups.items()
-        ],
-        "pooled": [{"scope": scope, "method": m, **summary(e)} for (scope, m), e in pooled.items()],
-        "folds": cross_validate(setting, fits, score),
-    }

@@ -22,8 +22,7 @@ from typing import Any
 
 from advisor.models.class_model import ClassModel, UserRuns
 from advisor.models.context import load_node_context
-from advisor.models.node_factor import class_factor
-from advisor.models.predict import transferred_model
+from advisor.models.predict import factor_to, transferred_model
 from advisor.models.reference import ReferenceModel
 from advisor.store.connection import Store
 from advisor.store.observations import Observation
@@ -169,9 +168,7 @@ class OnlineUpdates:
         model = self._transferred.get((task, node_class))
         if model is None:
             reference = ReferenceModel.from_params(reference_row.params)
-            factor = class_factor(
-                reference.reference, node_class, self.context.scores, reference.cpu_weight
-            )
+            factor = factor_to(reference, node_class, self.context.scores)
             model = self._transferred[(task, node_class)] = transferred_model(
                 reference, node_class, factor
             )

@@ -20,11 +20,17 @@ from advisor.models.baselines import Baseline
 from advisor.models.bayes import SufficientStats
 from advisor.models.class_model import ClassModel, UserRuns
 from advisor.models.distributions import Predictive, scaled
+from advisor.models.node_factor import Scores, class_factor
 from advisor.models.reference import ReferenceModel
 from advisor.models.transfer import TAU, transferred_prior
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal
+
+    #: Which model answered: the reference class's own, the class's online one, the transferred
+    #: prior alone, the class's model with the user's own runs added, a baseline, or Lotaru as
+    #: published.
+    PredictionSource = Literal["reference", "online", "transferred", "user", "baseline", "paper"]
 
 
 #: Lotaru as published (stored as its own reference model, method 'paper').
@@ -48,7 +54,7 @@ class ClassPrediction(NamedTuple):
 
     node_class: str
     method: str
-    source: str  # 'reference', 'online', 'transferred', 'user' or 'baseline'
+    source: PredictionSource
     factor: float | None
     runs_on_class: int
     predictive: Predictive
@@ -134,6 +140,33 @@ def class_view(models: TaskModels, node_class: str, factor: float | None) -> Cla
     return view.with_user(user) if user is not None else view
 
 
+def factor_to(reference: ReferenceModel, node_class: str, scores: Scores) -> float | None:
+    """Lotaru's F from the task's reference class to node_class, weighted by the task's CPU share.
+
+    The one place a task's factor is derived, so the wrapper, the planner, the reports and the
+    learners agree on it; None when the scores cannot relate the two classes.
+    """
+    return class_factor(reference.reference, node_class, scores, reference.cpu_weight)
+
+
+def predict_task(
+    models: TaskModels,
+    node_class: str,
+    input_bytes: float,
+    scores: Scores,
+    *,
+    method: str = "lotaru",
+    cores: int | None = None,
+) -> ClassPrediction:
+    """The task's predictive runtime on node_class, its factor taken from the node scores.
+
+    LookupError without a model, NoFactorError when the class cannot be related to the reference.
+    """
+    reference = models.reference
+    factor = None if reference is None else factor_to(reference, node_class, scores)
+    return predict_on(models, node_class, input_bytes, factor=factor, method=method, cores=cores)
+
+
 def predict_on(
     models: TaskModels,
     node_class: str,
@@ -168,7 +201,7 @@ def predict_on(
             mine.predict(input_bytes, cores),
         )
     if online is not None:
-        source = "online" if online.stats.n else "transferred"
+        source: PredictionSource = "online" if online.stats.n else "transferred"
         return ClassPrediction(
             node_class,
             method,

@@ -2,7 +2,7 @@
 
 Built from the sbatch wrapper's ``Snapshot`` (one read-only pass over the cache), and predicting
 exactly as the wrapper does (``advisor.wrapper.predictor.ModelPredictor``): the same input size
-when none is known, the same node factor, the same ``predict_on``; so a planned runtime and the
+when none is known, the same node factor, the same ``predict_task``; so a planned runtime and the
 time limit ``advisor sbatch`` would set come from one model.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from advisor.models.distributions import Predictive
 from advisor.models.node_factor import class_factor
-from advisor.models.predict import TaskModels, predict_on
+from advisor.models.predict import TaskModels, predict_task
 from advisor.models.reference import DEFAULT_CPU_WEIGHT
 from advisor.wrapper.predictor import ModelPredictor
 from advisor.wrapper.snapshot import Snapshot
@@ -45,12 +45,8 @@ class CacheModels:
             return None
         wrapper = ModelPredictor(self.models, self.scores)
         size = input_bytes if input_bytes is not None else wrapper.default_input_bytes(task)
-        reference = models.reference
-        factor = None
-        if reference is not None:
-            factor = class_factor(reference.reference, node_class, self.scores, reference.cpu_weight)
         try:
-            found = predict_on(models, node_class, float(size or 0), factor=factor)
+            found = predict_task(models, node_class, float(size or 0), self.scores)
         except LookupError:  # no model there, or no factor relating the class to the reference
             return None
         return found.predictive, found.source

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from advisor.errors import UsageError
 from advisor.planner import registry
@@ -28,6 +27,7 @@ from advisor.planner.model import Workflow
 from advisor.planner.plan import Plan
 from advisor.planner.planning import PlanRequest, check_request, combined, summarise
 from advisor.planner.predictive_sampler import PredictiveSampler
+from advisor.planner.summary import ClassSummary, ClusterSummary, PlanSummary, TaskJob
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
 from advisor.wrapper.advise import Plan as WrapperPlan
@@ -40,7 +40,7 @@ class ClusterPlan:
     """The plan, its summary, one job per task (plan order) and the snapshot each is advised on."""
 
     plan: Plan
-    data: dict[str, Any]
+    summary: PlanSummary
     workflows: tuple[Workflow, ...]
     jobs: tuple[JobSpec, ...]
     snapshots: tuple[Snapshot, ...]
@@ -86,12 +86,12 @@ def plan_on_cluster(request: PlanRequest, store: Store, *, fetch: Fetch | None =
     ], request)
     plan = registry.get(request.algorithm).schedule(problem)
     dispatch = measured_dispatch(store, fetch=fetch)
-    data = summarise(plan, request, PredictiveSampler.from_matrices(matrices, nodes, request.cv),
+    summary = summarise(plan, request, PredictiveSampler.from_matrices(matrices, nodes, request.cv),
                      dispatch)
     options = AdvisorOptions(quantile=request.quantile, margin=request.margin,
                              db=request.db, policy="fill")
     jobs, snapshots = _jobs(plan, workflows, matrices, cluster, snapshot, options, request.cv)
-    found = ClusterPlan(plan, data, workflows, jobs, snapshots, options)
+    found = ClusterPlan(plan, summary, workflows, jobs, snapshots, options)
     return _described(found, cluster, request)
 
 
@@ -144,27 +144,28 @@ def _reason(advice: WrapperPlan) -> str:
 def _described(found: ClusterPlan, cluster: Cluster, request: PlanRequest) -> ClusterPlan:
     """The summary with per-task jobs and the cluster it was planned on."""
     jobs = {job.task_id: job for job in found.jobs}
-    for row in found.data["tasks"]:
-        job = jobs[row["id"]]
-        row.update({
-            "node_class": job.node_class,
-            "partition": job.partition,
-            "constraint": job.pinning.constraint,
-            "nodelist": job.pinning.nodelist,
-            "limit_s": job.limit_s,
-            "runtime_source": job.runtime_source,
-        })
-    found.data["cluster"] = {
-        "db": request.db,
-        "partitions": [p.name for p in cluster.partitions],
-        "classes": [
-            {"name": name, "nodes": [n.name for n in cluster.nodes if n.node_class == name],
-             "cores": sum(n.cpus for n in cluster.nodes if n.node_class == name)}
+    tasks = tuple(
+        replace(task, job=TaskJob(
+            node_class=jobs[task.id].node_class,
+            partition=jobs[task.id].partition,
+            constraint=jobs[task.id].pinning.constraint,
+            nodelist=jobs[task.id].pinning.nodelist,
+            limit_s=jobs[task.id].limit_s,
+            runtime_source=jobs[task.id].runtime_source,
+        ))
+        for task in found.summary.tasks
+    )
+    on = ClusterSummary(
+        db=request.db,
+        partitions=tuple(p.name for p in cluster.partitions),
+        classes=tuple(
+            ClassSummary(name, tuple(n.name for n in cluster.nodes if n.node_class == name),
+                         sum(n.cpus for n in cluster.nodes if n.node_class == name))
             for name in cluster.classes
-        ],
-        "bandwidth_bytes_s": request.bandwidth_bytes_s,
-        "shared_fs": request.shared_fs,
-        "quantile": request.quantile,
-        "margin": request.margin,
-    }
-    return found
+        ),
+        bandwidth_bytes_s=request.bandwidth_bytes_s,
+        shared_fs=request.shared_fs,
+        quantile=request.quantile,
+        margin=request.margin,
+    )
+    return replace(found, summary=replace(found.summary, tasks=tasks, cluster=on))

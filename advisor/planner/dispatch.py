@@ -66,6 +66,11 @@ class DispatchLatency:
     runs: int
     jobs: int
 
+    @property
+    def dependency_mean_s(self) -> float | None:
+        """The mean wait of a job for its parents (None: none measured)."""
+        return float(np.mean(self.dependency_s)) if self.dependency_s else None
+
     def summary(self) -> dict[str, object]:
         """The JSON-able description (means and medians) shown with a plan."""
         def stats(values: Sequence[float]) -> dict[str, float | int] | None:

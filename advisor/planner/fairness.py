@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from advisor.planner import heft
 from advisor.planner.plan import Plan
+from advisor.planner.summary import Fairness, WorkflowFairness
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def sequential(arrivals: Sequence[float], alone: Sequence[float]) -> list[tuple[
     return spans
 
 
-def fairness_report(plan: Plan) -> dict[str, object]:
+def fairness(plan: Plan) -> Fairness:
     """Per workflow makespan, turnaround and slowdown, shared vs sequential HEFT, unfairness."""
     shared = outcomes(plan)
     alone = alone_makespans(plan)
@@ -83,29 +84,34 @@ def fairness_report(plan: Plan) -> dict[str, object]:
     seq_turnaround = [end - a for (_, end), a in zip(spans, arrivals, strict=True)]
     slowdown = [_slowdown(own, o.turnaround_s) for own, o in zip(alone, shared, strict=True)]
     seq_slowdown = [_slowdown(own, t) for own, t in zip(alone, seq_turnaround, strict=True)]
-    rows = [
-        {
-            "name": outcome.name,
-            "arrival_s": outcome.arrival_s,
-            "makespan_s": outcome.makespan_s,
-            "turnaround_s": outcome.turnaround_s,
-            "alone_makespan_s": alone[number],
-            "slowdown": slowdown[number],
-            "sequential_turnaround_s": seq_turnaround[number],
-            "sequential_slowdown": seq_slowdown[number],
-        }
+    rows = tuple(
+        WorkflowFairness(
+            name=outcome.name,
+            arrival_s=outcome.arrival_s,
+            makespan_s=outcome.makespan_s,
+            turnaround_s=outcome.turnaround_s,
+            alone_makespan_s=alone[number],
+            slowdown=slowdown[number],
+            sequential_turnaround_s=seq_turnaround[number],
+            sequential_slowdown=seq_slowdown[number],
+        )
         for number, outcome in enumerate(shared)
-    ]
+    )
     first = min(arrivals, default=0.0)
-    return {
-        "workflows": rows,
-        "unfairness": unfairness(slowdown),
-        "sequential_unfairness": unfairness(seq_slowdown),
-        "total_s": max((o.finish_s for o in shared), default=first) - first,
-        "sequential_total_s": max((s[1] for s in spans), default=first) - first,
-        "mean_turnaround_s": _mean([o.turnaround_s for o in shared]),
-        "sequential_mean_turnaround_s": _mean(seq_turnaround),
-    }
+    return Fairness(
+        workflows=rows,
+        unfairness=unfairness(slowdown),
+        sequential_unfairness=unfairness(seq_slowdown),
+        total_s=max((o.finish_s for o in shared), default=first) - first,
+        sequential_total_s=max((s[1] for s in spans), default=first) - first,
+        mean_turnaround_s=_mean([o.turnaround_s for o in shared]),
+        sequential_mean_turnaround_s=_mean(seq_turnaround),
+    )
+
+
+def fairness_report(plan: Plan) -> dict[str, object]:
+    """fairness(plan) as JSON (the plan's ``fairness`` object)."""
+    return fairness(plan).to_json()
 
 
 def _mean(values: Sequence[float]) -> float:

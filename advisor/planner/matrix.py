@@ -2,7 +2,7 @@
 
 For task t and node class c, in this order:
 
-1. The task model's prediction (``advisor.models.predict.predict_on``, Lotaru's node factor for
+1. The task model's prediction (``advisor.models.predict.predict_task``, Lotaru's node factor for
    c).  The input is the total size of the task's input files; a task that names no input file
    gets what ``advisor sbatch`` assumes without ``--advisor-input`` (the model's largest
    training input).

@@ -10,20 +10,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from advisor.errors import InputError
 from advisor.planner import dag, registry
 from advisor.planner.build import Work, alike_nodes, planned_runtimes, recorded_nodes, to_problem
 from advisor.planner.dispatch import DispatchLatency
 from advisor.planner.estimators import Resources, TaskLoad, estimates
-from advisor.planner.fairness import fairness_report, outcomes
+from advisor.planner.fairness import fairness, outcomes
 from advisor.planner.inputs import load_input
 from advisor.planner.model import Workflow
 from advisor.planner.plan import Plan
 from advisor.planner.platform import load_platform, parse_flops
 from advisor.planner.problem import Problem, combine
 from advisor.planner.ranks import critical_path_s, mean_runtime
+from advisor.planner.summary import NodeSummary, PlannedTask, PlanSummary, WorkflowSummary
 from advisor.planner.uncertainty import (
     RuntimeSampler,
     makespan_distribution,
@@ -150,8 +150,8 @@ def _estimates(loads: Sequence[TaskLoad], resources: Resources) -> dict[str, flo
 def summarise(
     plan: Plan, request: PlanRequest, sampler: RuntimeSampler,
     dispatch: DispatchLatency | None = None,
-) -> dict[str, Any]:
-    """The JSON-able summary of a plan: makespans, estimates, workflows, fairness, tasks.
+) -> PlanSummary:
+    """The summary of a plan: makespans, estimates, workflows, fairness, tasks.
 
     With ``dispatch`` (measured on the cluster) P50 and P95 are the makespan on Slurm, and
     ``slurm_makespan_s`` the plan's makespan with Slurm's mean waits; ``makespan_s`` is the
@@ -168,51 +168,49 @@ def summarise(
     for number, outcome in enumerate(outcomes(plan)):
         mine = [t for t in range(problem.n_tasks) if problem.workflow_of[t] == number]
         info = problem.workflows[number]
-        rows.append({
-            "name": outcome.name,
-            "tasks": len(mine),
-            "arrival_s": outcome.arrival_s,
-            "makespan_s": outcome.makespan_s,
-            "turnaround_s": outcome.turnaround_s,
-            "recorded_makespan_s": info.recorded_makespan_s,
-            "critical_path_s": critical_path_s(problem.subproblem(number)),
-            "estimates": _estimates([loads[t] for t in mine], resources),
-        })
-    data: dict[str, Any] = {
-        "algorithm": scheduler.name,
-        "citation": scheduler.citation,
-        "makespan_s": plan.makespan_s,
-        "slurm_makespan_s": plan.makespan_s if dispatch is None
-        else slurm_makespan(plan, dispatch),
-        "dispatch": None if dispatch is None else dispatch.summary(),
-        "p50_s": spread.p50_s,
-        "p95_s": spread.p95_s,
-        "sampled_mean_s": spread.mean_s,
-        "samples": spread.samples,
-        "cv": request.cv,
-        "seed": request.seed,
-        "critical_path_s": critical_path_s(problem),
-        "estimates": _estimates(loads, resources),
-        "nodes": [{"name": n.name, "cores": n.cores} for n in problem.nodes],
-        "workflows": rows,
-        "fairness": fairness_report(plan) if len(problem.workflows) > 1 else None,
-        "tasks": task_rows(plan),
-    }
-    return data
+        rows.append(WorkflowSummary(
+            name=outcome.name,
+            tasks=len(mine),
+            arrival_s=outcome.arrival_s,
+            makespan_s=outcome.makespan_s,
+            turnaround_s=outcome.turnaround_s,
+            recorded_makespan_s=info.recorded_makespan_s,
+            critical_path_s=critical_path_s(problem.subproblem(number)),
+            estimates=_estimates([loads[t] for t in mine], resources),
+        ))
+    return PlanSummary(
+        algorithm=scheduler.name,
+        citation=scheduler.citation,
+        makespan_s=plan.makespan_s,
+        slurm_makespan_s=plan.makespan_s if dispatch is None else slurm_makespan(plan, dispatch),
+        dispatch=dispatch,
+        p50_s=spread.p50_s,
+        p95_s=spread.p95_s,
+        sampled_mean_s=spread.mean_s,
+        samples=spread.samples,
+        cv=request.cv,
+        seed=request.seed,
+        critical_path_s=critical_path_s(problem),
+        estimates=_estimates(loads, resources),
+        nodes=tuple(NodeSummary(n.name, n.cores) for n in problem.nodes),
+        workflows=tuple(rows),
+        fairness=fairness(plan) if len(problem.workflows) > 1 else None,
+        tasks=planned_tasks(plan),
+    )
 
 
-def task_rows(plan: Plan) -> list[dict[str, Any]]:
-    """One row per task, by start time."""
+def planned_tasks(plan: Plan) -> tuple[PlannedTask, ...]:
+    """One per task, by start time."""
     problem = plan.problem
     ordered = sorted(plan.placements, key=lambda p: (p.start_s, p.task))
-    return [
-        {
-            "id": problem.task_ids[p.task],
-            "workflow": problem.workflows[problem.workflow_of[p.task]].name,
-            "node": problem.nodes[p.node].name,
-            "core": p.core,
-            "start_s": p.start_s,
-            "finish_s": p.finish_s,
-        }
+    return tuple(
+        PlannedTask(
+            id=problem.task_ids[p.task],
+            workflow=problem.workflows[problem.workflow_of[p.task]].name,
+            node=problem.nodes[p.node].name,
+            core=p.core,
+            start_s=p.start_s,
+            finish_s=p.finish_s,
+        )
         for p in ordered
-    ]
+    )

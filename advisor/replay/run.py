@@ -100,6 +100,97 @@ def is_guarded(policy: ReplayPolicy) -> bool:
     return bool(getattr(policy, "guarded", False))
 
 
+@dataclass(frozen=True)
+class GuardRaises:
+    """How often the guard raised a guarded policy's limits."""
+
+    raised_jobs: int
+    raised_pct: float
+    raises: int
+    #: times raised (as text, the JSON's keys) -> scored jobs raised that often (0 left out).
+    by_count: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class PolicyFigures:
+    """One policy's six figures (percentages in %), and a guarded policy's raises."""
+
+    killed_completed_pct: float
+    killed_all_pct: float
+    freed_pct: float
+    median_limit_over_run: float
+    accuracy: float
+    changed_pct: float
+    raises: GuardRaises | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as schemas/replay-output.json has them."""
+        out: dict[str, Any] = {
+            "killed_completed_pct": self.killed_completed_pct,
+            "killed_all_pct": self.killed_all_pct,
+            "freed_pct": self.freed_pct,
+            "median_limit_over_run": self.median_limit_over_run,
+            "accuracy": self.accuracy,
+            "changed_pct": self.changed_pct,
+        }
+        if self.raises is not None:
+            out["raised_jobs"] = self.raises.raised_jobs
+            out["raised_pct"] = self.raises.raised_pct
+            out["raises"] = self.raises.raises
+            out["raises_by_count"] = dict(self.raises.by_count)
+        return out
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Every policy's figures over a set of jobs (the whole log, or one group of it)."""
+
+    jobs: int
+    scored: int
+    #: the harm set (see the module docstring)
+    completed: int
+    policies: Mapping[str, PolicyFigures]
+
+    def to_json(self) -> dict[str, Any]:
+        """jobs, scored, completed and the policies' figures."""
+        return {
+            "jobs": self.jobs,
+            "scored": self.scored,
+            "completed": self.completed,
+            "policies": {name: f.to_json() for name, f in self.policies.items()},
+        }
+
+
+@dataclass(frozen=True)
+class GroupFigures:
+    """The figures of one partition's or user's jobs (``--by``)."""
+
+    group: str
+    figures: Figures
+
+    def to_json(self) -> dict[str, Any]:
+        """The group's name, then its figures."""
+        return {"group": self.group, **self.figures.to_json()}
+
+
+@dataclass(frozen=True)
+class ReplayFigures:
+    """The replay's scores: the whole log's figures, and per group with ``by``."""
+
+    log: str
+    figures: Figures
+    by: str | None = None
+    groups: tuple[GroupFigures, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures part of schemas/replay-output.json."""
+        out: dict[str, Any] = {"log": self.log, **self.figures.to_json()}
+        if self.by:
+            out["by"] = self.by
+            out["groups"] = [g.to_json() for g in self.groups]
+        return out
+
+
 @dataclass
 class Score:
     """Running sums for one policy."""
@@ -144,25 +235,26 @@ class Score:
         self.ratios.append(limit / run)
         return killed
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> PolicyFigures:
         """The six figures (percentages in %); a guarded policy's raises as well."""
-        figures: dict[str, Any] = {
-            "killed_completed_pct": _pct(self.killed_harm, self.harm),
-            "killed_all_pct": _pct(self.killed, self.scored),
-            "freed_pct": _pct(self.freed_s, self.slack_s),
-            "median_limit_over_run": statistics.median(self.ratios) if self.ratios else 0.0,
-            "accuracy": self.accuracy / self.scored if self.scored else 0.0,
-            "changed_pct": _pct(self.changed, self.scored),
-        }
+        raises = None
         if self.raises is not None:
             raised = sum(n for times, n in self.raises.items() if times)
-            figures["raised_jobs"] = raised
-            figures["raised_pct"] = _pct(raised, self.scored)
-            figures["raises"] = sum(times * n for times, n in self.raises.items())
-            figures["raises_by_count"] = {
-                str(times): n for times, n in sorted(self.raises.items()) if times
-            }
-        return figures
+            raises = GuardRaises(
+                raised_jobs=raised,
+                raised_pct=_pct(raised, self.scored),
+                raises=sum(times * n for times, n in self.raises.items()),
+                by_count={str(times): n for times, n in sorted(self.raises.items()) if times},
+            )
+        return PolicyFigures(
+            killed_completed_pct=_pct(self.killed_harm, self.harm),
+            killed_all_pct=_pct(self.killed, self.scored),
+            freed_pct=_pct(self.freed_s, self.slack_s),
+            median_limit_over_run=statistics.median(self.ratios) if self.ratios else 0.0,
+            accuracy=self.accuracy / self.scored if self.scored else 0.0,
+            changed_pct=_pct(self.changed, self.scored),
+            raises=raises,
+        )
 
     def like(self) -> Score:
         """An empty Score of the same kind (for a group)."""
@@ -242,38 +334,43 @@ def replay_report(
     config: PolicyConfig = DEFAULT_CONFIG,
     progress: Callable[[int, int], None] | None = None,
     by: str | None = None,
-) -> dict[str, Any]:
-    """The replay's output (schemas/replay-output.json); by: 'partition' or 'user' groups."""
+) -> ReplayFigures:
+    """The replay's figures (schemas/replay-output.json); by: 'partition' or 'user' groups."""
     scores = replay(jobs, policies(config), progress=progress, group=GROUPS[by] if by else None)
-    return scores_report(jobs, scores, source=source, by=by)
+    return replay_figures(jobs, scores, source=source, by=by)
 
 
-def _figures(jobs: int, scores: Mapping[str, Score]) -> dict[str, Any]:
+def _figures(jobs: int, scores: Mapping[str, Score]) -> Figures:
     first = next(iter(scores.values()), Score())
-    return {
-        "jobs": jobs,
-        "scored": first.scored,
-        "completed": first.harm,
-        "policies": {name: score.result() for name, score in scores.items()},
-    }
+    return Figures(
+        jobs=jobs,
+        scored=first.scored,
+        completed=first.harm,
+        policies={name: score.result() for name, score in scores.items()},
+    )
+
+
+def replay_figures(
+    jobs: Sequence[ReplayJob], scores: Mapping[str, Score], *, source: str, by: str | None = None
+) -> ReplayFigures:
+    """The replay's figures from its scores; with by, the same figures for every group."""
+    groups: tuple[GroupFigures, ...] = ()
+    if by:
+        sizes = Counter(GROUPS[by](job) for job in jobs)
+        groups = tuple(
+            GroupFigures(
+                name, _figures(size, {p: s.groups.get(name) or s.like() for p, s in scores.items()})
+            )
+            for name, size in sorted(sizes.items())
+        )
+    return ReplayFigures(source, _figures(len(jobs), scores), by, groups)
 
 
 def scores_report(
     jobs: Sequence[ReplayJob], scores: Mapping[str, Score], *, source: str, by: str | None = None
 ) -> dict[str, Any]:
-    """The replay's output from its scores; with by, the same figures for every group."""
-    report: dict[str, Any] = {"log": source, **_figures(len(jobs), scores)}
-    if by:
-        sizes = Counter(GROUPS[by](job) for job in jobs)
-        report["by"] = by
-        report["groups"] = [
-            {
-                "group": name,
-                **_figures(size, {p: s.groups.get(name) or s.like() for p, s in scores.items()}),
-            }
-            for name, size in sorted(sizes.items())
-        ]
-    return report
+    """replay_figures as JSON, for a caller that embeds it in its own document (advisor demo)."""
+    return replay_figures(jobs, scores, source=source, by=by).to_json()
 
 
 def limit_series(

@@ -24,6 +24,7 @@ simulation then moves only the starts.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -118,15 +119,61 @@ def sim_jobs(jobs: Sequence[ReplayJob], score: Score) -> tuple[list[SimJob], lis
     return out, indices
 
 
+@dataclass(frozen=True)
+class QueueFigures:
+    """One policy's schedule: waits, bounded slowdown and utilisation (module docstring)."""
+
+    mean_wait_s: float
+    p95_wait_s: float
+    mean_bounded_slowdown: float
+    utilisation: float
+    #: a guarded policy's: how often the guard raised a limit in the simulation
+    schedule_raises: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures beside the policy's own in schemas/replay-output.json."""
+        out: dict[str, Any] = {
+            "mean_wait_s": self.mean_wait_s,
+            "p95_wait_s": self.p95_wait_s,
+            "mean_bounded_slowdown": self.mean_bounded_slowdown,
+            "utilisation": self.utilisation,
+        }
+        if self.schedule_raises is not None:
+            out["schedule_raises"] = self.schedule_raises
+        return out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """What was simulated, and per policy the schedule's figures."""
+
+    procs: int
+    procs_from: str
+    jobs: int
+    clipped_to_machine: int
+    tau_s: float
+    figures: Mapping[str, QueueFigures]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``schedule`` object of schemas/replay-output.json (the figures go elsewhere)."""
+        return {
+            "procs": self.procs,
+            "procs_from": self.procs_from,
+            "jobs": self.jobs,
+            "clipped_to_machine": self.clipped_to_machine,
+            "tau_s": self.tau_s,
+        }
+
+
 def schedule_figures(
     jobs: Sequence[ReplayJob],
     scores: Mapping[str, Score],
     machine: Machine,
     *,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
-    """Per policy the schedule's figures, and what was simulated (``replay-output.json``)."""
-    figures: dict[str, dict[str, float]] = {}
+) -> Schedule:
+    """Per policy the schedule's figures, and what was simulated."""
+    figures: dict[str, QueueFigures] = {}
     simulated = clipped = 0
     names = list(scores)
     for number, name in enumerate(names):
@@ -134,32 +181,11 @@ def schedule_figures(
         total = len(sim) * len(names)
         step = None if progress is None else _offset(progress, number * len(sim), total)
         result = simulate(sim, machine.procs, progress=step)
-        figures[name] = _figures(sim, result.start_s, result.end_s, machine.procs)
-        if scores[name].raises is not None:
-            figures[name]["schedule_raises"] = result.raises
+        raises = result.raises if scores[name].raises is not None else None
+        figures[name] = _figures(sim, result.start_s, result.end_s, machine.procs, raises)
         simulated = len(sim)
         clipped = sum(1 for job in sim if job.procs > machine.procs)
-    return {
-        "schedule": {
-            "procs": machine.procs,
-            "procs_from": machine.source,
-            "jobs": simulated,
-            "clipped_to_machine": clipped,
-            "tau_s": TAU_S,
-        },
-        "figures": figures,
-    }
-
-
-def with_schedule(report: dict[str, Any], schedule: Mapping[str, Any]) -> dict[str, Any]:
-    """The replay's report with the schedule's figures beside each policy's own."""
-    merged = dict(report)
-    merged["policies"] = {
-        name: {**figures, **schedule["figures"].get(name, {})}
-        for name, figures in report["policies"].items()
-    }
-    merged["schedule"] = schedule["schedule"]
-    return merged
+    return Schedule(machine.procs, machine.source, simulated, clipped, TAU_S, figures)
 
 
 def _offset(
@@ -169,11 +195,14 @@ def _offset(
 
 
 def _figures(
-    sim: Sequence[SimJob], starts: Sequence[int], ends: Sequence[int], procs: int
-) -> dict[str, float]:
+    sim: Sequence[SimJob],
+    starts: Sequence[int],
+    ends: Sequence[int],
+    procs: int,
+    raises: int | None = None,
+) -> QueueFigures:
     if not sim:
-        return {"mean_wait_s": 0.0, "p95_wait_s": 0.0, "mean_bounded_slowdown": 0.0,
-                "utilisation": 0.0}  # fmt: skip
+        return QueueFigures(0.0, 0.0, 0.0, 0.0, raises)
     submit = np.array([job.submit_s for job in sim], dtype=float)
     size = np.array([min(job.procs, procs) for job in sim], dtype=float)
     start = np.array(starts, dtype=float)
@@ -181,9 +210,10 @@ def _figures(
     wait = start - submit
     slowdown = np.maximum(1.0, (wait + ran) / np.maximum(ran, TAU_S))
     span = float(np.max(start + ran) - np.min(submit))
-    return {
-        "mean_wait_s": float(wait.mean()),
-        "p95_wait_s": float(np.percentile(wait, 95)),
-        "mean_bounded_slowdown": float(slowdown.mean()),
-        "utilisation": float((size * ran).sum() / (procs * span)) if span > 0 else 0.0,
-    }
+    return QueueFigures(
+        mean_wait_s=float(wait.mean()),
+        p95_wait_s=float(np.percentile(wait, 95)),
+        mean_bounded_slowdown=float(slowdown.mean()),
+        utilisation=float((size * ran).sum() / (procs * span)) if span > 0 else 0.0,
+        schedule_raises=raises,
+    )

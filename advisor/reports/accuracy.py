@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +32,7 @@ from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.context import load_node_context
 from advisor.models.loading import load_models
 from advisor.models.predict import TaskModels, predict_on
+from advisor.reports.document import JobCounts, Report
 from advisor.reports.jobs import AdvisorLimit, JobView
 from advisor.reports.loading import Selection, load_jobs
 from advisor.reports.quantiles import ForecastAt, Quantiles, job_quantiles
@@ -234,9 +235,9 @@ def method_rows(scored: Sequence[Scored]) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class AccuracyReport:
-    """The JSON document, and the per-method errors behind the CDF plot."""
+    """The report, and the per-method errors behind the CDF plot."""
 
-    data: dict[str, Any]
+    report: Report
     errors: dict[str, list[float]]
 
 
@@ -260,14 +261,13 @@ def accuracy_report(
     head = grouped_document(
         "accuracy", rows, by=by, columns=FIGURES, filters=selection.echo(), shape=shape, now=now
     )
-    data = head | {
-        "total": accuracy_figures(scored),
-        "methods": method_rows(scored),
-        "jobs": {
-            "finished": len(jobs),
-            "advised": len(advised),
-            "scored": len(scored),
-            "without_model": sum(1 for s in scored if len(s.levels) < len(LEVELS)),
-        },
-    }
-    return AccuracyReport(data, errors_by_method(scored))
+    counts = JobCounts(
+        finished=len(jobs),
+        advised=len(advised),
+        scored=len(scored),
+        without_model=sum(1 for s in scored if len(s.levels) < len(LEVELS)),
+    )
+    report = replace(
+        head, total=accuracy_figures(scored), methods=tuple(method_rows(scored)), jobs=counts
+    )
+    return AccuracyReport(report, errors_by_method(scored))

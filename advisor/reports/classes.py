@@ -15,6 +15,7 @@ from typing import Any
 
 from advisor.profiling.view import class_rows as view_class_rows
 from advisor.profiling.view import nodes_view
+from advisor.reports.document import Report
 from advisor.reports.shaping import Shape, shape_rows
 from advisor.reports.stats import median
 from advisor.store.connection import Store
@@ -85,17 +86,17 @@ def class_rows(view: Mapping[str, Any], factors: Mapping[str, Mapping[str, float
 def nodes_report(
     store: Store, *, partition: str | None = None, task: str | None = None,
     shape: Shape | None = None, now: datetime,
-) -> dict[str, Any]:
+) -> Report:
     """The schemas/report-nodes.json document."""
     view = with_stored_classes(nodes_view(store, now=now), load_node_classes(store))
     rows = class_rows(view, class_factors(load_task_models(store, task)))
     if partition is not None:
         rows = [row for row in rows if partition in row["partitions"]]
-    return {
-        "report": "nodes",
-        "generated_at": view["generated_at"],
-        "filters": {"partition": partition, "task": task},
-        "reference": view["reference"],
-        "groups": len(rows),
-        "rows": shape_rows(rows, shape or Shape(), COLUMNS),
-    }
+    return Report(
+        report="nodes",
+        generated_at=view["generated_at"],
+        filters={"partition": partition, "task": task},
+        reference=view["reference"],
+        groups=len(rows),
+        rows=tuple(shape_rows(rows, shape or Shape(), COLUMNS)),
+    )

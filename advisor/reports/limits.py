@@ -18,9 +18,11 @@ only.  Then the same for the advisor's limits (advisor.reports.jobs: applied or 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from advisor.reports.document import Report
 from advisor.reports.jobs import AdvisorLimit, JobView
 from advisor.reports.loading import Selection, load_jobs
 from advisor.reports.shaping import Shape, grouped_document, grouped_rows
@@ -92,14 +94,22 @@ def limit_rows(jobs: Sequence[JobView], by: Sequence[str]) -> list[dict[str, Any
     return grouped_rows(jobs, by, lambda job: job, limit_figures)
 
 
+@dataclass(frozen=True)
+class LimitsReport:
+    """The report, and the jobs behind it (for the limit-vs-runtime picture)."""
+
+    report: Report
+    jobs: tuple[JobView, ...]
+
+
 def limits_report(
     store: Store, selection: Selection, *, by: Sequence[str] = DEFAULT_BY, shape: Shape | None = None,
     now: datetime,
-) -> tuple[dict[str, Any], list[JobView]]:
+) -> LimitsReport:
     """The schemas/report-limits.json document, and the jobs behind it (for the scatter plot)."""
     jobs = load_jobs(store, selection)
     rows = limit_rows(jobs, by)
-    data = grouped_document(
+    head = grouped_document(
         "limits", rows, by=by, columns=FIGURES, filters=selection.echo(), shape=shape, now=now
     )
-    return data | {"total": limit_figures(jobs)}, jobs
+    return LimitsReport(replace(head, total=limit_figures(jobs)), tuple(jobs))

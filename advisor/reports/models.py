@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from advisor.reports.age import age_s
+from advisor.reports.document import Report, generated_at
 from advisor.reports.shaping import Shape, group, shape_rows
 from advisor.store.connection import Store
 from advisor.store.reports import observation_counts
@@ -55,16 +56,16 @@ def task_row(
 
 def models_report(
     store: Store, *, task: str | None = None, shape: Shape | None = None, now: datetime
-) -> dict[str, Any]:
+) -> Report:
     """The schemas/report-models.json document."""
     by_task = group(load_task_models(store, task), lambda m: (m.task,))
     counts = observation_counts(store, task)
     names = sorted({name for (name,) in by_task} | set(counts))
     rows = [task_row(name, by_task.get((name,), []), counts.get(name), now) for name in names]
-    return {
-        "report": "models",
-        "generated_at": now.replace(microsecond=0).isoformat(),
-        "filters": {"task": task},
-        "groups": len(rows),
-        "rows": shape_rows(rows, shape or Shape(), COLUMNS),
-    }
+    return Report(
+        report="models",
+        generated_at=generated_at(now),
+        filters={"task": task},
+        groups=len(rows),
+        rows=tuple(shape_rows(rows, shape or Shape(), COLUMNS)),
+    )

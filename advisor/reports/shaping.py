@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from advisor.errors import UsageError
+from advisor.reports.document import Report, ReportName, generated_at
 
 T = TypeVar("T")
 
@@ -58,7 +59,7 @@ def grouped_rows(
 
 
 def grouped_document(
-    report: str,
+    report: ReportName,
     rows: Sequence[Mapping[str, Any]],
     *,
     by: Sequence[str],
@@ -66,16 +67,16 @@ def grouped_document(
     filters: Mapping[str, Any],
     shape: Shape | None,
     now: datetime,
-) -> dict[str, Any]:
-    """The head every grouped report's JSON starts with, and its rows sorted and cut."""
-    return {
-        "report": report,
-        "generated_at": now.replace(microsecond=0).isoformat(),
-        "filters": dict(filters),
-        "by": list(by),
-        "groups": len(rows),
-        "rows": shape_rows(rows, shape or Shape(), (*by, *columns)),
-    }
+) -> Report:
+    """A grouped report: its head, and its rows sorted and cut (the total is the caller's)."""
+    return Report(
+        report=report,
+        generated_at=generated_at(now),
+        filters=dict(filters),
+        by=tuple(by),
+        groups=len(rows),
+        rows=tuple(shape_rows(rows, shape or Shape(), (*by, *columns))),
+    )
 
 
 def _column(name: str, columns: Sequence[str]) -> str:

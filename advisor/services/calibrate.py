@@ -23,15 +23,15 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from advisor.errors import AdvisorError, InputError
 from advisor.inputs import total_uncompressed
 from advisor.models.context import NodeContext, load_node_context
 from advisor.models.distributions import Predictive
 from advisor.models.loading import load_models
-from advisor.models.node_factor import class_factor
 from advisor.models.online import update_online
-from advisor.models.predict import NoFactorError, TaskModels, predict_on
+from advisor.models.predict import NoFactorError, TaskModels, predict_task
 from advisor.services.profile import ProfileRequest, Target, select_targets
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.records import JobRecord
@@ -72,6 +72,26 @@ class ClassOutcome:
     after: Predictive | None = None
     observation: Observation | None = None
 
+    @property
+    def status(self) -> str:
+        """stored, or failed (with the error)."""
+        return "failed" if self.error else "stored"
+
+    def to_json(self) -> dict[str, Any]:
+        """The class's row in schemas/calibrate-output.json."""
+        return {
+            "node_class": self.node_class,
+            "node": self.node,
+            "partition": self.partition,
+            "status": self.status,
+            "job_id": self.job_id,
+            "runtime_s": self.runtime_s,
+            "predicted_before_s": None if self.before is None else float(self.before.mean_s),
+            "predicted_after_s": None if self.after is None else float(self.after.mean_s),
+            "p95_after_s": None if self.after is None else float(self.after.p95_s),
+            "error": self.error,
+        }
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -81,6 +101,21 @@ class Calibration:
     input_bytes: int
     outcomes: tuple[ClassOutcome, ...]
     modelled: bool
+
+    @property
+    def failed(self) -> tuple[ClassOutcome, ...]:
+        """The classes whose probe gave no run, with why."""
+        return tuple(o for o in self.outcomes if o.error)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``advisor calibrate`` prints."""
+        return {
+            "task": self.task,
+            "input_bytes": self.input_bytes,
+            "stored": len(self.outcomes) - len(self.failed),
+            "failed": len(self.failed),
+            "classes": [o.to_json() for o in self.outcomes],
+        }
 
 
 def class_targets(targets: Sequence[Target], context: NodeContext) -> dict[str, list[Target]]:
@@ -212,9 +247,8 @@ def _prediction(
     reference = models.reference if models is not None else None
     if models is None or reference is None:
         return None
-    factor = class_factor(reference.reference, node_class, context.scores, reference.cpu_weight)
     try:
-        return predict_on(models, node_class, float(input_bytes), factor=factor).predictive
+        return predict_task(models, node_class, float(input_bytes), context.scores).predictive
     except (LookupError, NoFactorError):
         return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.slurm.backend import SlurmBackend
@@ -11,32 +12,73 @@ from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 
 
-def cluster_view(partitions: list[Partition], nodes: list[Node]) -> dict[str, Any]:
-    """Partitions with their nodes' CPUs, memory and features; the cluster.json shape."""
+@dataclass(frozen=True)
+class PartitionView:
+    """A partition with the CPUs, memory and features of its nodes."""
+
+    name: str
+    default: bool
+    state: str
+    max_time_s: int | None
+    default_time_s: int | None
+    nodes: tuple[str, ...]
+    cpus: int
+    memory_mb: int
+    features: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The partition as schemas/cluster.json has it."""
+        return {
+            "name": self.name,
+            "default": self.default,
+            "state": self.state,
+            "max_time_s": self.max_time_s,
+            "default_time_s": self.default_time_s,
+            "nodes": list(self.nodes),
+            "cpus": self.cpus,
+            "memory_mb": self.memory_mb,
+            "features": list(self.features),
+        }
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """Partitions and nodes; the cluster.json shape."""
+
+    partitions: tuple[PartitionView, ...]
+    nodes: tuple[Node, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The document the command prints (schemas/cluster.json)."""
+        return {
+            "partitions": [p.to_json() for p in self.partitions],
+            "nodes": [
+                {**n._asdict(), "features": list(n.features), "partitions": list(n.partitions)}
+                for n in self.nodes
+            ],
+        }
+
+
+def cluster_view(partitions: list[Partition], nodes: list[Node]) -> ClusterView:
+    """Partitions with their nodes' CPUs, memory and features."""
     by_name = {node.name: node for node in nodes}
     rows = []
     for part in partitions:
         members = [by_name[name] for name in part.nodes if name in by_name]
         rows.append(
-            {
-                "name": part.name,
-                "default": part.is_default,
-                "state": part.state,
-                "max_time_s": part.max_time_s,
-                "default_time_s": part.default_time_s,
-                "nodes": list(part.nodes),
-                "cpus": sum(node.cpus for node in members),
-                "memory_mb": sum(node.memory_mb for node in members),
-                "features": sorted({f for node in members for f in node.features}),
-            }
+            PartitionView(
+                name=part.name,
+                default=part.is_default,
+                state=part.state,
+                max_time_s=part.max_time_s,
+                default_time_s=part.default_time_s,
+                nodes=tuple(part.nodes),
+                cpus=sum(node.cpus for node in members),
+                memory_mb=sum(node.memory_mb for node in members),
+                features=tuple(sorted({f for node in members for f in node.features})),
+            )
         )
-    return {
-        "partitions": rows,
-        "nodes": [
-            {**node._asdict(), "features": list(node.features), "partitions": list(node.partitions)}
-            for node in nodes
-        ],
-    }
+    return ClusterView(tuple(rows), tuple(nodes))
 
 
 def fetch_cluster(backend: SlurmBackend) -> tuple[list[Partition], list[Node]]:
@@ -49,9 +91,10 @@ def limit_text(seconds: int | None) -> str:
     return "UNLIMITED" if seconds is None else format_duration(seconds)
 
 
-def show_cluster(backend: SlurmBackend, *, save_to: Store | None = None) -> dict[str, Any]:
-    """Fetch the cluster; store the snapshot when a cache is given; the cluster.json view."""
+def show_cluster(backend: SlurmBackend, *, save: bool = False, db: str | None = None) -> ClusterView:
+    """Fetch the cluster; with save store the snapshot in the cache at db (opened only then)."""
     partitions, nodes = fetch_cluster(backend)
-    if save_to is not None:
-        save_cluster(save_to, partitions, nodes)
+    if save:
+        with Store.open(db) as store:
+            save_cluster(store, partitions, nodes)
     return cluster_view(partitions, nodes)

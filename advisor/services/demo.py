@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 from advisor.imports.json_files import read_cluster, read_task_runs
 from advisor.replay.jobs import replay_jobs
 from advisor.replay.run import limit_series, policies, replay, scores_report
-from advisor.services.cluster import cluster_view
+from advisor.services.cluster import PartitionView, cluster_view
 from advisor.services.learn import learn
 from advisor.store import Store
 from advisor.store.cluster import load_nodes, load_partitions, save_cluster
@@ -35,34 +37,160 @@ SHOWN_SUBMITS = 4
 
 
 @dataclass(frozen=True)
+class DemoModel:
+    """A task's learned model, in brief."""
+
+    task: str
+    node_classes: tuple[str, ...]
+    kind: str
+    pearson_r: float | None
+    cpu_weight: float
+    runs: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The model's row."""
+        return {"task": self.task, "node_classes": list(self.node_classes), "kind": self.kind,
+                "pearson_r": self.pearson_r, "cpu_weight": self.cpu_weight, "runs": self.runs}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DemoTask:
+    """A task of the planned sample workflow: its class, partition, pinning and limit."""
+
+    task: str
+    node_class: str | None
+    partition: str | None
+    constraint: str | None
+    nodelist: str | None
+    start_s: float
+    finish_s: float
+    limit_s: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The task's row."""
+        return {
+            "task": self.task,
+            "node_class": self.node_class,
+            "partition": self.partition,
+            "constraint": self.constraint,
+            "nodelist": self.nodelist,
+            "start_s": self.start_s,
+            "finish_s": self.finish_s,
+            "limit_s": self.limit_s,
+        }
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """The sample workflow planned on the sample cluster, and its first submit lines."""
+
+    workflow: str
+    algorithm: str
+    makespan_s: float
+    p50_s: float
+    p95_s: float
+    #: the workflow's classic estimates by name (naive_s, naive_concurrent_s, critical_path_s)
+    estimates: Mapping[str, float] | None
+    tasks: tuple[DemoTask, ...]
+    submit_lines: tuple[str, ...]
+    gantt: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The demo's ``plan`` object."""
+        return {
+            "workflow": self.workflow,
+            "algorithm": self.algorithm,
+            "makespan_s": self.makespan_s,
+            "p50_s": self.p50_s,
+            "p95_s": self.p95_s,
+            "estimates": None if self.estimates is None else dict(self.estimates),
+            "tasks": [t.to_json() for t in self.tasks],
+            "submit_lines": list(self.submit_lines),
+            "gantt": self.gantt,
+        }
+
+
+@dataclass(frozen=True)
+class PolicyScore:
+    """One policy replayed: completed jobs killed at its limits, reserved time freed."""
+
+    policy: str
+    killed_completed_pct: float
+    freed_pct: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The policy's row."""
+        return {"policy": self.policy, "killed_completed_pct": self.killed_completed_pct,
+                "freed_pct": self.freed_pct}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DemoReplay:
+    """The history policy and the baselines on the bundled log."""
+
+    log: str
+    attribution: str
+    jobs: int
+    completed: int
+    killed_completed_pct: float
+    freed_pct: float
+    policies: tuple[PolicyScore, ...]
+    plot: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The demo's ``replay`` object."""
+        return {
+            "log": self.log,
+            "attribution": self.attribution,
+            "jobs": self.jobs,
+            "completed": self.completed,
+            "killed_completed_pct": self.killed_completed_pct,
+            "freed_pct": self.freed_pct,
+            "policies": [p.to_json() for p in self.policies],
+            "plot": self.plot,
+        }
+
+
+@dataclass(frozen=True)
 class DemoResult:
-    """What each part of the demo produced; ``document`` is the --format json output."""
+    """What each part of the demo produced; ``to_json`` is the --format json output."""
 
     cache: str
     imported_runs: int
-    partitions: list[dict[str, Any]]
-    models: list[dict[str, Any]]
-    sbatch_argv: list[str]
+    partitions: tuple[PartitionView, ...]
+    models: tuple[DemoModel, ...]
+    sbatch_argv: tuple[str, ...]
+    #: the wrapper's own explanation document (advisor.wrapper.explain)
     sbatch: dict[str, Any]
-    limits: list[dict[str, Any]]
-    plan: dict[str, Any]
-    replay: dict[str, Any]
-    plots: list[str]
-    next_commands: list[str]
+    limits: tuple[Mapping[str, Any], ...]
+    plan: DemoPlan
+    replay: DemoReplay
+    plots: tuple[str, ...]
+    next_commands: tuple[str, ...]
 
-    def document(self) -> dict[str, Any]:
+    @property
+    def sbatch_task(self) -> str:
+        """The task the wrapper decided for."""
+        return str(self.sbatch["task"])
+
+    @property
+    def sbatch_decided_argv(self) -> list[str]:
+        """The sbatch arguments the wrapper would run."""
+        return list(self.sbatch["argv"])
+
+    def to_json(self) -> dict[str, Any]:
         """The JSON document (schemas/demo-output.json)."""
         return {
             "cache": self.cache,
             "imported_runs": self.imported_runs,
-            "partitions": self.partitions,
-            "models": self.models,
-            "sbatch": {"argv": self.sbatch_argv, "explain": self.sbatch},
-            "limits": self.limits,
-            "plan": self.plan,
-            "replay": self.replay,
-            "plots": self.plots,
-            "next_commands": self.next_commands,
+            "partitions": [p.to_json() for p in self.partitions],
+            "models": [m.to_json() for m in self.models],
+            "sbatch": {"argv": list(self.sbatch_argv), "explain": self.sbatch},
+            "limits": [dict(row) for row in self.limits],
+            "plan": self.plan.to_json(),
+            "replay": self.replay.to_json(),
+            "plots": list(self.plots),
+            "next_commands": list(self.next_commands),
         }
 
 
@@ -76,7 +204,7 @@ def plots_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def _build_cache(db_path: Path) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
+def _build_cache(db_path: Path) -> tuple[int, tuple[PartitionView, ...], tuple[DemoModel, ...]]:
     """Import the sample cluster and runs, learn: (runs imported, partitions, model rows)."""
     partitions, nodes = read_cluster(sample_file("cluster.json"))
     runs = read_task_runs(sample_file("task-runs.json"), source="sample:task-runs.json")
@@ -85,18 +213,11 @@ def _build_cache(db_path: Path) -> tuple[int, list[dict[str, Any]], list[dict[st
         imported = add_observations(store, runs)
         view = cluster_view(load_partitions(store), load_nodes(store))
         learned = learn(store)
-    models = [
-        {
-            "task": m.task,
-            "node_classes": [m.reference, *m.classes],
-            "kind": m.kind,
-            "pearson_r": m.pearson_r,
-            "cpu_weight": m.cpu_weight,
-            "runs": m.n_train,
-        }
+    models = tuple(
+        DemoModel(m.task, (m.reference, *m.classes), m.kind, m.pearson_r, m.cpu_weight, m.n_train)
         for m in learned.task_models
-    ]
-    return imported, view["partitions"], models
+    )
+    return imported, view.partitions, models
 
 
 def sample_argv(db_path: Path, workdir: Path) -> list[str]:
@@ -146,7 +267,7 @@ def limit_rows(explained: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _plan(db_path: Path, plots_dir: Path | None) -> dict[str, Any]:
+def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
     """HEFT on the cached cluster, and the first tasks' submit lines (advisor submit --dry-run)."""
     from advisor.planner.gantt import save_gantt
     from advisor.planner.planning import PlanRequest
@@ -155,39 +276,40 @@ def _plan(db_path: Path, plots_dir: Path | None) -> dict[str, Any]:
     from advisor.wrapper.effects import user
 
     request = PlanRequest(inputs=(str(sample_file(SAMPLE_WORKFLOW)),), db=str(db_path), user=user())
-    plan, data = plan_workflows(request)
+    planned = plan_workflows(request)
     submitted = submit_workflow(request, dry_run=True)
     gantt = None
     if plots_dir is not None:
         gantt = plots_dir / "plan-gantt.png"
-        save_gantt(plan, gantt)
-    workflow = data["workflows"][0]
-    return {
-        "workflow": workflow["name"],
-        "algorithm": data["algorithm"],
-        "makespan_s": data["makespan_s"],
-        "p50_s": data["p50_s"],
-        "p95_s": data["p95_s"],
-        "estimates": workflow["estimates"],
-        "tasks": [
-            {
-                "task": row["id"],
-                "node_class": row["node_class"],
-                "partition": row["partition"],
-                "constraint": row.get("constraint"),
-                "nodelist": row.get("nodelist"),
-                "start_s": row["start_s"],
-                "finish_s": row["finish_s"],
-                "limit_s": row["limit_s"],
-            }
-            for row in data["tasks"]
-        ],
-        "submit_lines": [job["command_line"] for job in submitted["jobs"][:SHOWN_SUBMITS]],
-        "gantt": str(gantt) if gantt else None,
-    }
+        save_gantt(planned.plan, gantt)
+    summary = planned.summary
+    workflow = summary.workflows[0]
+    return DemoPlan(
+        workflow=workflow.name,
+        algorithm=summary.algorithm,
+        makespan_s=summary.makespan_s,
+        p50_s=summary.p50_s,
+        p95_s=summary.p95_s,
+        estimates=workflow.estimates,
+        tasks=tuple(
+            DemoTask(
+                task=row.id,
+                node_class=row.job.node_class if row.job else None,
+                partition=row.job.partition if row.job else None,
+                constraint=row.job.constraint if row.job else None,
+                nodelist=row.job.nodelist if row.job else None,
+                start_s=row.start_s,
+                finish_s=row.finish_s,
+                limit_s=row.job.limit_s if row.job else None,
+            )
+            for row in summary.tasks
+        ),
+        submit_lines=tuple(job.command_line for job in submitted.jobs[:SHOWN_SUBMITS]),
+        gantt=str(gantt) if gantt else None,
+    )
 
 
-def _replay(plots_dir: Path | None) -> dict[str, Any]:
+def _replay(plots_dir: Path | None) -> DemoReplay:
     """The history policy and the baselines replayed on the bundled log."""
     from advisor.accounting.swf import read_swf
 
@@ -202,23 +324,19 @@ def _replay(plots_dir: Path | None) -> dict[str, Any]:
         plot = plots_dir / "replay-limits.png"
         save_limit_series(limit_series(jobs, scores), plot, title=f"replay of {SAMPLE_LOG}")
     advisor = report["policies"]["advisor"]
-    return {
-        "log": SAMPLE_LOG,
-        "attribution": "CEA Curie 2011, from the Parallel Workloads Archive (Feitelson et al.)",
-        "jobs": report["jobs"],
-        "completed": report["completed"],
-        "killed_completed_pct": advisor["killed_completed_pct"],
-        "freed_pct": advisor["freed_pct"],
-        "policies": [
-            {
-                "policy": name,
-                "killed_completed_pct": figures["killed_completed_pct"],
-                "freed_pct": figures["freed_pct"],
-            }
+    return DemoReplay(
+        log=SAMPLE_LOG,
+        attribution="CEA Curie 2011, from the Parallel Workloads Archive (Feitelson et al.)",
+        jobs=report["jobs"],
+        completed=report["completed"],
+        killed_completed_pct=advisor["killed_completed_pct"],
+        freed_pct=advisor["freed_pct"],
+        policies=tuple(
+            PolicyScore(name, figures["killed_completed_pct"], figures["freed_pct"])
             for name, figures in report["policies"].items()
-        ],
-        "plot": str(plot) if plot else None,
-    }
+        ),
+        plot=str(plot) if plot else None,
+    )
 
 
 def next_commands(db_path: Path, workdir: Path) -> list[str]:
@@ -250,17 +368,31 @@ def run_demo(db_path: Path, workdir: Path, *, plots_dir: Path | None = None) -> 
     explained = wrapper_decision(argv)
     plan = _plan(db_path, plots_dir)
     replayed = _replay(plots_dir)
-    plots = [p for p in (replayed["plot"], plan["gantt"]) if p]
+    plots = tuple(p for p in (replayed.plot, plan.gantt) if p)
     return DemoResult(
         cache=os.fspath(db_path),
         imported_runs=imported,
         partitions=partitions,
         models=models,
-        sbatch_argv=["sbatch", *argv],
+        sbatch_argv=("sbatch", *argv),
         sbatch=explained,
-        limits=limit_rows(explained),
+        limits=tuple(limit_rows(explained)),
         plan=plan,
         replay=replayed,
         plots=plots,
-        next_commands=next_commands(db_path, workdir),
+        next_commands=tuple(next_commands(db_path, workdir)),
     )
+
+
+def demo(db: str | None) -> DemoResult:
+    """The demo in a temporary directory (plots kept), or on the cache db names, kept."""
+    if db:
+        kept = Path(db)
+        workdir = demo_files(kept)
+        return run_demo(kept, workdir, plots_dir=workdir if plots_available() else None)
+    plots = Path(tempfile.mkdtemp(prefix="advisor-demo-plots-")) if plots_available() else None
+    with tempfile.TemporaryDirectory(prefix="advisor-demo-") as tmp:
+        result = run_demo(Path(tmp) / "cache.db", Path(tmp), plots_dir=plots)
+    keep = Path("demo.db")
+    again = ("advisor --db demo.db demo", *next_commands(keep, demo_files(keep)))
+    return replace(result, cache="(temporary)", next_commands=again)

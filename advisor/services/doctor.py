@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from advisor.errors import AdvisorError
 from advisor.slurm.conf import conf_settings, lua_export_path
@@ -214,8 +214,30 @@ def guard_check(request: DoctorRequest) -> Check | None:
                  "systemctl status advisor-guard (or run 'advisor guard --once' from cron)")  # fmt: skip
 
 
-def run_doctor(request: DoctorRequest) -> list[Check]:
+@dataclass(frozen=True)
+class Diagnosis:
+    """Every check's answer, in order (schemas/doctor-output.json)."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def failed(self) -> int:
+        """Checks that failed (the command then exits 1)."""
+        return sum(1 for c in self.checks if c.status == FAIL)
+
+    @property
+    def warnings(self) -> int:
+        """Checks that warned."""
+        return sum(1 for c in self.checks if c.status == WARN)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``advisor doctor`` prints."""
+        return {"checks": [c._asdict() for c in self.checks], "failed": self.failed,
+                "warnings": self.warnings}  # fmt: skip
+
+
+def run_doctor(request: DoctorRequest) -> Diagnosis:
     """Every check, in the order an administrator sets things up."""
     checks = [*_cache(request), _published(request), _export(request), _plugin(request)]
     guard = guard_check(request)
-    return [*checks, guard] if guard else checks
+    return Diagnosis(tuple([*checks, guard] if guard else checks))

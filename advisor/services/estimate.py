@@ -30,6 +30,26 @@ class Estimate:
     #: total_flops and the estimators' seconds by name (naive_s, naive_concurrent_s, ...)
     estimates: dict[str, float]
 
+    @property
+    def total_flops(self) -> float:
+        """The workflow's floating-point operations."""
+        return self.estimates["total_flops"]
+
+    @property
+    def naive_s(self) -> float:
+        """Every task one after another."""
+        return self.estimates["naive_s"]
+
+    @property
+    def naive_concurrent_s(self) -> float:
+        """The work spread over all cores, no dependencies."""
+        return self.estimates["naive_concurrent_s"]
+
+    @property
+    def critical_path_s(self) -> float:
+        """Level by level."""
+        return self.estimates["critical_path_s"]
+
     def to_json(self) -> dict[str, Any]:
         """The document the command prints."""
         return {

@@ -29,6 +29,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,63 @@ def write_export(
     """The export as compact JSON, atomically, where no one else can replace it (never the cache)."""
     check_output(path, cache=cache)
     return write_atomically(path, json.dumps(document, sort_keys=True, allow_nan=False) + "\n")
+
+
+@dataclass(frozen=True)
+class TaskLimit:
+    """One task's limit on one partition, as the export holds it."""
+
+    task: str
+    partition: str
+    limit_min: int
+    predicted_s: float
+
+
+@dataclass(frozen=True)
+class Exported:
+    """The limits file written: where, and the document (schemas/export.json) it holds."""
+
+    path: Path
+    document: Mapping[str, Any]
+
+    @property
+    def limits(self) -> tuple[TaskLimit, ...]:
+        """Every task's limit per partition (the shared ones, not the users' own)."""
+        return tuple(
+            TaskLimit(task, part, entry["limit_min"], entry["predicted_s"])
+            for task, doc in self.document["tasks"].items()
+            for part, entry in doc["partitions"].items()
+        )
+
+    @property
+    def tasks(self) -> int:
+        """Tasks with a shared limit."""
+        return len(self.document["tasks"])
+
+    @property
+    def users(self) -> int:
+        """Users with limits of their own."""
+        return len(self.document["users"])
+
+    @property
+    def unusable_names(self) -> int:
+        """Users' job names left out because no job can have them."""
+        return int(self.document["dropped"]["unusable_names"])
+
+    @property
+    def over_cap(self) -> int:
+        """Users' job names left out past the per-user cap."""
+        return int(self.document["dropped"]["over_cap"])
+
+    def to_json(self) -> dict[str, Any]:
+        """The document written, which the command prints."""
+        return dict(self.document)
+
+
+def export_to_file(
+    store: Store, out: str | os.PathLike[str], *, quantile: float, margin: float, generated_at: str
+) -> Exported:
+    """Check the target, build the export from the cache, write it atomically."""
+    check_output(out, cache=store.path)  # before the work, and again when writing
+    document = export_from_cache(store, quantile=quantile, margin=margin, generated_at=generated_at)
+    return Exported(write_export(out, document, cache=store.path), document)

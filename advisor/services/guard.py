@@ -58,6 +58,12 @@ class Extension(NamedTuple):
     left_s: float
     ceiling_s: int
 
+    def to_json(self) -> dict[str, Any]:
+        """The raise as schemas/guard-output.json has it (limits in Slurm's duration form)."""
+        return {"job_id": self.job_id, "user": self.user, "from": format_duration(self.from_s),
+                "to": format_duration(self.to_s), "left_s": round(self.left_s, 1),
+                "ceiling": format_duration(self.ceiling_s)}  # fmt: skip
+
 
 class Poll(NamedTuple):
     """What one poll saw and did."""
@@ -216,20 +222,20 @@ class GuardRun(NamedTuple):
     extensions: tuple[Extension, ...]
     last: Poll | None
 
+    @property
+    def watched(self) -> int | None:
+        """Jobs watched at the last poll (None when no poll succeeded)."""
+        return self.last.watched if self.last else None
+
     def to_json(self) -> dict[str, Any]:
         """The run as schemas/guard-output.json has it (limits in Slurm's duration form)."""
         return {
             "polls": self.polls,
             "failed_polls": self.failed_polls,
             "running": self.last.running if self.last else None,
-            "watched": self.last.watched if self.last else None,
-            "extensions": [
-                {"job_id": e.job_id, "user": e.user, "from": format_duration(e.from_s),
-                 "to": format_duration(e.to_s), "left_s": round(e.left_s, 1),
-                 "ceiling": format_duration(e.ceiling_s)}
-                for e in self.extensions
-            ],
-        }  # fmt: skip
+            "watched": self.watched,
+            "extensions": [e.to_json() for e in self.extensions],
+        }
 
 
 def run_guard(

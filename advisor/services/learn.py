@@ -32,8 +32,7 @@ from advisor.models.censoring import imputed_runtime
 from advisor.models.class_model import ClassModel, UserRuns
 from advisor.models.context import NodeContext, load_node_context
 from advisor.models.fitting import fit_models
-from advisor.models.node_factor import class_factor
-from advisor.models.predict import PAPER, transferred_model
+from advisor.models.predict import PAPER, factor_to, transferred_model
 from advisor.models.reference import ReferenceModel
 from advisor.models.transfer import TAU
 from advisor.store.connection import Store
@@ -139,7 +138,7 @@ class _Replay:
         if found is not None:
             return found
         model = self.references[task]
-        factor = class_factor(model.reference, node_class, self.context.scores, model.cpu_weight)
+        factor = factor_to(model, node_class, self.context.scores)
         return transferred_model(model, node_class, factor, tau=self.tau)
 
     def mine(self, user: str, task: str, node_class: str) -> UserRuns:

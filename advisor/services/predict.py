@@ -14,8 +14,7 @@ from advisor.errors import InputError, UnknownTaskError
 from advisor.inputs import total_uncompressed
 from advisor.models.context import NodeContext, load_node_context
 from advisor.models.loading import load_models
-from advisor.models.node_factor import class_factor
-from advisor.models.predict import ClassPrediction, NoFactorError, TaskModels, predict_on
+from advisor.models.predict import ClassPrediction, NoFactorError, TaskModels, predict_task
 from advisor.models.queries import read_queries
 from advisor.models.reference import ReferenceModel
 from advisor.store.connection import Store
@@ -35,10 +34,8 @@ class _Loaded:
         method: str,
         cores: int | None,
     ) -> ClassPrediction:
-        ref = self.reference
-        factor = class_factor(ref.reference, node_class, context.scores, ref.cpu_weight)
-        return predict_on(
-            self.models, node_class, float(input_bytes), factor=factor, method=method, cores=cores
+        return predict_task(
+            self.models, node_class, float(input_bytes), context.scores, method=method, cores=cores
         )
 
 

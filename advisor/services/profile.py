@@ -63,6 +63,29 @@ class NodeOutcome:
     run_id: int | None = None
     node_class: str | None = None
 
+    @property
+    def status(self) -> str:
+        """stored, or failed (with the error)."""
+        return "failed" if self.error else "stored"
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """The run's scores by metric (none when it failed)."""
+        return {m: r.value for m, r in self.run.results.items()} if self.run else {}
+
+    def to_json(self) -> dict[str, Any]:
+        """The node's row in schemas/profile-output.json."""
+        return {
+            "node": self.node,
+            "partition": self.partition,
+            "status": self.status,
+            "run_id": self.run_id,
+            "node_class": self.node_class,
+            "measured_at": self.run.measured_at if self.run else None,
+            "scores": self.scores,
+            "error": self.error,
+        }
+
 
 @dataclass(frozen=True)
 class Target:
@@ -168,19 +191,7 @@ class Profiled:
 
     def to_json(self) -> dict[str, Any]:
         """One row per node, stored or failed, with its scores."""
-        rows = [
-            {
-                "node": o.node,
-                "partition": o.partition,
-                "status": "failed" if o.error else "stored",
-                "run_id": o.run_id,
-                "node_class": o.node_class,
-                "measured_at": o.run.measured_at if o.run else None,
-                "scores": {m: r.value for m, r in o.run.results.items()} if o.run else {},
-                "error": o.error,
-            }
-            for o in self.outcomes
-        ]
+        rows = [o.to_json() for o in self.outcomes]
         return {"nodes": rows, "stored": len(rows) - len(self.failed), "failed": len(self.failed)}
 
 
@@ -190,7 +201,7 @@ def profile_cluster(
     request: ProfileRequest,
     *,
     progress: Progress | None = None,
-) -> list[NodeOutcome]:
+) -> Profiled:
     """Profile the selected nodes in parallel and store every run that succeeded, in one go."""
     partitions, nodes = backend.partitions(), backend.nodes()
     targets = select_targets(partitions, nodes, request)
@@ -210,7 +221,7 @@ def profile_cluster(
         run_ids, classes = record_runs(store, [o.run for o in stored if o.run is not None])
     ids = {o.node: run_id for o, run_id in zip(stored, run_ids, strict=True)}
     order = {t.node: index for index, t in enumerate(targets)}
-    return sorted(
+    return Profiled(tuple(sorted(
         (replace(o, run_id=ids.get(o.node), node_class=classes.get(o.node)) for o in outcomes),
         key=lambda o: order[o.node],
-    )
+    )))

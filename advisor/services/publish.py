@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from advisor.errors import AdvisorError
 from advisor.output_target import check_output
@@ -81,6 +82,16 @@ class PublishedCopy:
     schema_version: int
     task_models: int
     journal_mode: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``advisor publish`` prints (schemas/publish-output.json)."""
+        return {
+            "path": str(self.path),
+            "size_bytes": self.size_bytes,
+            "schema_version": self.schema_version,
+            "task_models": self.task_models,
+            "journal_mode": self.journal_mode,
+        }
 
 
 def publish_copy(

@@ -38,6 +38,11 @@ class FileRuns:
     path: str
     runs: tuple[Observation, ...]
 
+    def to_json(self) -> dict[str, Any]:
+        """The file's row: its path, runs and tasks."""
+        return {"path": str(Path(self.path)), "runs": len(self.runs),
+                "tasks": len({r.task for r in self.runs})}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class RunsImported:
@@ -46,17 +51,23 @@ class RunsImported:
     runs_format: str
     files: tuple[FileRuns, ...]
 
+    @property
+    def imported(self) -> int:
+        """Runs stored, over all files."""
+        return sum(len(file.runs) for file in self.files)
+
+    @property
+    def tasks(self) -> int:
+        """Distinct tasks over all files."""
+        return len({run.task for file in self.files for run in file.runs})
+
     def to_json(self) -> dict[str, Any]:
         """The summary the command prints."""
-        everything = [run for file in self.files for run in file.runs]
         return {
             "format": self.runs_format,
-            "imported": len(everything),
-            "tasks": len({r.task for r in everything}),
-            "files": [
-                {"path": str(Path(f.path)), "runs": len(f.runs), "tasks": len({r.task for r in f.runs})}
-                for f in self.files
-            ],
+            "imported": self.imported,
+            "tasks": self.tasks,
+            "files": [f.to_json() for f in self.files],
         }
 
 

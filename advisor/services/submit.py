@@ -8,32 +8,42 @@ rejects what the advisor added, the job's own arguments without it) with
 sbatch and every job id as soon as it exists (``advisor.store.workflows``).  When a submission
 fails, the jobs already submitted stay (they are listed in the error) and nothing more is sent.
 ``--dry-run`` reads the cache only and prints each sbatch command line, ``<task id>`` standing
-for a parent's job id.
+for a parent's job id.  ``--status`` (``workflow_status``) compares a submitted run with what
+sacct says (``advisor.planner.run_status``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from advisor.errors import InputError, SlurmCommandError, UsageError
 from advisor.planner.cluster_planning import ClusterPlan, plan_on_cluster
 from advisor.planner.jobs import JobSpec, placeholder
 from advisor.planner.planning import PlanRequest
+from advisor.planner.run_status import MARGIN, Accounting, RunStatus, compare, local_time
+from advisor.planner.summary import PlanSummary
 from advisor.planner.uncertainty import replay_order
 from advisor.slurm.records import JobRecord
 from advisor.store.advice import Advice, record_advice
 from advisor.store.connection import Store
-from advisor.store.workflows import WorkflowJob, WorkflowRun, finish_run, set_job, start_run
+from advisor.store.workflows import (
+    WorkflowJob,
+    WorkflowRun,
+    finish_run,
+    load_run,
+    set_job,
+    start_run,
+)
 from advisor.wrapper.explain import command_line
 from advisor.wrapper.submit import Prepared, SideEffects, record, submit
 
 
 def submit_workflow(
     request: PlanRequest, *, dry_run: bool = False, side: SideEffects | None = None
-) -> dict[str, Any]:
+) -> Submission:
     """Plan the one workflow of the request and submit it (or only show the sbatch lines)."""
     if len(request.inputs) != 1:
         raise UsageError("advisor submit takes exactly one workflow")
@@ -72,7 +82,7 @@ def _check_commands(found: ClusterPlan) -> None:
             )
 
 
-def _dry_run(found: ClusterPlan) -> list[dict[str, Any]]:
+def _dry_run(found: ClusterPlan) -> list[SubmittedJob]:
     _check_commands(found)
     rows = []
     for task in submission_order(found):
@@ -82,46 +92,105 @@ def _dry_run(found: ClusterPlan) -> list[dict[str, Any]]:
     return rows
 
 
-def _job_row(job: JobSpec, job_id: int | None, argv: tuple[str, ...]) -> dict[str, Any]:
-    return {
-        "id": job.task_id,
-        "job_id": job_id,
-        "task": job.model_task,
-        "node_class": job.node_class,
-        "partition": job.partition,
-        "constraint": job.pinning.constraint,
-        "nodelist": job.pinning.nodelist,
-        "limit_s": job.limit_s,
-        "start_s": job.start_s,
-        "finish_s": job.finish_s,
-        "dependencies": list(job.parents),
-        "argv": list(argv),
-        "command_line": command_line(argv),
-    }
+@dataclass(frozen=True)
+class SubmittedJob:
+    """One task's sbatch: its job id (None in a dry run), pinning, limit and command line."""
+
+    id: str
+    job_id: int | None
+    task: str
+    node_class: str
+    partition: str
+    constraint: str | None
+    nodelist: str | None
+    limit_s: int | None
+    start_s: float
+    finish_s: float
+    dependencies: tuple[str, ...]
+    argv: tuple[str, ...]
+
+    @property
+    def command_line(self) -> str:
+        """The sbatch command as a shell would take it."""
+        return command_line(self.argv)
+
+    def to_json(self) -> dict[str, Any]:
+        """The job's row in schemas/submit-output.json."""
+        return {
+            "id": self.id,
+            "job_id": self.job_id,
+            "task": self.task,
+            "node_class": self.node_class,
+            "partition": self.partition,
+            "constraint": self.constraint,
+            "nodelist": self.nodelist,
+            "limit_s": self.limit_s,
+            "start_s": self.start_s,
+            "finish_s": self.finish_s,
+            "dependencies": list(self.dependencies),
+            "argv": list(self.argv),
+            "command_line": self.command_line,
+        }
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A workflow submitted (or dry-run): its run, the plan's figures, and every job."""
+
+    run_id: int | None
+    state: str
+    workflow: str
+    source: str
+    cluster: str | None
+    summary: PlanSummary
+    jobs: tuple[SubmittedJob, ...]
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``advisor submit`` prints (schemas/submit-output.json)."""
+        plan = self.summary
+        return {
+            "run_id": self.run_id,
+            "state": self.state,
+            "workflow": self.workflow,
+            "source": self.source,
+            "cluster": self.cluster,
+            "algorithm": plan.algorithm,
+            "makespan_s": plan.makespan_s,
+            "slurm_makespan_s": plan.slurm_makespan_s,
+            "dispatch": None if plan.dispatch is None else plan.dispatch.summary(),
+            "p50_s": plan.p50_s,
+            "p95_s": plan.p95_s,
+            "estimates": None if plan.estimates is None else dict(plan.estimates),
+            "jobs": [job.to_json() for job in self.jobs],
+            "warnings": list(self.warnings),
+        }
+
+
+def _job_row(job: JobSpec, job_id: int | None, argv: tuple[str, ...]) -> SubmittedJob:
+    return SubmittedJob(
+        id=job.task_id,
+        job_id=job_id,
+        task=job.model_task,
+        node_class=job.node_class,
+        partition=job.partition,
+        constraint=job.pinning.constraint,
+        nodelist=job.pinning.nodelist,
+        limit_s=job.limit_s,
+        start_s=job.start_s,
+        finish_s=job.finish_s,
+        dependencies=tuple(job.parents),
+        argv=tuple(argv),
+    )
 
 
 def _summary(
-    found: ClusterPlan, rows: list[dict[str, Any]], run_id: int | None, state: str,
+    found: ClusterPlan, rows: list[SubmittedJob], run_id: int | None, state: str,
     cluster: str | None, warnings: list[str] | None = None,
-) -> dict[str, Any]:
+) -> Submission:
     workflow = found.workflows[0]
-    data = found.data
-    return {
-        "run_id": run_id,
-        "state": state,
-        "workflow": workflow.name,
-        "source": workflow.source,
-        "cluster": cluster,
-        "algorithm": data["algorithm"],
-        "makespan_s": data["makespan_s"],
-        "slurm_makespan_s": data["slurm_makespan_s"],
-        "dispatch": data["dispatch"],
-        "p50_s": data["p50_s"],
-        "p95_s": data["p95_s"],
-        "estimates": data["estimates"],
-        "jobs": rows,
-        "warnings": warnings or [],
-    }
+    return Submission(run_id, state, workflow.name, workflow.source, cluster, found.summary,
+                      tuple(rows), tuple(warnings or ()))
 
 
 def _workflow_job(job: JobSpec) -> WorkflowJob:
@@ -133,7 +202,7 @@ def _workflow_job(job: JobSpec) -> WorkflowJob:
     )
 
 
-def _submitted(found: ClusterPlan, store: Store, side: SideEffects) -> dict[str, Any]:
+def _submitted(found: ClusterPlan, store: Store, side: SideEffects) -> Submission:
     _check_commands(found)
 
     def to_store(_: str | None, advice: Advice) -> None:
@@ -144,13 +213,13 @@ def _submitted(found: ClusterPlan, store: Store, side: SideEffects) -> dict[str,
     cluster = side.cluster()
     run = WorkflowRun(
         name=found.workflows[0].name, source=found.workflows[0].source,
-        algorithm=found.data["algorithm"], user=side.user(),
-        planned_makespan_s=found.data["makespan_s"], p50_s=found.data["p50_s"],
-        p95_s=found.data["p95_s"], cluster=cluster,
+        algorithm=found.summary.algorithm, user=side.user(),
+        planned_makespan_s=found.summary.makespan_s, p50_s=found.summary.p50_s,
+        p95_s=found.summary.p95_s, cluster=cluster,
     )
     run_id = start_run(store, run, [_workflow_job(found.jobs[t]) for t in order])
     job_ids: dict[str, int] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[SubmittedJob] = []
     warnings: list[str] = []
     for task in order:
         job = found.jobs[task]
@@ -174,3 +243,20 @@ def _submitted(found: ClusterPlan, store: Store, side: SideEffects) -> dict[str,
         rows.append(_job_row(job, done.job_id, ("sbatch", *done.argv)))
     finish_run(store, run_id, "submitted")
     return _summary(found, rows, run_id, "submitted", cluster, warnings)
+
+
+def workflow_status(
+    db: str | None, run_id: int | None = None, *, accounting: Accounting = _sacct,
+    now: Callable[[], datetime] = datetime.now,
+) -> RunStatus:
+    """The comparison for a run (the newest when run_id is None)."""
+    with Store.open(db, readonly=True) as store:
+        loaded = load_run(store, run_id)
+    if loaded is None:
+        what = "no workflow has been submitted" if run_id is None else f"no workflow run {run_id}"
+        raise InputError(what, hint="submit one with 'advisor submit WORKFLOW'")
+    run, jobs = loaded
+    ids = [job.job_id for job in jobs if job.job_id is not None]
+    submitted = local_time(run.created_at) if run.created_at else now() - timedelta(days=1)
+    records = accounting(submitted - MARGIN, now() + MARGIN, ids) if ids else []
+    return compare(run, jobs, records, submitted)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.models.node_factor import class_factor
-from advisor.models.predict import TaskModels, predict_on
+from advisor.models.predict import TaskModels, predict_task
 
 
 class Forecast(NamedTuple):
@@ -67,13 +66,8 @@ class ModelPredictor(NamedTuple):
             return None
         reference = models.reference
         size = input_bytes if input_bytes is not None else self.default_input_bytes(task)
-        factor = None
-        if reference is not None:
-            factor = class_factor(
-                reference.reference, node_class, self.scores, reference.cpu_weight
-            )
         try:
-            found = predict_on(models, node_class, float(size or 0), factor=factor)
+            found = predict_task(models, node_class, float(size or 0), self.scores)
         except LookupError:  # no model, or no factor relating the class to the reference
             return None
         runs = found.runs_on_class

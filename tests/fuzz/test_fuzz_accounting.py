@@ -91,7 +91,7 @@ def test_swf_files_for_update_and_replay(
     ingested(store, path, "swf")
     jobs = outcome(replay_log, path)
     if not isinstance(jobs, InputError):
-        json.dumps(replay_report(jobs, source=str(path)), allow_nan=False)
+        json.dumps(replay_report(jobs, source=str(path)).to_json(), allow_nan=False)
 
 
 def replay_log(path: Path) -> list[object]:

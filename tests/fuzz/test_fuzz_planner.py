@@ -18,7 +18,7 @@ from advisor.errors import InputError, InvalidWorkflowError
 from advisor.planner.model import Task, Workflow
 from advisor.planner.planning import PlanRequest
 from advisor.planner.platform import load_platform, parse_flops
-from advisor.services.plan import plan_workflows
+from advisor.services.plan import Planned, plan_workflows
 from tests.helpers.hostile import budget, field, mutated_json, outcome, rejected, write
 from tests.helpers.hostile_files import PLATFORMS, PROBLEM_KEYS, PROBLEMS, WF_KEYS, WORKFLOWS
 from tests.helpers.paths import TEST_DATA
@@ -33,7 +33,7 @@ def planned(path: Path, **options: Any) -> object:
     if isinstance(result, InputError):
         assert str(path) in result.message or "--" in result.message
         return result
-    plan, data = result
+    plan, data = result.plan, result.to_json()
     json.dumps(data, allow_nan=False)
     assert len(plan.placements) == plan.problem.n_tasks
     return result
@@ -175,8 +175,8 @@ def test_a_cycle_through_100k_tasks_is_found_without_recursion() -> None:
 def test_a_100k_task_workflow_loads_and_plans(scratch: Path) -> None:
     """The one large case: a WfFormat chain of 100,000 tasks, read, validated and planned."""
     result = planned(write(scratch / "big.json", _chain_15(100_000)))
-    assert isinstance(result, tuple)
-    assert result[1]["makespan_s"] == pytest.approx(100_000.0)
+    assert isinstance(result, Planned)
+    assert result.summary.makespan_s == pytest.approx(100_000.0)
 
 
 @pytest.mark.parametrize(
@@ -202,5 +202,5 @@ def test_integral_float_edge_indices_are_read_as_indices(scratch: Path) -> None:
     # Regression: jsonschema counts 0.0 as an "integer"; the index then raised TypeError.
     problem = {"computation_cost": [[1], [2]], "edges": [[0.0, 1.0, 0]]}
     result = planned(write(scratch / "problem.json", json.dumps(problem)))
-    assert not isinstance(result, InputError)
-    assert result[1]["makespan_s"] == 3.0  # type: ignore[index]
+    assert isinstance(result, Planned)
+    assert result.summary.makespan_s == 3.0

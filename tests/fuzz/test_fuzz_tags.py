@@ -169,9 +169,9 @@ def test_tagged_jobs_are_ingested_and_reported(
         result = update_from_file(store, path, kind="sacct")
         json.dumps(result, allow_nan=False)
         assert result["stored"] == size
-        limits, _ = limits_report(store, Selection(), now=NOW)
+        limits = limits_report(store, Selection(), now=NOW).report.to_json()
         validate(json.loads(json.dumps(limits, allow_nan=False)), "report-limits", source="limits")
-        accuracy = accuracy_report(store, Selection(), now=NOW).data
+        accuracy = accuracy_report(store, Selection(), now=NOW).report.to_json()
         validate(json.loads(json.dumps(accuracy, allow_nan=False)), "report-accuracy", source="accuracy")
         count("update + both reports: ok")
     finally:

@@ -65,7 +65,7 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
 @pytest.fixture
 def no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
     """The demo without matplotlib's PNGs (tests/unit/services/test_demo.py draws them once)."""
-    monkeypatch.setattr("advisor.cli.demo_cmd.plots_available", lambda: False)
+    monkeypatch.setattr("advisor.services.demo.plots_available", lambda: False)
 
 
 @pytest.mark.parametrize("where", ["before", "after"])

@@ -43,7 +43,7 @@ def test_bash_completes_commands_subcommands_options_and_choices() -> None:
 def test_bash_completes_files_and_the_caches_partitions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("advisor.cli.demo_cmd.plots_available", lambda: False)
+    monkeypatch.setattr("advisor.services.demo.plots_available", lambda: False)
     db = tmp_path / "demo.db"
     assert main(["--db", str(db), "demo", "--format", "json"]) == 0
     assert _bash_complete("advisor", "--db", str(db), "sbatch", "-p", "") == [

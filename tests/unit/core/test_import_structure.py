@@ -12,29 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.imports import ImportStatement, file_imports, module_name
+
 ROOT = Path(__file__).resolve().parents[3] / "advisor"
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+MODULES = {module_name(path, ROOT.parent): path for path in sorted(ROOT.rglob("*.py"))}
 
 
-MODULES = {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
-
-
-def _targets(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
-    """The advisor modules one import statement loads (``from P import m`` loads P.m if a module)."""
-    if isinstance(node, ast.Import):
-        names = [alias.name for alias in node.names]
-    else:
-        if node.level:
-            package = module.split(".") if MODULES[module].name == "__init__.py" else module.split(".")[:-1]
-            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
-        else:
-            base = node.module or ""
-        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
-                 for alias in node.names]  # fmt: skip
+def _targets(module: str, statement: ImportStatement) -> Iterator[str]:
+    """The advisor modules one import loads (``from P import m`` loads P.m if a module, else P)."""
+    base = statement.module
+    names = [f"{base}.{n}" if f"{base}.{n}" in MODULES else base for n in statement.names] or [base]
     for name in names:
         while name not in MODULES and "." in name:  # import advisor.x.y.Class -> advisor.x.y
             name = name.rsplit(".", 1)[0]
@@ -47,10 +36,9 @@ def _imports() -> dict[str, dict[str, int]]:
     graph: dict[str, dict[str, int]] = {}
     for module, path in MODULES.items():
         edges: dict[str, int] = {}
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for target in _targets(module, node):
-                    edges.setdefault(target, node.lineno)
+        for statement in file_imports(path, ROOT.parent):
+            for target in _targets(module, statement):
+                edges.setdefault(target, statement.line)
         graph[module] = edges
     return graph
 

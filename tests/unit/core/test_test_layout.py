@@ -7,9 +7,9 @@ imported, and moving either file breaks the other.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
+from tests.helpers.imports import file_imports, module_name
 from tests.helpers.paths import REPO
 
 TESTS = REPO / "tests"
@@ -22,27 +22,14 @@ def python_files() -> list[Path]:
     return sorted(p for p in TESTS.rglob("*.py") if TESTS / "data" not in p.parents)
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imported(path: Path, tree: ast.Module) -> list[tuple[int, str]]:
-    """(line, module) for every import in path, relative ones resolved, ``from P import M``
-    counted as an import of P.M where M is a module of package P."""
-    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            found.append((node.lineno, base))
-            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
-    return found
+def imported(path: Path, source: str | None = None) -> list[tuple[int, str]]:
+    """(line, module) for every import in path, ``from P import M`` also counted as P.M (M may be
+    a module of package P)."""
+    return [
+        (s.line, name)
+        for s in file_imports(path, REPO, source)
+        for name in (s.module, *(f"{s.module}.{n}" for n in s.names))
+    ]
 
 
 def is_test_module(module: str) -> bool:
@@ -56,9 +43,8 @@ def is_test_module(module: str) -> bool:
 def test_no_module_under_tests_imports_a_test_module_or_a_conftest() -> None:
     offences = []
     for path in python_files():
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for line, module in imported(path, tree):
-            if is_test_module(module) and module != module_name(path):
+        for line, module in imported(path):
+            if is_test_module(module) and module != module_name(path, REPO):
                 offences.append(f"{path.relative_to(REPO)}:{line}: imports {module}")
     assert not offences, "tests/helpers is for what tests share:\n" + "\n".join(offences)
 
@@ -75,7 +61,7 @@ def test_the_check_sees_every_form_of_such_an_import(tmp_path: Path) -> None:
         "from tests.helpers.caches import train\n"
     )
     path = UNIT / "planner" / "test_example.py"
-    modules = [m for _, m in imported(path, ast.parse(source)) if is_test_module(m)]
+    modules = [m for _, m in imported(path, source) if is_test_module(m)]
     assert modules == [
         "tests.unit.wrapper.test_store",
         "tests.unit.planner.test_contract",

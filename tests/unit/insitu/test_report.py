@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from advisor.cli import main
 from advisor.errors import InputError
 from advisor.insitu.model import makespan_s
-from advisor.insitu.report import analyse_steps, insitu_time_limit_s, report_data
+from advisor.insitu.report import analyse_steps, insitu_time_limit_s
 from advisor.insitu.steps import read_steps
 from advisor.validate import validate
 from tests.helpers.paths import TEST_DATA
@@ -155,6 +155,15 @@ def test_time_limit_is_monotone(
     )
 
 
-def test_report_data_round_trips_through_json() -> None:
-    data = report_data(_REPORT)
+def test_the_json_form_round_trips_and_says_what_the_attributes_say() -> None:
+    data = _REPORT.to_json()
     assert json.loads(json.dumps(data, allow_nan=False)) == data
+    assert data["sigma_bar_s"] == _REPORT.steady.period_s
+    assert data["sigma_s"] == pytest.approx(_REPORT.steady.period_s + _REPORT.sigma_prime_s)
+    assert data["steps_used"] == _REPORT.window.total_steps
+    assert [c["name"] for c in data["components"]] == [c.name for c in _REPORT.components]
+    assert [c["utilisation"] for c in data["components"]] == [
+        c.utilisation for c in _REPORT.components
+    ]
+    assert data["model"] == _REPORT.model == "paper"  # S, W, R, A with a one-frame buffer
+    assert all(0.0 <= c.utilisation <= 1.0 for c in _REPORT.components)

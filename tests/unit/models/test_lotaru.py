@@ -15,7 +15,14 @@ from advisor.models.cpu_weight import cpu_weight, pair_runs
 from advisor.models.features import X_UNIT_BYTES
 from advisor.models.lotaru import fit_reference
 from advisor.models.node_factor import Twin, class_factor, class_scores, with_twins
-from advisor.models.predict import TaskModels, predict_on, task_models_from_rows, transferred_model
+from advisor.models.predict import (
+    NoFactorError,
+    TaskModels,
+    predict_on,
+    predict_task,
+    task_models_from_rows,
+    transferred_model,
+)
 from advisor.models.reference import ReferenceModel
 from advisor.store.observations import Observation
 from advisor.validate import schema
@@ -141,6 +148,18 @@ def test_transferred_prediction_is_the_reference_times_the_factor() -> None:
     assert slow.predictive.p95_s - slow.predictive.mean_s > 2 * (
         local.predictive.p95_s - local.predictive.mean_s
     )
+
+
+def test_predict_task_takes_the_factor_from_the_scores_and_the_cpu_weight() -> None:
+    ref = fit_reference(XS, _linear(XS, 10, 3), reference="local", cpu_weight=1.0)
+    models = TaskModels("bwa", ref)
+    slow = predict_task(models, "slow", 8 * GB, SCORES)
+    assert slow.factor == pytest.approx(2.0)  # the CPU-bound task on a CPU half as fast
+    assert slow.predictive == predict_on(models, "slow", 8 * GB, factor=2.0).predictive
+    half = predict_task(TaskModels("bwa", ref._replace(cpu_weight=0.5)), "slow", 8 * GB, SCORES)
+    assert 1.0 < half.factor < 2.0
+    with pytest.raises(NoFactorError):
+        predict_task(models, "unknown", 8 * GB, SCORES)
 
 
 def test_stored_params_validate_and_round_trip() -> None:

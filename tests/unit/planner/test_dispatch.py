@@ -154,7 +154,7 @@ def test_the_cache_measures_earlier_submitted_runs_and_survives_sacct_down(
         assert sorted(found.dependency_s) == [2.0] * 9  # every worker, and the join
         assert found.first_s == (2.0,)  # submitted at 12:00, started at 12:00:02
         assert measured_dispatch(store, fetch=down) is None  # nothing ingested: no model
-    status = compare(run, jobs, records, datetime(2026, 1, 1, 12))
+    status = compare(run, jobs, records, datetime(2026, 1, 1, 12)).to_json()
     validate(status, "submit-output", source="status")
     assert status["actual_vs_p50"] == pytest.approx((9.0 - run.p50_s) / run.p50_s)
     assert status["within_p95"] is (run.p95_s >= 9.0)

@@ -22,7 +22,8 @@ def wfinstances(shared_data: Path) -> list[Path]:
 @pytest.mark.parametrize("algorithm", sorted(SCHEDULERS))
 def test_every_wfinstance_plans_on_its_recorded_machines(shared_data: Path, algorithm: str) -> None:
     for path in wfinstances(shared_data):
-        plan, data = plan_workflows(PlanRequest((str(path),), algorithm=algorithm, samples=20))
+        planned = plan_workflows(PlanRequest((str(path),), algorithm=algorithm, samples=20))
+        plan, data = planned.plan, planned.to_json()
         validate(data, "plan-output", source=str(path))
         row = data["workflows"][0]
         assert row["recorded_makespan_s"] > 0
@@ -36,8 +37,9 @@ def test_every_wfinstance_plans_on_its_recorded_machines(shared_data: Path, algo
 
 def test_blast_benchmark_plans_and_estimates(shared_data: Path) -> None:
     blast = str(shared_data / "workflows" / "blast-benchmark-200.json")
-    plan, data = plan_workflows(PlanRequest((blast,), platform="summit", flops_per_unit="100Gf",
-                                            nodes=10, cores=10, samples=20))
+    planned = plan_workflows(PlanRequest((blast,), platform="summit", flops_per_unit="100Gf",
+                                         nodes=10, cores=10, samples=20))
+    plan, data = planned.plan, planned.to_json()
     assert len(data["tasks"]) == 198
     estimates = estimate_workflow(blast, platform="summit", nodes=10, cores=10,
                                   flops_per_unit="100Gf").to_json()

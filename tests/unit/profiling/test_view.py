@@ -8,7 +8,7 @@ import pytest
 
 from advisor.cli.nodes_cmd import _result
 from advisor.errors import InputError
-from advisor.profiling.view import nodes_view
+from advisor.profiling.view import load_nodes_view, nodes_view
 from advisor.slurm.records import Node, Partition
 from advisor.store import Store
 from advisor.store.benchmarks import BenchRun, Measurement, save_bench_run
@@ -79,6 +79,6 @@ def test_empty_cache_has_no_reference() -> None:
 
 def test_table_warns_when_tools_differ(store: Store) -> None:
     save_bench_run(store, run("f1", "2026-11-29T11:30:00+00:00", tool="sysbench", cpu_single_events_s=9))
-    result = _result(nodes_view(store, reference="c1", now=NOW))
+    result = _result(load_nodes_view(store, reference="c1", now=NOW))
     assert any("f1 were measured with another tool than c1 (builtin)" in note for note in result.notes)
     assert {row["age"] for row in result.tables[0].rows} >= {"1h", "30m", ""}

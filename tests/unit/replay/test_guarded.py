@@ -63,7 +63,7 @@ def test_a_guarded_job_outliving_its_first_limit_is_raised_not_killed() -> None:
     jobs = [make(0, 0, 300, 1000), make(1, 400, 5, 1000)]
     policy = Tight(60)
     score = replay(jobs, [policy])["tight"]
-    figures = score.result()
+    figures = score.result().to_json()
     assert policy.learned[0] == (0, 300.0, "COMPLETED")  # its true runtime, no TIMEOUT
     assert figures["killed_all_pct"] == 0.0 and figures["killed_completed_pct"] == 0.0
     assert figures["raises_by_count"] == {"2": 1} and figures["raises"] == 2
@@ -75,7 +75,7 @@ def test_a_guarded_job_outliving_its_first_limit_is_raised_not_killed() -> None:
 def test_the_guard_stops_at_the_request_where_the_job_would_have_died_anyway() -> None:
     jobs = [make(0, 0, 5000, 1800, state="TIMEOUT"), make(1, 9000, 10, 1800)]
     policy = Tight(60)
-    figures = replay(jobs, [policy])["tight"].result()
+    figures = replay(jobs, [policy])["tight"].result().to_json()
     assert figures["raises_by_count"] == {"4": 1}  # 120, 420, 1320, then the request 1800
     assert figures["killed_all_pct"] == 0.0  # at the user's own request: not the advisor's kill
     assert policy.learned[0] == (0, 5000.0, "TIMEOUT")
@@ -88,7 +88,7 @@ def test_the_same_limit_without_the_guard_kills() -> None:
 
     jobs = [make(0, 0, 300, 1000), make(1, 400, 5, 1000)]
     policy = Plain(60)
-    figures = replay(jobs, [policy])["plain"].result()
+    figures = replay(jobs, [policy])["plain"].result().to_json()
     assert figures["killed_all_pct"] == 50.0 and "raises" not in figures
     assert policy.learned[0] == (0, 60.0, "TIMEOUT")
 
@@ -107,7 +107,7 @@ def test_the_guarded_policy_proposes_for_every_job_with_enough_history() -> None
 
 def test_groups_of_a_guarded_policy_count_raises_too() -> None:
     jobs = [make(0, 0, 300, 1000), make(1, 0, 30, 1000)]
-    report = replay_report(jobs, source="x", by="user")
+    report = replay_report(jobs, source="x", by="user").to_json()
     group = report["groups"][0]["policies"]["guarded"]
     assert group["raises"] == report["policies"]["guarded"]["raises"] == 0  # no history yet
     validate(report, "replay-output", source="replay --by user")
@@ -129,12 +129,16 @@ def test_the_schedule_runs_each_policys_limits_and_keeps_killed_work_short() -> 
     contenders = [Kill(), Tight(60)]
     scores = replay(jobs, contenders, keep=("kill", "tight"))
     result = schedule_figures(jobs, scores, Machine(2, "test"))
-    kill, tight = result["figures"]["kill"], result["figures"]["tight"]
-    assert kill["mean_wait_s"] == pytest.approx((0 + 59) / 2)  # job 1 starts at 60
-    assert tight["mean_wait_s"] == pytest.approx((0 + 99) / 2)  # raised: job 1 starts at 100
-    assert tight["schedule_raises"] == 1  # 60 -> 120 at 40; ended at 100 before the next
-    assert kill["utilisation"] == pytest.approx((2 * 60 + 2 * 10) / (2 * 70))
-    assert tight["mean_bounded_slowdown"] == pytest.approx((1 + (99 + 10) / 10) / 2)
+    kill, tight = result.figures["kill"], result.figures["tight"]
+    assert kill.mean_wait_s == pytest.approx((0 + 59) / 2)  # job 1 starts at 60
+    assert tight.mean_wait_s == pytest.approx((0 + 99) / 2)  # raised: job 1 starts at 100
+    assert tight.schedule_raises == 1  # 60 -> 120 at 40; ended at 100 before the next
+    assert kill.schedule_raises is None and "schedule_raises" not in kill.to_json()
+    assert kill.utilisation == pytest.approx((2 * 60 + 2 * 10) / (2 * 70))
+    assert tight.mean_bounded_slowdown == pytest.approx((1 + (99 + 10) / 10) / 2)
+    assert (result.procs, result.procs_from, result.jobs, result.clipped_to_machine) == (
+        2, "test", 2, 0,
+    )
 
 
 def test_the_machine_of_an_swf_log_is_its_header_else_its_peak_allocation() -> None:
@@ -209,8 +213,9 @@ def scheduled(request: pytest.FixtureRequest, shared_data: Path) -> dict[str, An
     jobs = replay_jobs(read_swf(path))
     contenders = policies()
     scores = replay(jobs, contenders, keep=[p.name for p in contenders])
-    figures = {name: score.result() for name, score in scores.items()}
-    schedule = schedule_figures(jobs, scores, swf_machine(swf_header(path), jobs))["figures"]
+    figures = {name: score.result().to_json() for name, score in scores.items()}
+    simulated = schedule_figures(jobs, scores, swf_machine(swf_header(path), jobs))
+    schedule = {name: figures.to_json() for name, figures in simulated.figures.items()}
     return {"replay": figures, "schedule": schedule}
 
 

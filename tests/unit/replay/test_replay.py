@@ -45,7 +45,7 @@ def run(
 ) -> tuple[Scripted, dict[str, float]]:
     policy = Scripted(proposals)
     score = replay(jobs, [policy])["scripted"]
-    return policy, score.result()
+    return policy, score.result().to_json()
 
 
 def test_a_job_is_known_only_once_it_has_ended() -> None:
@@ -110,7 +110,7 @@ def test_replay_json_on_an_excerpt_follows_the_schema(capsys: pytest.CaptureFixt
 @pytest.fixture(scope="module", params=sorted(LOGS))
 def real_log(request: pytest.FixtureRequest, shared_data: Path) -> dict[str, Any]:
     path = shared_data / LOGS[request.param]
-    return replay_report(replay_jobs(read_swf(path)), source=str(path))
+    return replay_report(replay_jobs(read_swf(path)), source=str(path)).to_json()
 
 
 def test_on_the_real_logs_the_advisor_meets_the_targets(real_log: dict[str, Any]) -> None:

@@ -45,7 +45,7 @@ def test_the_jobs_are_the_final_allocations_in_submit_order_with_clipped_request
 
 def test_figures_on_the_recorded_allocations_by_hand(tmp_path: Path) -> None:
     """15 scored (jobs 36 and 50 ran 0 s), 12 of them completed well within their request."""
-    report = replay_report(dump_jobs(allocations(tmp_path)).jobs, source="x")
+    report = replay_report(dump_jobs(allocations(tmp_path)).jobs, source="x").to_json()
     assert (report["jobs"], report["scored"], report["completed"]) == (17, 15, 12)
     user = report["policies"]["user"]
     assert user["median_limit_over_run"] == 70.0  # most ran 1-2 s under a (clipped) 70 s
@@ -77,8 +77,8 @@ def test_a_job_counted_twice_is_replayed_once(tmp_path: Path) -> None:
 
 def test_by_partition_splits_the_scored_jobs_without_changing_the_whole(tmp_path: Path) -> None:
     jobs = dump_jobs(allocations(tmp_path)).jobs
-    whole = replay_report(jobs, source="x")
-    grouped = replay_report(jobs, source="x", by="partition")
+    whole = replay_report(jobs, source="x").to_json()
+    grouped = replay_report(jobs, source="x", by="partition").to_json()
     assert grouped["policies"] == whole["policies"]
     groups = {group["group"]: group for group in grouped["groups"]}
     assert sorted(groups) == ["cpu", "fat", "long"]

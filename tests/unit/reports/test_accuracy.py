@@ -72,7 +72,7 @@ def _report(path: Path, **kwargs: object) -> dict[str, object]:
     from datetime import UTC, datetime
 
     with Store.open(path, readonly=True) as store:
-        return accuracy_report(store, Selection(), now=datetime.now(UTC), **kwargs).data  # type: ignore[arg-type]
+        return accuracy_report(store, Selection(), now=datetime.now(UTC), **kwargs).report.to_json()  # type: ignore[arg-type]
 
 
 def test_a_calibrated_model_covers_what_its_quantiles_promise(tmp_path: Path) -> None:

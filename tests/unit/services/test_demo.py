@@ -23,7 +23,7 @@ def _demo(capsys: pytest.CaptureFixture[str], db: Path, *options: str) -> dict: 
 def test_limits_are_what_advisor_sbatch_dry_run_prints_on_the_same_cache(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("advisor.cli.demo_cmd.plots_available", lambda: False)
+    monkeypatch.setattr("advisor.services.demo.plots_available", lambda: False)
     db = tmp_path / "demo.db"
     data = _demo(capsys, db)
     # The second of the commands to try next is the sample job through the real wrapper.
@@ -75,7 +75,7 @@ def test_every_part_is_there_with_plots(tmp_path: Path, capsys: pytest.CaptureFi
 def test_text_has_five_parts_and_says_how_to_get_plots_without_matplotlib(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("advisor.cli.demo_cmd.plots_available", lambda: False)
+    monkeypatch.setattr("advisor.services.demo.plots_available", lambda: False)
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     for part in range(1, 6):

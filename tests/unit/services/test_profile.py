@@ -65,9 +65,9 @@ def run_profile(fake: FakeSlurm, request: ProfileRequest = REQUEST,
     store = Store.open(":memory:")
     backend = CliBackend(SlurmCommands(fake, sleep=lambda s: None))
     seen = progress if progress is not None else []
-    outcomes = profile_cluster(backend, store, request,
+    profiled = profile_cluster(backend, store, request,
                                progress=lambda o, done, total: seen.append((o.node, done, total)))
-    return outcomes, store
+    return list(profiled.outcomes), store
 
 
 def test_one_good_node_is_stored_and_the_failures_are_named() -> None:

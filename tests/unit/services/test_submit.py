@@ -14,8 +14,8 @@ import pytest
 from advisor.cli import main
 from advisor.errors import SlurmCommandError
 from advisor.planner.planning import PlanRequest
-from advisor.planner.run_status import compare, workflow_status
-from advisor.services.submit import submit_workflow
+from advisor.planner.run_status import compare
+from advisor.services.submit import submit_workflow, workflow_status
 from advisor.slurm.records import JobRecord
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
@@ -99,7 +99,7 @@ def test_dry_run_json_validates(capsys: pytest.CaptureFixture[str], cache: Path)
 def test_submission_chains_real_job_ids_records_the_run_and_the_advice(cache: Path) -> None:
     sbatch = FakeSbatch()
     data = submit_workflow(PlanRequest(inputs=(str(FORKJOIN),), db=str(cache)),
-                           side=sbatch.side())
+                           side=sbatch.side()).to_json()
     validate(data, "submit-output", source="submit")
     ids = {job["id"]: job["job_id"] for job in data["jobs"]}
     assert ids["fork"] == 101 and ids["join"] == 110
@@ -150,7 +150,7 @@ def test_status_compares_planned_and_actual(cache: Path) -> None:
     records += [record(by_task[w].job_id, by_task[w].partition, 5, 8) for w in WORKS]
     records.append(record(by_task["join"].job_id, by_task["join"].partition, 10, 11))
     submitted = datetime(2026, 1, 1, 12)
-    data = compare(run, jobs, records, submitted)
+    data = compare(run, jobs, records, submitted).to_json()
     validate(data, "submit-output", source="status")
     assert data["actual_makespan_s"] == 9.0 and data["turnaround_s"] == 11.0
     assert data["planned_makespan_s"] == 5.0
@@ -159,11 +159,11 @@ def test_status_compares_planned_and_actual(cache: Path) -> None:
     assert {r["id"]: r["start_s"] for r in data["jobs"]}["join"] == 8.0
     early = [r if r.job_id_raw != by_task["join"].job_id
              else record(r.job_id_raw, "fat", 7, 9) for r in records]
-    worse = compare(run, jobs, early, submitted)
+    worse = compare(run, jobs, early, submitted).to_json()
     assert worse["dependency_order_ok"] is False
     assert worse["partitions_match"] is (by_task["join"].partition == "fat")
     still = record(by_task["join"].job_id, "cpu", 10, None, "RUNNING")
-    running = compare(run, jobs, [*records[:-1], still], submitted)
+    running = compare(run, jobs, [*records[:-1], still], submitted).to_json()
     assert running["actual_makespan_s"] is None and running["finished"] is False
     assert running["jobs_final"] == 9
 
@@ -176,7 +176,7 @@ def test_status_asks_sacct_for_the_runs_job_ids(cache: Path) -> None:
         asked.append((start, end, tuple(ids)))
         return []
 
-    data = workflow_status(str(cache), None, accounting=accounting)
+    data = workflow_status(str(cache), None, accounting=accounting).to_json()
     assert asked and asked[0][2] == tuple(j.job_id for j in jobs)
     assert asked[0][0] < asked[0][1]
     assert {r["state"] for r in data["jobs"]} == {"NOT_IN_ACCOUNTING"}

@@ -1,0 +1,198 @@
+"""``advisor replay``: read a log, replay it through every policy, (simulate the queue,) score.
+
+The log is an SWF file, a saved sacct dump or the cluster's own accounting read live
+(advisor.replay.site_jobs); the rules of the replay are advisor.replay.run's, the queue
+simulation advisor.replay.schedule's.  Returns a ``Replayed``, whose ``to_json`` is
+schemas/replay-output.json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from advisor.accounting.sacct_file import DumpFormat
+from advisor.errors import UsageError
+from advisor.replay.jobs import ReplayJob
+from advisor.replay.run import GROUPS, GuardRaises, ReplayFigures, policies, replay_figures
+from advisor.replay.run import limit_series as _limit_series
+from advisor.replay.run import replay as _replay
+from advisor.replay.schedule import Machine, Schedule
+from advisor.slurm.backend import SlurmBackend
+
+#: A progress bar for a named phase ("replay", "schedule"): a context giving ``(done, total)``.
+Bars = Callable[[str], AbstractContextManager[Callable[[int, int], None] | None]]
+
+
+def _no_bar(_label: str) -> AbstractContextManager[None]:
+    return nullcontext()
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    """What to replay and how: exactly one of log (SWF), sacct_file, or since (live sacct)."""
+
+    log: str | None = None
+    sacct_file: str | None = None
+    dump: DumpFormat | None = None
+    strict: bool = False
+    #: the jobs that ended in [since, until) (sacct's local time, no offset)
+    since: datetime | None = None
+    until: datetime | None = None
+    by: str | None = None
+    schedule: bool = False
+    procs: int | None = None
+    #: the cache whose cluster snapshot gives a sacct log's processors (--schedule)
+    db: str | None = None
+    #: draw the limits against the runtimes, under the users' limits and the advisor's
+    plot: str | None = None
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """Where the replayed jobs came from; for sacct records, what was left out and why."""
+
+    log: str
+    source: str
+    skipped: Mapping[str, int] | None = None
+    states: Mapping[str, int] | None = None
+    warnings: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The keys schemas/replay-output.json has for the source."""
+        out: dict[str, Any] = {"log": self.log, "source": self.source}
+        if self.skipped is not None:
+            out["skipped"] = dict(self.skipped)
+            out["states"] = dict(self.states or {})
+            out["warnings"] = list(self.warnings or ())
+        return out
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """The replay's result: its source, every policy's figures, and the schedule's."""
+
+    source: LogSource
+    scores: ReplayFigures
+    schedule: Schedule | None = None
+    #: the picture drawn (request.plot), if any
+    plotted: str | None = None
+
+    def policy_figures(self, name: str) -> dict[str, Any]:
+        """One policy's figures as JSON, with the schedule's beside them."""
+        own = self.scores.figures.policies[name].to_json()
+        queue = None if self.schedule is None else self.schedule.figures.get(name)
+        return own if queue is None else {**own, **queue.to_json()}
+
+    def to_json(self) -> dict[str, Any]:
+        """schemas/replay-output.json."""
+        out = {**self.scores.to_json(), **self.source.to_json()}
+        if self.schedule is not None:
+            out["policies"] = {name: self.policy_figures(name) for name in out["policies"]}
+            out["schedule"] = self.schedule.to_json()
+        return out
+
+    @property
+    def raises(self) -> dict[str, GuardRaises]:
+        """Per guarded policy (its limits raised by the guard), how often they were raised."""
+        return {
+            name: figures.raises
+            for name, figures in self.scores.figures.policies.items()
+            if figures.raises is not None
+        }
+
+
+def _check_request(request: ReplayRequest) -> None:
+    """Refuse --procs without --schedule, and an SWF log with sacct's options."""
+    if request.procs and not request.schedule:
+        raise UsageError("advisor replay: --procs is for --schedule", hint="add --schedule")
+    if request.log and (request.sacct_file or request.since or request.until):
+        raise UsageError(
+            "advisor replay: an SWF log takes no --sacct-file, --since or --until",
+            hint="replay either FILE.swf, --sacct-file DUMP, or live sacct with --since WHEN",
+        )
+
+
+def _read_jobs(
+    request: ReplayRequest, backend: SlurmBackend | None = None
+) -> tuple[list[ReplayJob], LogSource]:
+    """The jobs to replay, in submit order, and what the output says of their source."""
+    if request.log:
+        from advisor.accounting.swf import read_swf
+        from advisor.replay.jobs import replay_jobs
+
+        return replay_jobs(read_swf(request.log)), LogSource(request.log, "swf")
+    from advisor.replay.site_jobs import dump_jobs, sacct_jobs
+
+    if request.sacct_file:
+        site = dump_jobs(
+            request.sacct_file,
+            dump=request.dump,
+            strict=request.strict,
+            since=request.since,
+            until=request.until,
+        )
+    elif request.since is not None:
+        if backend is None:
+            from advisor.slurm.backend import CliBackend
+
+            backend = CliBackend()
+        site = sacct_jobs(backend, since=request.since, until=request.until, strict=request.strict)
+    else:
+        raise UsageError(
+            "advisor replay: what to replay?",
+            hint="give an SWF log, --sacct-file DUMP, or --since WHEN (e.g. --since 90d) for sacct",
+        )
+    return site.jobs, LogSource(
+        site.label, site.source, site.skipped, site.states, tuple(site.warnings)
+    )
+
+
+def _machine(request: ReplayRequest, jobs: list[ReplayJob]) -> Machine:
+    from advisor.replay.schedule import sacct_machine, swf_machine
+
+    if request.procs:
+        return Machine(request.procs, "--procs")
+    if request.log:
+        from advisor.accounting.swf import swf_header
+
+        return swf_machine(swf_header(request.log), jobs)
+    return sacct_machine(jobs, request.db)
+
+
+def replay(
+    request: ReplayRequest,
+    *,
+    backend: SlurmBackend | None = None,
+    bars: Bars = _no_bar,
+) -> Replayed:
+    """Read the log, replay it once per policy, simulate the queue if asked, draw if asked."""
+    _check_request(request)
+    if request.plot:
+        from advisor.reports.plots import pyplot
+
+        pyplot()  # without matplotlib, stop before the work
+    jobs, source = _read_jobs(request, backend)
+    contenders = policies()
+    names = [p.name for p in contenders]
+    keep = names if request.schedule else ("user", "advisor") if request.plot else ()
+    group = GROUPS[request.by] if request.by else None
+    with bars("replay") as bar:
+        scores = _replay(jobs, contenders, progress=bar, group=group, keep=keep)
+    figures = replay_figures(jobs, scores, source=source.log, by=request.by)
+    schedule = None
+    if request.schedule:
+        from advisor.replay.schedule import schedule_figures
+
+        machine = _machine(request, jobs)
+        with bars("schedule") as bar:
+            schedule = schedule_figures(jobs, scores, machine, progress=bar)
+    if request.plot:
+        from advisor.reports.plots import save_limit_series
+
+        title = f"replay of {source.log}"
+        save_limit_series(_limit_series(jobs, scores), request.plot, title=title)
+    return Replayed(source, figures, schedule, request.plot)

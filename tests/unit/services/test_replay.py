@@ -1,0 +1,108 @@
+"""services.replay: the typed result says what its JSON says, and the JSON is the command's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.cli import main
+from advisor.errors import UsageError
+from advisor.replay.run import GuardRaises, PolicyFigures
+from advisor.services.replay import LogSource, Replayed, ReplayRequest, replay
+from advisor.validate import validate
+from tests.helpers.captures import allocations
+from tests.helpers.paths import LOGS, TEST_DATA
+
+KTH = TEST_DATA / "traces" / "kth-sp2-excerpt.swf"
+POLICIES = ["advisor", "guarded", "user", "ave2x1", "ave2x3", "max5x3"]
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main(["--format", "json", "replay", *argv]) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_an_swf_replay_is_typed_and_its_json_is_the_commands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    done = replay(ReplayRequest(log=str(KTH)))
+    data = done.to_json()
+    assert data == _cli(capsys, str(KTH))
+    validate(data, "replay-output", source="services.replay")
+    assert done.source == LogSource(str(KTH), "swf")
+    assert list(data) == ["log", "jobs", "scored", "completed", "policies", "source"]
+    whole = done.scores.figures
+    assert (whole.jobs, whole.scored, whole.completed) == (
+        data["jobs"], data["scored"], data["completed"],
+    )  # fmt: skip
+    assert list(whole.policies) == POLICIES
+    advisor = whole.policies["advisor"]
+    assert isinstance(advisor, PolicyFigures) and advisor.raises is None
+    assert data["policies"]["advisor"]["freed_pct"] == advisor.freed_pct
+    assert done.schedule is None and done.plotted is None
+    # only the guarded policy has raises, and its JSON carries them
+    assert list(done.raises) == ["guarded"]
+    raised = done.raises["guarded"]
+    assert isinstance(raised, GuardRaises)
+    assert data["policies"]["guarded"]["raises_by_count"] == dict(raised.by_count)
+    assert data["policies"]["guarded"]["raised_jobs"] == raised.raised_jobs
+
+
+def test_by_user_and_schedule_put_the_queue_beside_each_policy_but_not_in_the_groups() -> None:
+    done = replay(ReplayRequest(log=str(KTH), by="user", schedule=True, procs=16))
+    data = done.to_json()
+    validate(data, "replay-output", source="services.replay --by user --schedule")
+    schedule = done.schedule
+    assert schedule is not None and (schedule.procs, schedule.procs_from) == (16, "--procs")
+    assert data["schedule"] == schedule.to_json()
+    for name in POLICIES:
+        queue = schedule.figures[name]
+        assert data["policies"][name]["mean_wait_s"] == queue.mean_wait_s
+        assert (queue.schedule_raises is not None) == (name == "guarded")
+    assert data["by"] == done.scores.by == "user"
+    assert [g["group"] for g in data["groups"]] == [g.group for g in done.scores.groups]
+    assert sum(g.figures.jobs for g in done.scores.groups) == done.scores.figures.jobs
+    assert all("mean_wait_s" not in p for g in data["groups"] for p in g["policies"].values())
+
+
+def test_a_sacct_dump_says_what_was_left_out(tmp_path: Path) -> None:
+    done = replay(ReplayRequest(sacct_file=str(allocations(tmp_path))))
+    source = done.source
+    assert source.source == "sacct-file" and source.log == str(tmp_path / "sacct.txt")
+    assert source.states == {"CANCELLED": 1, "COMPLETED": 13, "FAILED": 2, "TIMEOUT": 1}
+    data = done.to_json()
+    validate(data, "replay-output", source="services.replay --sacct-file")
+    assert (data["skipped"], data["states"], data["warnings"]) == (
+        dict(source.skipped or {}), source.states, list(source.warnings or ()),
+    )  # fmt: skip
+    assert list(data)[-4:] == ["source", "skipped", "states", "warnings"]
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        (ReplayRequest(log="x.swf", procs=8), "--procs is for --schedule"),
+        (ReplayRequest(log="x.swf", sacct_file="d.txt"), "an SWF log takes no --sacct-file"),
+        (ReplayRequest(), "what to replay?"),
+    ],
+)
+def test_a_request_without_one_log_is_a_usage_error(request_: ReplayRequest, message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace("?", r"\?")):
+        replay(request_)
+
+
+@pytest.mark.parametrize(
+    ("log", "killed", "freed"),
+    [("kth", 0.7275390625, 9.2021843636403), ("curie", 0.7406588547424275, 38.92124954589859)],
+)
+def test_the_advisor_figures_on_the_real_logs_are_pinned(
+    shared_data: Path, log: str, killed: float, freed: float
+) -> None:
+    done: Replayed = replay(ReplayRequest(log=str(shared_data / LOGS[log])))
+    advisor = done.scores.figures.policies["advisor"]
+    assert (advisor.killed_completed_pct, advisor.freed_pct) == pytest.approx(
+        (killed, freed), rel=1e-12
+    )
