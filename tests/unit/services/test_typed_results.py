@@ -28,7 +28,6 @@ EXCEPTIONS = {
     "evaluate": "another helper",
     "report": "another helper",
     "insitu": "another helper",
-    "update": "another helper",
 }
 
 #: The use-case functions the command's CLI module calls.
@@ -49,6 +48,7 @@ USE_CASES = {
     "publish": ("publish_copy",),
     "runs": ("import_runs",),
     "submit": ("submit_workflow", "workflow_status"),
+    "update": ("update",),
 }
 
 TYPED = sorted(set(COMMANDS) - set(EXCEPTIONS))
