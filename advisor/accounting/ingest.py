@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -149,6 +149,10 @@ class Ingestor:
         self._book: HistoryBook | None = None
         self._loaded: set[HistoryKey] = set()  # keys whose stored state the book holds
         self._version = -1
+        #: The online updates of the last batch, kept while what they read is what the cache
+        #: holds (as the book: no other connection committed, the last batch was committed).
+        self._models: OnlineUpdates | None = None
+        self._kept = False
 
     def _book_for(self, jobs: Sequence[Finished]) -> HistoryBook:
         """The policy's book holding the stored states of these jobs' keys.
@@ -159,6 +163,7 @@ class Ingestor:
         """
         version, site = data_version(self.store), load_site(self.store)
         book = self._book
+        self._kept = book is not None and version == self._version and book.site == site
         if (
             book is None
             or version != self._version
@@ -219,7 +224,7 @@ class Ingestor:
         add_observation_rows(self.store, [job.observation for job in new])
         modelled = [job for job in new if job.observation[_TASK] in self.modelled]
         if modelled:
-            models = OnlineUpdates(self.store)
+            models = self._online_updates()
             for job in modelled:
                 self._learn_model(models, job)
             models.flush()
@@ -230,10 +235,18 @@ class Ingestor:
         self.stats.stored += len(new)
         return len(new)
 
+    def _online_updates(self) -> OnlineUpdates:
+        """The last batch's online updates while they hold what the cache holds, else new ones."""
+        models = self._models
+        if models is None or not self._kept or models.held() > MAX_KEPT_MODELS:
+            models = self._models = OnlineUpdates(self.store)
+        return models
+
     def _learn_model(self, models: OnlineUpdates, job: Finished) -> None:
-        observation = Observation(*job.observation)
-        if observation.input_bytes is None:
-            observation = replace(observation, input_bytes=self.modelled[observation.task])
+        values = job.observation
+        if values[_INPUT] is None:  # the size the wrapper assumed (modelled_tasks)
+            values = (*values[:_INPUT], self.modelled[values[_TASK]], *values[_INPUT + 1 :])
+        observation = Observation(*values)
         if observation.state == "COMPLETED":
             if models.update(observation) is not None:
                 self.stats.model_updates += 1
@@ -247,5 +260,8 @@ class Ingestor:
 _ORDER = attrgetter("order")
 #: Where the end is in a job_row (its ISO text).
 _END = JOB_COLUMNS.index("end")
-#: Where the task is in an observation's values.
+#: Where the task and the input size are in an observation's values.
 _TASK = tuple(Observation.__dataclass_fields__).index("task")
+_INPUT = tuple(Observation.__dataclass_fields__).index("input_bytes")
+#: Records the online updates keep from one batch to the next, at most.
+MAX_KEPT_MODELS = 20_000

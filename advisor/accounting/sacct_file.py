@@ -247,7 +247,11 @@ class _TextDump:
         return classify(job, where, has_partition=self.has_partition)
 
     def rows(self) -> Iterator[Row]:
-        while self.buffer or self._pull():
+        while True:
+            if self._fast_path():
+                yield from self._whole_rows()
+            if not (self.buffer or self._pull()):
+                return
             number, line = self.buffer[0]
             if not line.strip():
                 self.buffer.popleft()
@@ -259,6 +263,46 @@ class _TextDump:
                 yield number, Skipped("header_lines")
                 continue
             yield number, self._row(parts)
+
+    def _fast_path(self) -> bool:
+        """True when a line that holds a whole row can be decided alone (``_whole_rows``).
+
+        Once the line ends and the trailing delimiter are known, and the last field is not
+        text that may go on over the next lines: the usual dump after its first row.
+        """
+        return (
+            not self.buffer
+            and self.crlf is not None
+            and self.trailing is not None
+            and (self.trailing or not self.text_last)
+        )
+
+    def _whole_rows(self) -> Iterator[Row]:
+        """``rows`` while each line is a whole row, read without the buffer.
+
+        A line that is one row's values (the usual case) is decided here as ``_row`` would;
+        at any other line (blank, a header, fewer or more fields) this stops with that line
+        in the buffer, for ``rows`` to read as before.
+        """
+        expected, delimiter, crlf = len(self.fields), self.delimiter, self.crlf
+        width = expected + 1 if self.trailing else expected
+        check, record, header = self.check, self._record, self.header[0]
+        for number, line in self.lines:
+            if crlf and line.endswith("\r"):
+                line = line[:-1]
+            parts = line.split(delimiter)
+            if len(parts) == width:
+                if width > expected:
+                    if parts[-1]:
+                        self.buffer.append((number, line))
+                        return
+                    parts.pop()
+                first = parts[0].strip()
+                if first and first.lower() not in FIELD_NAMES and first != header:
+                    yield number, UNPARSED if check else record(number, parts)
+                    continue
+            self.buffer.append((number, line))
+            return
 
     def _next(self, taken: int) -> str | None:
         """The text of the line after the first ``taken`` of the buffer (None at the end)."""

@@ -6,12 +6,10 @@ import argparse
 import os
 from datetime import timedelta
 
-from advisor.accounting.spool import ingest_spool
-from advisor.accounting.update import update_from_file, update_from_sacct
 from advisor.cli.common import add_dump_options, dump_format_of, warn_skipped
-from advisor.errors import InputError
 from advisor.progress import Progress
 from advisor.render import Result, Table
+from advisor.services.update import update
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.sacct_text import NEEDED_TEXT
 from advisor.spool import SPOOL_ENV
@@ -87,54 +85,41 @@ def run(args: argparse.Namespace) -> Result:
     """Ingest and summarise."""
     dump = dump_format_of(args)
     with Store.open(getattr(args, "db", None)) as store, Progress("update") as bar:
-        spool, unread = None, None
-        if args.spool:  # first: accounting then finds the advice of the jobs it ingests
-            try:
-                spool = ingest_spool(store, args.spool)
-            except InputError as error:  # the spool itself is missing: sacct still runs
-                unread = error
-        if args.sacct_file or args.swf:
-            kind = "sacct" if args.sacct_file else "swf"
-            data = update_from_file(store, args.sacct_file or args.swf, kind=kind, dump=dump,
-                                    strict=args.strict, progress=bar)  # fmt: skip
-        else:
-            data = update_from_sacct(
-                store, CliBackend(), since=args.since, until=args.until, window=args.window,
-                progress=bar, strict=args.strict,
-            )  # fmt: skip
-    if unread is not None:
-        raise InputError(f"{unread.message} (the accounting part of the update was stored)")
-    data["spool"] = spool
-    warn_skipped(data["warnings"], data["skipped"])
-    states = [{"state": state, "jobs": count} for state, count in data["states"].items()]
+        done = update(store, CliBackend(), sacct_file=args.sacct_file, swf=args.swf, dump=dump,
+                      since=args.since, until=args.until, window=args.window, spool=args.spool,
+                      strict=args.strict, progress=bar)  # fmt: skip
+    skipped = done.skipped
+    warn_skipped(list(done.warnings), dict(skipped))
+    states = [{"state": state, "jobs": count} for state, count in done.states.items()]
     tables = [Table(states, columns=("state", "jobs"), title="new jobs by state")]
-    if data["skipped"]:
-        skipped = [{"reason": reason, "rows": count} for reason, count in data["skipped"].items()]
-        tables.append(Table(skipped, columns=("reason", "rows"), title="rows skipped"))
-    if data["windows"]:
-        tables.insert(
-            0, Table(data["windows"], columns=("start", "end", "records", "final", "stored"))
-        )
+    if skipped:
+        rows = [{"reason": reason, "rows": count} for reason, count in skipped.items()]
+        tables.append(Table(rows, columns=("reason", "rows"), title="rows skipped"))
+    if done.windows:
+        windows = [window.to_json() for window in done.windows]
+        tables.insert(0, Table(windows, columns=("start", "end", "records", "final", "stored")))
     notes = [
-        f"stored {data['stored']} new jobs ({data['already_stored']} already stored), "
-        f"{data['model_updates']} model updates, {data['censored_updates']} from TIMEOUTs"
+        f"stored {done.stored} new jobs ({done.already_stored} already stored), "
+        f"{done.model_updates} model updates, {done.censored_updates} from TIMEOUTs"
     ]
-    if data["skipped"]:
+    if skipped:
         notes.append(
-            f"skipped {sum(data['skipped'].values())} rows: "
-            + ", ".join(f"{count} {reason}" for reason, count in data["skipped"].items())
+            f"skipped {sum(skipped.values())} rows: "
+            + ", ".join(f"{count} {reason}" for reason, count in skipped.items())
         )
-    if data["watermark"]:
-        notes.append(f"watermark: {data['watermark']}")
+    if done.watermark:
+        notes.append(f"watermark: {done.watermark}")
+    spool = done.spool
     if spool is not None:
         notes.append(
-            f"spool {args.spool}: {spool['rows']} advice rows from {spool['files']} users' files"
-            f" ({spool['skipped_lines']} malformed lines, {spool['refused_files']} files refused,"
-            f" {spool['failed_files']} unreadable, {spool['removed_segments']} finished segments"
-            f" removed, {spool['waiting_users']} users' lines wait for the next run)"
+            f"spool {args.spool}: {spool.rows} advice rows from {spool.files} users' files"
+            f" ({spool.skipped_lines} malformed lines, {spool.refused_files} files refused,"
+            f" {spool.failed_files} unreadable, {spool.removed_segments} finished segments"
+            f" removed, {spool.waiting_users} users' lines wait for the next run)"
         )
-        notes.extend(f"spool: {problem}" for problem in spool["problems"])
-    if data["held_back_by"]:
-        held = data["held_back_by"]
-        notes.append(f"held back by job {held['job_id']} (record not final yet); run again later")
-    return Result(data=data, tables=tuple(tables), notes=tuple(notes))
+        notes.extend(f"spool: {problem}" for problem in spool.problems)
+    if done.held_back_by is not None:
+        notes.append(
+            f"held back by job {done.held_back_by.job_id} (record not final yet); run again later"
+        )
+    return Result(data=done.to_json(), tables=tuple(tables), notes=tuple(notes))

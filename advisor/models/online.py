@@ -62,9 +62,33 @@ def update_online(store: Store, observation: Observation) -> ClassModel | None:
     return model
 
 
+def _plain(value: Any) -> Any:
+    """``json.loads(json.dumps(value, sort_keys=True, allow_nan=False))``, without the text.
+
+    A model's params are dicts of str keys, lists and tuples of floats, ints, str: those are
+    copied as the round trip gives them back (tuples as lists, keys sorted); anything else
+    (a float or int subclass, a key that is not a str) takes the round trip itself.
+    """
+    kind = type(value)
+    if kind is float:
+        if value != value or value in _INFINITE:
+            raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+        return value
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is list or kind is tuple:
+        return [_plain(item) for item in value]
+    if kind is dict and all(type(key) is str for key in value):
+        return {key: _plain(value[key]) for key in sorted(value)}
+    return json.loads(json.dumps(value, sort_keys=True, allow_nan=False))
+
+
+_INFINITE = (float("inf"), float("-inf"))
+
+
 def _as_stored(params: dict[str, Any]) -> dict[str, Any]:
     """The params as the cache gives them back (what the next update of the record reads)."""
-    stored: dict[str, Any] = json.loads(json.dumps(params, sort_keys=True, allow_nan=False))
+    stored: dict[str, Any] = _plain(params)
     return stored
 
 
@@ -122,6 +146,10 @@ class OnlineUpdates:
             [row for row in written if isinstance(row, UserModelRow)],
         )
         self._written.clear()
+
+    def held(self) -> int:
+        """How many tasks' and users' records are kept (a caller bounds its memory by it)."""
+        return len(self._tasks) + len(self._users) + len(self._transferred)
 
     def forget(self) -> None:
         """Read the records from the cache again (after something else wrote them); flush first."""

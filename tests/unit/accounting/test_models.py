@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -183,3 +184,59 @@ def test_the_imputed_runtime_is_above_the_limit_and_grows_with_it(
     low, high = expected_above(model, limit), expected_above(model, limit + scale)
     assert low >= limit and high >= limit + scale
     assert high >= low
+
+
+def _models_after(store: Store, batches: list[list[JobRecord]]) -> list[tuple[object, ...]]:
+    ingestor = Ingestor(store)
+    for batch in batches:
+        with store.write():
+            ingestor.add(batch)
+    rows = store.conn.execute(
+        "SELECT task, node_class, method, params, n_obs FROM task_models UNION ALL "
+        "SELECT user || '/' || task, node_class, 'user', params, n_obs FROM user_task_models"
+    ).fetchall()
+    return sorted(rows, key=repr)
+
+
+def test_online_updates_kept_between_batches_store_what_fresh_ones_store(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of runs (several users, COMPLETED and TIMEOUT) give the same models either way."""
+    import advisor.accounting.ingest as ingest_module
+
+    users = ("alice", "bob", "carol")
+    jobs = [
+        job(number, "TIMEOUT" if number % 9 == 0 else "COMPLETED", 60 + 37 * (number % 11),
+            name=("fastqc", "bwa")[number % 2])._replace(user=users[number % 3])
+        for number in range(1, 121)
+    ]  # fmt: skip
+    batches = [jobs[start : start + 17] for start in range(0, len(jobs), 17)]
+    with Store.open(":memory:") as fresh_store:
+        store.conn.backup(fresh_store.conn)
+        kept = _models_after(store, batches)
+        monkeypatch.setattr(ingest_module, "MAX_KEPT_MODELS", -1)  # new updates every batch
+        fresh = _models_after(fresh_store, batches)
+    assert kept == fresh
+    assert any(row[2] == "user" for row in kept) and len(kept) > 3
+
+
+def test_kept_online_updates_read_again_what_another_connection_wrote(
+    store: Store, tmp_path: Path
+) -> None:
+    """Between two batches another process teaches the same user's model: the next run adds to it."""
+    path = tmp_path / "cache.db"
+    with Store.open(path) as copy:
+        store.conn.backup(copy.conn)
+    runs = [job(number, "COMPLETED", 100 + number) for number in range(1, 4)]
+    with Store.open(path) as mine, Store.open(path) as other:
+        ingestor = Ingestor(mine)
+        with mine.write():
+            ingestor.add(runs[:1])
+        with other.write():
+            Ingestor(other).add(runs[1:2])
+        with mine.write():
+            ingestor.add(runs[2:])
+        (n_obs,) = mine.conn.execute(
+            "SELECT n_obs FROM user_task_models WHERE user = 'alice' AND task = 'fastqc'"
+        ).fetchone()
+    assert n_obs == 3  # kept records would have written 2 over the other's

@@ -256,3 +256,23 @@ def test_learn_output_validates(learned: Path, capsys: pytest.CaptureFixture[str
     validate(data, "learn-output", source="learn")
     assert data["tasks"] == 1
     assert data["task_models"][0]["classes"] == ["twin"]
+
+
+def test_a_record_kept_between_updates_is_what_the_cache_gives_back() -> None:
+    import numpy as np
+
+    from advisor.models.online import _as_stored
+
+    params = {"stats": {"n": 3, "hty": (1.5, -0.0), "hth": [(1.0, 2.0), (2.0, 1e308)]},
+              "model": "online", "factor": np.float64(1.25), "count": 4,
+              "flag": True, "none": None, "b": {1: 2.0}}  # fmt: skip
+    stored = _as_stored(params)
+    expected = json.loads(json.dumps(params, sort_keys=True, allow_nan=False))
+    assert json.dumps(stored) == json.dumps(expected)  # the same keys, in the same order
+    assert [type(v) for v in stored.values()] == [type(v) for v in expected.values()]
+    assert type(stored["factor"]) is float and stored["stats"]["hty"] == [1.5, -0.0]
+    with pytest.raises(TypeError):  # as the round trip: not a number JSON has
+        _as_stored({"count": np.int64(4)})
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            _as_stored({"a": [bad]})

@@ -23,8 +23,6 @@ ROOT = Path(__file__).resolve().parents[3] / "advisor"
 EXCEPTIONS = {
     "sbatch": "the submit path keeps its own import budget (advisor/wrapper/submit.py)",
     "completion": "prints a script; no result to type",
-    # the lead removes this one once the ingestion branch (services/update.py) is merged
-    "update": "another helper",
 }
 
 #: Commands whose CLI may read a result's rows by column name, and why: the rows of a report are
@@ -53,6 +51,7 @@ USE_CASES = {
     "report": ("report",),
     "runs": ("import_runs",),
     "submit": ("submit_workflow", "workflow_status"),
+    "update": ("update",),
 }
 
 TYPED = sorted(set(COMMANDS) - set(EXCEPTIONS))
