@@ -3,11 +3,15 @@
 Run: ``.venv/bin/python benchmarks/bench_wrapper.py [--runs 30]``.
 
 Builds a temporary cache (the test cluster's partitions, three node classes, a learned model of
-one task), then runs, interleaved so that machine load hits all alike:
+one task) and a regular (not editable) install of this repository in a fresh virtual
+environment, as a site would install it (``pip install .``: bytecode compiled at install, no
+editable import hook; ``--this-env`` runs this environment's advisor instead), then runs,
+interleaved so that machine load hits all alike:
 
 1. ``python3 -c pass`` with the base interpreter (the issue's baseline, "≈ 40 ms": python3 as
    installed, its site-packages included, not through the pyenv shell shim),
-2. ``python -c pass`` with the interpreter that runs the advisor (its virtual environment),
+2. ``python -c pass`` with the interpreter that runs the advisor (its virtual environment:
+   issue 17's baseline),
 3. ``advisor sbatch --advisor-dry-run --advisor-input FILE job.sh`` (the console script, the
    full path: argv, #SBATCH lines, the cache read, the prediction, the command line),
 4. ``sbatch --test-only job.sh`` when a controller answers (what a submission costs anyway),
@@ -35,6 +39,8 @@ from advisor.store.connection import Store
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import Observation, add_observations
 
+REPO = Path(__file__).resolve().parent.parent
+
 PARTITIONS = [
     Partition("cpu", ("c1", "c2"), 86400, 1800, True, "UP"),
     Partition("long", ("c1", "c2"), 604800, 14400, False, "UP"),
@@ -59,6 +65,23 @@ def build_cache(path: Path) -> None:
         learn(store)
 
 
+def regular_install(where: Path) -> Path:
+    """A fresh virtual environment with this repository pip-installed (not editable); its python.
+
+    Installed from a copy of the sources (a stale build/ directory would ship modules that no
+    longer exist), without dependencies: the submit path needs only the standard library.
+    """
+    source, venv = where / "source", where / "venv"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".*", "build", "dist", "*.egg-info", "__pycache__", "tests", "docs"))  # fmt: skip
+    base_python = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base_python, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    install = [str(python), "-m", "pip", "install", "-q", "--no-deps", str(source)]
+    subprocess.run(install, check=True, stderr=subprocess.DEVNULL)
+    return python
+
+
 def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
@@ -80,11 +103,16 @@ def main() -> None:
     parser.add_argument(
         "--no-bytecode", action="store_true", help="compile every module on every run (no .pyc)"
     )
+    parser.add_argument(
+        "--this-env", action="store_true",
+        help="run this environment's advisor (an editable install's hook included), not a regular install",
+    )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         cache = base / "cache.db"
         build_cache(cache)
+        python = Path(sys.executable) if args.this_env else regular_install(base)
         script = base / "job.sh"
         script.write_text(
             "#!/bin/sh\n#SBATCH --job-name=align\n#SBATCH -p cpu,fat\n#SBATCH --output=/dev/null\n"
@@ -92,14 +120,14 @@ def main() -> None:
         )
         data = base / "reads.bin"
         data.write_bytes(b"x" * 1_000_000)
-        console = Path(sys.executable).parent / "advisor"
-        advisor = [str(console)] if console.exists() else [sys.executable, "-m", "advisor"]
+        console = python.parent / "advisor"
+        advisor = [str(console)] if console.exists() else [str(python), "-m", "advisor"]
         wrapper = [*advisor, "--db", str(cache), "sbatch", "--advisor-input", str(data)]
         base_python = getattr(sys, "_base_executable", sys.executable)
         commands = {
             "python3 -c pass": [base_python, "-c", "pass"],
             # The interpreter that runs the advisor: a pyenv shim on PATH would add ~80 ms of bash.
-            "venv python -c pass": [sys.executable, "-c", "pass"],
+            "venv python -c pass": [str(python), "-c", "pass"],
             "advisor sbatch --advisor-dry-run": [*wrapper, "--advisor-dry-run", str(script)],
         }
         if shutil.which("sbatch") and answers(["sbatch", "--test-only", str(script)]):
@@ -109,9 +137,12 @@ def main() -> None:
             print("sbatch is missing or no controller answers: the sbatch rows are left out")
         # An installed package has its bytecode compiled (pip does it); a source tree run with
         # PYTHONDONTWRITEBYTECODE=1 compiles every module on every run.  Measure as installed:
-        # bytecode in a private prefix, written by the warm-up run.
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
+        # the regular install's own bytecode, or (--this-env) bytecode in a private prefix,
+        # written by the warm-up run.
+        skipped = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+        env = {k: v for k, v in os.environ.items() if k not in skipped}
+        if args.this_env:
+            env["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
         if args.no_bytecode:
             env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         for argv in commands.values():  # warm the page cache and the bytecode
@@ -123,7 +154,8 @@ def main() -> None:
     medians = {name: statistics.median(values) for name, values in times.items()}
     cached = "without bytecode" if args.no_bytecode else "with compiled bytecode"
     print(f"{args.runs} interleaved runs each, {cached}, on {os.cpu_count()} CPUs")
-    print(f"  python3 = {base_python}; venv python = {sys.executable}")
+    install = "this environment's" if args.this_env else "a regular (pip install .)"
+    print(f"  python3 = {base_python}; venv python = {python} ({install} install)")
     for name, values in times.items():
         print(
             f"  {name:28s} median {medians[name] * 1000:7.1f} ms   fastest {min(values) * 1000:7.1f} ms"

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from advisor.history.keys import HistoryKey
 from advisor.lite import NamedTuple
+from advisor.slurm.timefmt import whole_minutes_s
 
 #: Outcomes that teach the policy a runtime: COMPLETED exactly, TIMEOUT as a lower bound.
 LEARNED_STATES = frozenset({"COMPLETED", "TIMEOUT"})
@@ -206,11 +207,6 @@ def propose(
             key, len(state.runs), basis, proposal, site.widen, config.margin, config.floor_s
         )
     return Refusal("no key with enough completed runs")
-
-
-def whole_minutes_s(seconds: float) -> int:
-    """Seconds rounded up to whole minutes, at least one minute (Slurm's unit), in seconds."""
-    return max(1, math.ceil(seconds / 60.0 - 1e-9)) * 60
 
 
 def clamp(proposal_s: float, *, request_s: int | None, max_time_s: int | None) -> int:

@@ -30,7 +30,7 @@ from advisor.planner.predictive_sampler import PredictiveSampler
 from advisor.planner.summary import ClassSummary, ClusterSummary, PlanSummary, TaskJob
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
-from advisor.wrapper.advise import Plan as WrapperPlan
+from advisor.wrapper.advise import JobAdvice
 from advisor.wrapper.argv import AdvisorOptions, CommandLine
 from advisor.wrapper.snapshot import Snapshot, load_snapshot
 
@@ -46,7 +46,7 @@ class ClusterPlan:
     snapshots: tuple[Snapshot, ...]
     options: AdvisorOptions
 
-    def advise(self, task: int, parent_jobs: Sequence[str]) -> tuple[CommandLine, WrapperPlan]:
+    def advise(self, task: int, parent_jobs: Sequence[str]) -> tuple[CommandLine, JobAdvice]:
         """The wrapper's plan of one job once its parents' job ids are known."""
         job = self.jobs[task]
         return advise_job(base_argv(job, parent_jobs), job.model_task, job.input_bytes,
@@ -136,7 +136,7 @@ def _jobs(
     return tuple(jobs), tuple(views)
 
 
-def _reason(advice: WrapperPlan) -> str:
+def _reason(advice: JobAdvice) -> str:
     limits = [limit.reason for limit in advice.limits]
     return "; ".join(limits) or advice.decision.reason
 

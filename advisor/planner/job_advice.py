@@ -25,14 +25,13 @@ from typing import TYPE_CHECKING, NamedTuple
 from advisor.planner.cluster import Cluster, ClusterNode
 from advisor.planner.matrix import Estimate
 from advisor.slurm.records import Partition
-from advisor.wrapper.advise import Plan as WrapperPlan
-from advisor.wrapper.advise import partition_limits, plan
+from advisor.wrapper.advise import JobAdvice, partition_limits, plan
 from advisor.wrapper.argv import AdvisorOptions, CommandLine, parse_command_line
 from advisor.wrapper.predictor import Forecast
 
 if TYPE_CHECKING:
     from advisor.wrapper.predictor import Predictor
-from advisor.wrapper.request import job_request
+from advisor.wrapper.argv import job_request
 from advisor.wrapper.snapshot import Snapshot
 
 
@@ -82,7 +81,7 @@ class PlannedFallback(NamedTuple):
 def advise_job(
     base_argv: Sequence[str], task: str, input_bytes: int | None, snapshot: Snapshot,
     options: AdvisorOptions,
-) -> tuple[CommandLine, WrapperPlan]:
+) -> tuple[CommandLine, JobAdvice]:
     """The wrapper's plan for these sbatch arguments (policy fill; the environment ignored)."""
     cmd = parse_command_line(base_argv)
     cmd = cmd._replace(advisor=options._replace(task=task))

@@ -8,6 +8,8 @@ for CPU times (``01:02.345``); they are accepted and rounded.
 
 from __future__ import annotations
 
+import math
+
 from advisor.errors import InputError
 from advisor.lite import TYPE_CHECKING
 
@@ -90,6 +92,15 @@ def parse_timelimit(text: str, *, field: str = "time limit") -> int | NoLimit:
     if word in _NO_LIMIT_WORDS:
         return _NO_LIMIT_WORDS[word]
     return parse_duration(text, field=field)
+
+
+def whole_minutes_s(seconds: float) -> int:
+    """Seconds rounded up to whole minutes, at least one minute (Slurm's unit), in seconds.
+
+    Slurm keeps a time limit in minutes and rounds a shorter one up; a limit the advisor sets
+    is rounded here first, so the limit it reports is the one the job gets.
+    """
+    return max(1, math.ceil(seconds / 60.0 - 1e-9)) * 60
 
 
 def format_duration(seconds: int) -> str:

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from advisor.lite import TYPE_CHECKING
-from advisor.wrapper.advise import Plan
-from advisor.wrapper.limits import PartitionLimit
+from advisor.wrapper.advise import JobAdvice, PartitionLimit
 
 if TYPE_CHECKING:
     from typing import Any
@@ -85,7 +84,7 @@ def _limit_row(limit: PartitionLimit) -> dict[str, Any]:
     }
 
 
-def explanation(plan: Plan | None, argv: Sequence[str], warning: str | None) -> dict[str, Any]:
+def explanation(plan: JobAdvice | None, argv: Sequence[str], warning: str | None) -> dict[str, Any]:
     """The --advisor-explain document (schemas/sbatch-explain.json)."""
     full = ["sbatch", *argv]
     if plan is None:

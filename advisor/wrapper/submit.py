@@ -10,11 +10,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.wrapper.advise import Plan, candidate_partitions, history_plan, pick_earliest, plan
-from advisor.wrapper.argv import CommandLine, Option, parse_options
-from advisor.wrapper.limits import Decision
-from advisor.wrapper.request import JobRequest, job_request, task_name
-from advisor.wrapper.script import read_directives
+from advisor.wrapper.advise import (
+    Decision,
+    JobAdvice,
+    candidate_partitions,
+    history_plan,
+    pick_earliest,
+    plan,
+)
+from advisor.wrapper.argv import (
+    CommandLine,
+    JobRequest,
+    Option,
+    job_request,
+    parse_options,
+    read_directives,
+    task_name,
+)
 
 if TYPE_CHECKING:
     from advisor.slurm.records import StartEstimate
@@ -50,7 +62,7 @@ class Prepared(NamedTuple):
     """The argv to run (advised, or the user's own) and the one warning, if the advisor failed."""
 
     argv: tuple[str, ...]
-    plan: Plan | None
+    plan: JobAdvice | None
     stdin: str | None = None
     warning: str | None = None
 
@@ -77,8 +89,8 @@ def warning_text(reason: str) -> str:
     return f"advisor: warning: {reason}; submitting your arguments unchanged"
 
 
-def _unadvised(cmd: CommandLine, request: JobRequest, task: str | None, reason: str) -> Plan:
-    return Plan(
+def _unadvised(cmd: CommandLine, request: JobRequest, task: str | None, reason: str) -> JobAdvice:
+    return JobAdvice(
         task, None, cmd.advisor, request, (), Decision("none", None, None, reason), (), cmd.original
     )
 
@@ -113,7 +125,7 @@ def translated_options(
     return (found.magic, found.options), found.invalid
 
 
-def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
+def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> JobAdvice:
     """The plan for this command line; raises on any failure (the caller fails open)."""
     sbatch = cmd.sbatch
     script_options: tuple[Option, ...] = ()
@@ -167,7 +179,7 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> Plan:
     return result
 
 
-def _noted(found: Plan, note: str) -> Plan:
+def _noted(found: JobAdvice, note: str) -> JobAdvice:
     return found._replace(
         decision=found.decision._replace(reason=f"{found.decision.reason}; {note}")
     )
@@ -180,7 +192,7 @@ def _from_history(
     task: str,
     user: str,
     snapshot: Snapshot,
-) -> Plan:
+) -> JobAdvice:
     """The history policy's plan for a task without a model (accounting issue), if it has one.
 
     Its keys know the job by the name Slurm gives it (``-J``, else the script's name; a

@@ -33,9 +33,8 @@ from advisor.store.advice import Advice, record_advice
 from advisor.store.names import name_key
 from advisor.text import percent_encode, storable
 from advisor.validate import validate
-from advisor.wrapper.argv import parse_command_line
+from advisor.wrapper.argv import parse_command_line, read_directives
 from advisor.wrapper.predictor import Forecast
-from advisor.wrapper.script import read_directives
 from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.submit import SideEffects
 from advisor.wrapper.tag import parse_tag

@@ -27,9 +27,13 @@ from typing import Any
 
 from advisor.errors import InputError
 from advisor.slurm.timefmt import parse_timelimit
-from advisor.wrapper.argv import parse_command_line, parse_options
-from advisor.wrapper.request import JobRequest, job_request
-from advisor.wrapper.script import read_directives
+from advisor.wrapper.argv import (
+    JobRequest,
+    job_request,
+    parse_command_line,
+    parse_options,
+    read_directives,
+)
 from advisor.wrapper.submit import translated_options
 from tests.helpers.paths import TEST_DATA
 

@@ -15,7 +15,6 @@ import pytest
 
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.cli import main
-from advisor.history.policy import whole_minutes_s
 from advisor.replay.guarded import GUARDED_CONFIG, GuardedPolicy
 from advisor.replay.jobs import ReplayJob, replay_jobs
 from advisor.replay.run import policies, replay, replay_report
@@ -27,6 +26,7 @@ from advisor.replay.schedule import (
     swf_machine,
 )
 from advisor.slurm.records import Node, Partition
+from advisor.slurm.timefmt import whole_minutes_s
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.validate import validate

@@ -19,7 +19,7 @@ from advisor.store.advice import Advice, guarded_requests, record_advice
 from advisor.store.connection import Store
 from advisor.store.guard import Heartbeat, guard_alive, heartbeat_age, write_heartbeat
 from advisor.validate import schema
-from advisor.wrapper.limits import PartitionLimit, decide
+from advisor.wrapper.advise import PartitionLimit, decide
 from advisor.wrapper.tag import Tag, format_tag, parse_tag
 from tests.helpers.paths import TEST_DATA
 

@@ -15,6 +15,7 @@ from advisor.slurm.timefmt import (
     format_timelimit,
     parse_duration,
     parse_timelimit,
+    whole_minutes_s,
 )
 
 
@@ -151,3 +152,10 @@ def test_no_limit_members_keep_their_identity() -> None:
         assert copy.deepcopy(member) is member and copy.copy(member) is member
     assert NoLimit.UNLIMITED is not NoLimit.PARTITION_LIMIT
     assert NoLimit.PARTITION_LIMIT.value == "Partition_Limit"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"), [(0, 60), (1, 60), (60, 60), (60.001, 120), (119, 120), (7200, 7200)]
+)
+def test_whole_minutes_round_up_to_at_least_one_minute(seconds: float, expected: int) -> None:
+    assert whole_minutes_s(seconds) == expected

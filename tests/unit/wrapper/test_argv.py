@@ -7,10 +7,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.errors import UsageError
-from advisor.wrapper.argv import FLAGS, PREFIX, VALUED, Option, parse_command_line, parse_options
-from advisor.wrapper.request import job_request, task_name
-from advisor.wrapper.sbatch_options import LONG_OPTIONS, SHORT_OPTIONS, Arg, resolve_long
-from advisor.wrapper.script import read_directives
+from advisor.wrapper.argv import (
+    FLAGS,
+    LONG_OPTIONS,
+    PREFIX,
+    SHORT_OPTIONS,
+    VALUED,
+    Arg,
+    Option,
+    job_request,
+    parse_command_line,
+    parse_options,
+    read_directives,
+    resolve_long,
+    task_name,
+)
 
 NASTY = [
     "a b",

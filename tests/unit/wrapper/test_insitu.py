@@ -12,9 +12,9 @@ from advisor.cli.sbatch_cmd import main
 from advisor.insitu.report import analyse_steps, insitu_time_limit_s
 from advisor.insitu.steps import read_steps
 from advisor.slurm.parsers import parse_partitions
+from advisor.slurm.timefmt import whole_minutes_s
 from advisor.store import Store
 from advisor.store.cluster import save_cluster
-from advisor.wrapper.limits import whole_minutes
 from tests.helpers.captures import capture
 from tests.helpers.paths import TEST_DATA
 
@@ -46,7 +46,7 @@ def test_limit_is_the_predicted_makespan_with_the_margin(cache: Path, tmp_path: 
     )
     assert code == 0, err
     report = analyse_steps(read_steps(STEPS), steps=steps)
-    expected = whole_minutes(insitu_time_limit_s(report, steps, 0.0) * 1.10)
+    expected = whole_minutes_s(insitu_time_limit_s(report, steps, 0.0) * 1.10)
     assert expected > 3600  # long enough that a wrong step count would show
     hours, minutes, seconds = (
         int(x) for x in next(a for a in argv if a.startswith("--time=")).split("=")[1].split(":")

@@ -10,14 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.wrapper.explain import command_line, quote
-from advisor.wrapper.limits import (
+from advisor.wrapper.advise import (
     MIN_RUNS_TO_TIGHTEN,
     PartitionLimit,
     decide,
     partition_limit,
-    whole_minutes,
 )
+from advisor.wrapper.explain import command_line, quote
 from advisor.wrapper.predictor import Forecast
 from advisor.wrapper.tag import Tag, format_tag, parse_tag, with_tag
 
@@ -29,13 +28,6 @@ def forecast(node_class: str, q_s: float, runs: int = 10) -> Forecast:
 def limit(name: str, limit_s: int | None, runs: int = 10) -> PartitionLimit:
     forecasts = (forecast("c", 100.0, runs),)
     return PartitionLimit(name, ("c",), forecasts, None, 100.0, limit_s, False, "test")
-
-
-@pytest.mark.parametrize(
-    ("seconds", "expected"), [(0, 60), (1, 60), (60, 60), (60.001, 120), (119, 120)]
-)
-def test_whole_minutes_round_up(seconds: float, expected: int) -> None:
-    assert whole_minutes(seconds) == expected
 
 
 def test_limit_is_the_slowest_class_quantile_plus_margin_rounded_up() -> None:
