@@ -64,6 +64,7 @@ def task_factor(ratios: NodeRatios, cpu_weight: float) -> float:
     return cpu_weight * cpu + (1.0 - cpu_weight) * io
 
 
+#: Benchmark scores (metric -> score) per node or node class.
 Scores = Mapping[str, Mapping[str, float]]
 
 

@@ -49,6 +49,7 @@ from advisor.models.reference import Component, ReferenceModel, mixture
 if TYPE_CHECKING:
     from typing import Any
 
+#: The transfer's relative uncertainty on each coefficient (the module docstring says why 0.5).
 TAU = 0.5
 
 
