@@ -143,8 +143,12 @@ else:
     #: What namedtuple's _replace raises for an unknown field: ValueError until 3.12, TypeError since.
     _REPLACE_ERROR = TypeError if sys.version_info >= (3, 13) else ValueError
 
-    def _record_class(typename, fields, defaults, module):
-        """``collections.namedtuple(typename, fields, defaults=defaults, module=module)``."""
+    def _record_class(typename, fields, defaults, module, body=None):
+        """``collections.namedtuple(typename, fields, defaults=defaults, module=module)``.
+
+        ``body``: a class body's own attributes, set as the class is created (one ``type()``
+        call: setting them afterwards costs a type-cache invalidation each).
+        """
         fields = tuple(map(sys.intern, fields))
         for name in fields:
             if name.startswith("_"):
@@ -199,9 +203,10 @@ else:
             namespace["__replace__"] = _replace
         for index, name in enumerate(fields):
             namespace[name] = _tuplegetter(index, sys.intern(f"Alias for field number {index}"))
-        cls = type(typename, (tuple,), namespace)
-        cls.__module__ = module
-        return cls
+        namespace["__module__"] = module
+        if body:
+            namespace.update(body)
+        return type(typename, (tuple,), namespace)
 
     #: What typing.NamedTuple refuses to let a class body redefine.
     _PROHIBITED = frozenset(
@@ -220,15 +225,16 @@ else:
             defaults = [namespace[field] for field in fields if field in namespace]
             if fields[len(fields) - len(defaults) :] != [f for f in fields if f in namespace]:
                 raise TypeError(f"{name}: a field without a default follows one with a default")
-            cls = _record_class(name, fields, defaults, namespace["__module__"])
-            cls.__qualname__ = str(namespace.get("__qualname__", name))
-            cls.__annotations__ = dict(namespace.get("__annotations__", {}))
+            body = {
+                "__qualname__": str(namespace.get("__qualname__", name)),
+                "__annotations__": dict(namespace.get("__annotations__", {})),
+            }
             for key, value in namespace.items():
                 if key in _PROHIBITED:
                     raise AttributeError(f"{name}: cannot overwrite NamedTuple attribute {key}")
                 if key not in _SPECIAL and key not in fields:
-                    setattr(cls, key, value)
-            return cls
+                    body[key] = value
+            return _record_class(name, fields, defaults, namespace["__module__"], body)
 
     class NamedTuple(metaclass=_NamedTupleMeta):
         """Base class of records: ``class Point(NamedTuple): x: int; y: int = 0``."""

@@ -10,8 +10,7 @@ from dataclasses import replace
 
 from advisor.models.censoring import imputed_runtime
 from advisor.models.class_model import ClassModel
-from advisor.models.context import load_node_context
-from advisor.models.loading import load_models
+from advisor.models.loading import load_models, load_node_context
 from advisor.models.online import update_online
 from advisor.models.predict import NoFactorError, class_view, factor_to
 from advisor.store.connection import Store

@@ -35,16 +35,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.errors import InputError
+from advisor.factors import Scores, Twin, class_factor, with_twins
 from advisor.imports.lotaru import LotaruRun, read_lotaru_csv
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.baselines import Baseline, fit_baseline
-from advisor.models.context import twins_from_runs
+from advisor.models.class_model import TAU
 from advisor.models.distributions import Predictive, scaled
 from advisor.models.fitting import fit_models
-from advisor.models.node_factor import Scores, Twin, class_factor, with_twins
+from advisor.models.loading import twins_from_runs
 from advisor.models.predict import paper_prediction, transferred_model
 from advisor.models.reference import ReferenceModel
-from advisor.models.transfer import TAU
 from advisor.profiling.imports import read_node_import
 from advisor.store.node_classes import RunInfo
 from advisor.store.observations import Observation

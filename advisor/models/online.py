@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from advisor.models.class_model import ClassModel, UserRuns
-from advisor.models.context import load_node_context
+from advisor.models.loading import load_node_context
 from advisor.models.predict import factor_to, transferred_model
 from advisor.models.reference import ReferenceModel
 from advisor.store.connection import Store

@@ -7,6 +7,8 @@ prior alone (Lotaru's prediction times F, with the transfer's uncertainty).  Mod
 user carry that user's own runs too: they are added to the class's statistics (source 'user').
 The baselines answer without any node adjustment, as in the paper; 'paper' is Lotaru exactly as
 published (its regression times the node factor, its median unscaled; no online learning).
+The baselines' module loads only when one is read or asked for: the wrapper reads neither
+(LOTARU_METHODS).
 """
 
 from __future__ import annotations
@@ -14,18 +16,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
+from advisor.factors import Scores, class_factor
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.models.baselines import METHODS as BASELINES
-from advisor.models.baselines import Baseline
 from advisor.models.bayes import SufficientStats
-from advisor.models.class_model import ClassModel, UserRuns
+from advisor.models.class_model import TAU, ClassModel, UserRuns, transferred_prior
 from advisor.models.distributions import Predictive, scaled
-from advisor.models.node_factor import Scores, class_factor
 from advisor.models.reference import ReferenceModel
-from advisor.models.transfer import TAU, transferred_prior
 
 if TYPE_CHECKING:
     from typing import Any, Literal
+
+    from advisor.models.baselines import Baseline
 
     #: Which model answered: the reference class's own, the class's online one, the transferred
     #: prior alone, the class's model with the user's own runs added, a baseline, or Lotaru as
@@ -35,7 +36,20 @@ if TYPE_CHECKING:
 
 #: Lotaru as published (stored as its own reference model, method 'paper').
 PAPER = "paper"
-METHODS = ("lotaru", PAPER, *BASELINES)
+#: The stored methods a 'lotaru' prediction is made of: the reference model, the online ones.
+LOTARU_METHODS = ("lotaru", "online")
+
+if TYPE_CHECKING:
+    #: Every method a prediction can be asked of: Lotaru, as published, and the baselines.
+    METHODS: tuple[str, ...]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "METHODS":  # the baselines' names load with their module
+        from advisor.models.baselines import METHODS as BASELINES
+
+        return ("lotaru", PAPER, *BASELINES)
+    raise AttributeError(name)
 
 
 class TaskModels(NamedTuple):
@@ -83,8 +97,12 @@ def task_models_from_rows(
             paper = ReferenceModel.from_params(dict(params))
         elif method == "online":
             classes[node_class] = ClassModel.from_params(node_class, dict(params))
-        elif method in BASELINES:
-            baselines[method] = Baseline.from_params(dict(params))
+        else:
+            from advisor.models.baselines import METHODS as BASELINES
+            from advisor.models.baselines import Baseline
+
+            if method in BASELINES:
+                baselines[method] = Baseline.from_params(dict(params))
     user_runs = {node_class: UserRuns.from_params(dict(params)) for node_class, params in user_rows}
     return TaskModels(task, reference, classes, baselines, user_runs, paper)
 
@@ -95,7 +113,7 @@ def transferred_model(
     """The class model before any run on the class.
 
     On the reference class itself: the reference posterior (factor 1), each coefficient widened
-    by the model's discrepancy (transfer module docstring).  Without a factor (no benchmark
+    by the model's discrepancy (class_model module docstring).  Without a factor (no benchmark
     relates the class to the reference): factor 1, source 'none'.
     """
     if node_class == reference.reference:
@@ -177,17 +195,10 @@ def predict_on(
     cores: int | None = None,
 ) -> ClassPrediction:
     """The predictive runtime of the task on node_class (factor: Lotaru's F for that class)."""
-    if method in BASELINES:
-        baseline = models.baselines.get(method)
-        if baseline is None:
-            raise LookupError(f"no {method} model for task {models.task!r}")
-        return ClassPrediction(
-            node_class, method, "baseline", None, 0, baseline.predict(input_bytes)
-        )
     if method == PAPER:
         return _paper_prediction(models, node_class, input_bytes, factor)
     if method != "lotaru":
-        raise ValueError(f"unknown method {method!r}")
+        return _baseline_prediction(models, node_class, input_bytes, method)
     online = models.classes.get(node_class)
     user = models.user_runs.get(node_class)
     if user is not None and user.stats.n:
@@ -226,6 +237,19 @@ def predict_on(
         raise NoFactorError(node_class)
     model = transferred_model(reference, node_class, factor)
     return ClassPrediction(node_class, method, "transferred", factor, 0, model.predict(input_bytes))
+
+
+def _baseline_prediction(
+    models: TaskModels, node_class: str, input_bytes: float, method: str
+) -> ClassPrediction:
+    from advisor.models.baselines import METHODS as BASELINES
+
+    if method not in BASELINES:
+        raise ValueError(f"unknown method {method!r}")
+    baseline = models.baselines.get(method)
+    if baseline is None:
+        raise LookupError(f"no {method} model for task {models.task!r}")
+    return ClassPrediction(node_class, method, "baseline", None, 0, baseline.predict(input_bytes))
 
 
 def paper_prediction(

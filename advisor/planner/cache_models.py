@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from advisor.factors import class_factor
 from advisor.models.distributions import Predictive
-from advisor.models.node_factor import class_factor
 from advisor.models.predict import TaskModels, predict_task
 from advisor.models.reference import DEFAULT_CPU_WEIGHT
 from advisor.wrapper.predictor import ModelPredictor

@@ -8,7 +8,7 @@ For task t and node class c, in this order:
    training input).
 2. Else the task's recorded runtime (or its ``--cpu-work`` estimate on ``--platform``) carried
    over by the node factor from the class of the machine it ran on to c
-   (``advisor.models.node_factor.class_factor`` with the task model's CPU weight, else Lotaru's
+   (``advisor.factors.class_factor`` with the task model's CPU weight, else Lotaru's
    default 0.5).  When no factor can relate the two (the machine is not a node of this cluster,
    or a class has no benchmark scores), the runtime is taken as it is, and the cell says so.
 3. Else the cell is empty (``inf`` to the schedulers: the task is not placed on c); a task whose

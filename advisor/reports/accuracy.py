@@ -29,8 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from advisor.models.baselines import METHODS as BASELINES
-from advisor.models.context import load_node_context
-from advisor.models.loading import load_models
+from advisor.models.loading import load_models, load_node_context
 from advisor.models.predict import TaskModels, predict_on
 from advisor.reports.document import JobCounts, Report
 from advisor.reports.jobs import AdvisorLimit, JobView

@@ -27,9 +27,8 @@ from typing import Any
 
 from advisor.errors import AdvisorError, InputError
 from advisor.inputs import total_uncompressed
-from advisor.models.context import NodeContext, load_node_context
 from advisor.models.distributions import Predictive
-from advisor.models.loading import load_models
+from advisor.models.loading import NodeContext, load_models, load_node_context
 from advisor.models.online import update_online
 from advisor.models.predict import NoFactorError, TaskModels, predict_task
 from advisor.services.profile import ProfileRequest, Target, select_targets

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.models.class_model import TAU
 from advisor.models.cross_validation import (
     FoldRow,
     Scorer,
@@ -24,7 +25,6 @@ from advisor.models.cross_validation import (
 )
 from advisor.models.discrepancy import DISCREPANCY
 from advisor.models.evaluation import fit_traces, setting_for
-from advisor.models.transfer import TAU
 
 
 @dataclass(frozen=True)

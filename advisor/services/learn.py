@@ -29,12 +29,11 @@ from typing import Any
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.baselines import fit_baseline
 from advisor.models.censoring import imputed_runtime
-from advisor.models.class_model import ClassModel, UserRuns
-from advisor.models.context import NodeContext, load_node_context
+from advisor.models.class_model import TAU, ClassModel, UserRuns
 from advisor.models.fitting import fit_models
+from advisor.models.loading import NodeContext, load_node_context
 from advisor.models.predict import PAPER, factor_to, transferred_model
 from advisor.models.reference import ReferenceModel
-from advisor.models.transfer import TAU
 from advisor.store.connection import Store
 from advisor.store.observations import Observation, load_observations
 from advisor.store.task_models import TaskModelRow, UserModelRow, replace_task_models

@@ -12,8 +12,7 @@ from typing import Any
 
 from advisor.errors import InputError, UnknownTaskError
 from advisor.inputs import total_uncompressed
-from advisor.models.context import NodeContext, load_node_context
-from advisor.models.loading import load_models
+from advisor.models.loading import NodeContext, load_models, load_node_context
 from advisor.models.predict import ClassPrediction, NoFactorError, TaskModels, predict_task
 from advisor.models.queries import read_queries
 from advisor.models.reference import ReferenceModel

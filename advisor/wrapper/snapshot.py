@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.models.context import load_node_context
-from advisor.models.loading import load_models
+from advisor.models.loading import load_models, load_node_context
+from advisor.models.predict import LOTARU_METHODS
 from advisor.slurm.records import Partition
 from advisor.store.cluster import load_partitions
 from advisor.store.connection import Store
@@ -55,7 +55,7 @@ def load_snapshot(
     with store.read():
         partitions = {p.name: p for p in load_partitions(store)}
         context = load_node_context(store)
-        models = load_models(store, tasks, user=user)
+        models = load_models(store, tasks, user=user, methods=LOTARU_METHODS)
         fresh, age = guard_alive(store)
     return Snapshot(
         partitions=partitions,

@@ -22,7 +22,6 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from advisor.cli.sbatch_cmd import main as sbatch_main
 from advisor.errors import InputError
 from advisor.history.lookup import history_limit
 from advisor.services.export import UserLimits, export_document, write_export
@@ -34,6 +33,7 @@ from advisor.store.names import name_key
 from advisor.text import percent_encode, storable
 from advisor.validate import validate
 from advisor.wrapper.argv import parse_command_line, read_directives
+from advisor.wrapper.command import main as sbatch_main
 from advisor.wrapper.predictor import Forecast
 from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.submit import SideEffects

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
-from advisor.cli.sbatch_cmd import main as sbatch_main
 from advisor.services.cluster import fetch_cluster
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
@@ -35,6 +34,7 @@ from advisor.slurm.runner import RetryPolicy
 from advisor.slurm.timefmt import format_duration, parse_duration
 from advisor.store.connection import Store
 from advisor.wrapper import effects
+from advisor.wrapper.command import main as sbatch_main
 from tests.helpers.caches import train
 from tests.helpers.cluster import ADVISOR, EXPORT, cancel, cluster_sh, job_id, show
 

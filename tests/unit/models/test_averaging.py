@@ -11,6 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from advisor.models.averaging import fit_averaged, linear_probability
+from advisor.models.class_model import transferred
 from advisor.models.discrepancy import fit_discrepancy, log_likelihood
 from advisor.models.distributions import predictive, widened
 from advisor.models.evaluation import calibration_runs, probe_prediction
@@ -24,7 +25,6 @@ from advisor.models.predict import (
     transferred_model,
 )
 from advisor.models.reference import Component, ReferenceModel, mixture
-from advisor.models.transfer import transferred
 from advisor.store.observations import Observation
 from advisor.validate import schema
 

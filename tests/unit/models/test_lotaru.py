@@ -10,11 +10,11 @@ import sys
 import pytest
 from jsonschema import Draft202012Validator
 
+from advisor.factors import Twin, class_factor, class_scores, with_twins
 from advisor.models.baselines import fit_baseline, gamma_cdf, pearson
 from advisor.models.cpu_weight import cpu_weight, pair_runs
 from advisor.models.features import X_UNIT_BYTES
 from advisor.models.lotaru import fit_reference
-from advisor.models.node_factor import Twin, class_factor, class_scores, with_twins
 from advisor.models.predict import (
     NoFactorError,
     TaskModels,
@@ -209,7 +209,7 @@ def test_gamma_cdf_matches_the_exponential_case() -> None:
 
 def test_prediction_modules_do_not_import_numpy_or_sklearn() -> None:
     code = (
-        "import sys, advisor.models.predict, advisor.models.node_factor;"
+        "import sys, advisor.models.predict, advisor.factors;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'sklearn', 'scipy')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli.sbatch_cmd import main as sbatch_main
 from advisor.models.distributions import predictive
 from advisor.planner.cluster import Cluster, ClusterNode
 from advisor.planner.constraints import Pinning, pinning
@@ -25,6 +24,7 @@ from advisor.slurm.records import Partition
 from advisor.store.connection import Store
 from advisor.wrapper import effects
 from advisor.wrapper.argv import AdvisorOptions
+from advisor.wrapper.command import main as sbatch_main
 from advisor.wrapper.snapshot import load_snapshot
 from tests.helpers.caches import NODES, PARTITIONS, train
 

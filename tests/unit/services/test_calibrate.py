@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.models.context import NodeContext
+from advisor.models.loading import NodeContext
 from advisor.services.calibrate import (
     CalibrationRequest,
     _failure,

@@ -29,6 +29,13 @@ def test_default_path_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert default_db_path() == tmp_path / "xdg" / "slurm-advisor" / "cache.db"
 
 
+def test_the_schema_version_is_the_number_of_migrations() -> None:
+    """SCHEMA_VERSION is written out (the submit path does not load the migrations): one each."""
+    from advisor.store.migrations import MIGRATIONS
+
+    assert len(MIGRATIONS) == SCHEMA_VERSION, "a new migration: raise SCHEMA_VERSION with it"
+
+
 def test_created_on_first_use_in_wal_mode(cache_path: Path) -> None:
     with Store.open(cache_path) as store:
         assert store.version == SCHEMA_VERSION

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli.sbatch_cmd import main
 from advisor.errors import CacheError
 from advisor.slurm.records import Partition, StartEstimate
 from advisor.slurm.runner import CommandResult
 from advisor.store.advice import Advice
 from advisor.validate import validate
+from advisor.wrapper.command import main
 from advisor.wrapper.predictor import Forecast
 from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.submit import SideEffects

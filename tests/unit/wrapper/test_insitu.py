@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli.sbatch_cmd import main
 from advisor.insitu.report import analyse_steps, insitu_time_limit_s
 from advisor.insitu.steps import read_steps
 from advisor.slurm.parsers import parse_partitions
 from advisor.slurm.timefmt import whole_minutes_s
 from advisor.store import Store
 from advisor.store.cluster import save_cluster
+from advisor.wrapper.command import main
 from tests.helpers.captures import capture
 from tests.helpers.paths import TEST_DATA
 

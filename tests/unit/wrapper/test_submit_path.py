@@ -40,16 +40,16 @@ HEAVY = frozenset(
      "datetime"}
 )  # fmt: skip
 #: How many modules a dry run with a learned model may add to a bare interpreter's (issue 17):
-#: what it loads, 45 of ours and 17 of the standard library (_sqlite3 brings 12 of those:
+#: what it loads, 39 of ours and 17 of the standard library (_sqlite3 brings 12 of those:
 #: functools, collections and what they import; the rest are __future__, _json, gc, math and
 #: pwd).  Each costs 50-150 µs; a new one on this path should replace another.
-ADVISOR_BUDGET = 45
+ADVISOR_BUDGET = 39
 STDLIB_BUDGET = 17
 #: Advisor packages the submit path may use (models, store, the Slurm records, the wrapper).
-ALLOWED = ("advisor.cli.sbatch_cmd", "advisor.wrapper.", "advisor.models.", "advisor.store.",
-           "advisor.slurm.records", "advisor.slurm.timefmt", "advisor.profiling.twins")  # fmt: skip
-PACKAGES = frozenset({"advisor", "advisor.cli", "advisor.wrapper", "advisor.models",
-                      "advisor.store", "advisor.slurm", "advisor.profiling"})  # fmt: skip
+ALLOWED = ("advisor.wrapper.", "advisor.models.", "advisor.store.", "advisor.slurm.records",
+           "advisor.slurm.timefmt", "advisor.profiling.twins")  # fmt: skip
+PACKAGES = frozenset({"advisor", "advisor.wrapper", "advisor.models", "advisor.store",
+                      "advisor.slurm", "advisor.profiling"})  # fmt: skip
 #: Light modules it may import (advisor.insitu for --steps' MAX_STEPS: its __init__ is a constant).
 LEAVES = frozenset({"advisor.errors", "advisor.lite", "advisor.text", "advisor.inputs",
                     "advisor.factors", "advisor.insitu", "advisor.taskkey"})  # fmt: skip
@@ -57,6 +57,9 @@ LEAVES = frozenset({"advisor.errors", "advisor.lite", "advisor.text", "advisor.i
 
 def _modules_after(tmp_path: Path, *argv: str) -> tuple[set[str], str]:
     """The modules a run of ``advisor ARGV`` adds to what a bare interpreter has loaded.
+
+    It runs as bin/advisor runs it: an ``sbatch`` command line straight to the wrapper's
+    command, without the command line interface (advisor.cli).
 
     ``-S`` and the package's own directory on sys.path: an editable install's import hook
     (site) loads pathlib, re, enum and more at start, which would hide them from the count; a
@@ -68,8 +71,8 @@ def _modules_after(tmp_path: Path, *argv: str) -> tuple[set[str], str]:
         "import os, sys\n"
         f"sys.path.insert(0, {root!r})\n"
         "start = set(sys.modules)\n"
-        "import advisor.cli\n"
-        f"code = advisor.cli.main({list(argv)!r})\n"
+        "from advisor.wrapper.command import run, sbatch_call\n"
+        f"code = run(*sbatch_call({list(argv)!r}), exiting=False)\n"
         "added = sorted(set(sys.modules) - start)\n"
         f"open({str(out)!r}, 'w').write('\\n'.join(added))\n"
         "sys.exit(code)\n"
@@ -92,7 +95,13 @@ def _dry_run(cache: Path, tmp_path: Path) -> tuple[set[str], str]:
     data = tmp_path / "reads.fq"
     data.write_bytes(b"@r\nACGT\n+\nIIII\n" * 1000)
     modules, stdout = _modules_after(
-        tmp_path, "--db", str(cache), "sbatch", "--advisor-dry-run", "--advisor-input", str(data),
+        tmp_path,
+        "--db",
+        str(cache),
+        "sbatch",
+        "--advisor-dry-run",
+        "--advisor-input",
+        str(data),
         str(script),
     )
     assert "--time=" in stdout and "advisor:wrapper" in stdout  # the model really answered
@@ -115,10 +124,14 @@ def test_a_dry_run_keeps_to_its_module_budget(cache: Path, tmp_path: Path) -> No
     assert "_sqlite3" in stdlib and "advisor.wrapper.advise" in ours  # it counted the real thing
     assert len(ours) <= ADVISOR_BUDGET, ours
     assert len(stdlib) <= STDLIB_BUDGET, stdlib
+    assert "advisor.models.baselines" not in ours  # a learned model's forecast needs none
 
 
 def test_the_advisor_command_imports_no_re(cache: Path, tmp_path: Path) -> None:
-    """bin/advisor (what pip installs as the command) starts without pip's ``import re``."""
+    """bin/advisor (what pip installs as the command) starts without pip's ``import re``.
+
+    And an ``sbatch`` command line reaches the wrapper without the command line interface.
+    """
     command = REPO / "bin" / "advisor"
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\n#SBATCH -J align\nsleep 1\n")
@@ -132,6 +145,9 @@ def test_the_advisor_command_imports_no_re(cache: Path, tmp_path: Path) -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert "advisor.wrapper.advise" in imported
     assert sorted(imported & {"re", "enum", "shlex", "json"}) == []
+    assert (
+        sorted(m for m in imported if m.startswith("advisor.cli")) == []
+    )  # straight to the wrapper
 
 
 class Job(NamedTuple):
@@ -346,13 +362,13 @@ def test_a_closed_stdout_is_reported_as_without_the_shortcut(cache: Path, tmp_pa
 
 def _leaving(code: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(advisor.__file__).parent.parent)}
-    prelude = "import io, sys, threading\nfrom advisor.cli import _leave\n"
+    prelude = "import io, sys, threading\nfrom advisor.wrapper.command import leave\n"
     return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True,
                           check=False, timeout=60, env=env)  # fmt: skip
 
 
 def test_leaving_flushes_and_ends_with_the_code() -> None:
-    done = _leaving("sys.stdout.write('kept')\nsys.stderr.write('said')\n_leave(3)\nprint('after')")
+    done = _leaving("sys.stdout.write('kept')\nsys.stderr.write('said')\nleave(3)\nprint('after')")
     assert (done.returncode, done.stdout, done.stderr) == (3, "kept", "said")
 
 
@@ -362,7 +378,7 @@ def test_leaving_returns_when_a_flush_fails_or_a_thread_runs() -> None:
         "    def flush(self):\n"
         "        raise BrokenPipeError(32, 'Broken pipe')\n"
         "real, sys.stdout = sys.stdout, Closed()\n"
-        "_leave(3)\n"
+        "leave(3)\n"
         "sys.stdout = real\n"
         "print('returned')\n"
     )
@@ -371,7 +387,7 @@ def test_leaving_returns_when_a_flush_fails_or_a_thread_runs() -> None:
     waiting = (
         "stop = threading.Event()\n"
         "threading.Thread(target=stop.wait).start()\n"
-        "_leave(3)\n"
+        "leave(3)\n"
         "print('returned')\n"
         "stop.set()\n"
     )
