@@ -1,9 +1,9 @@
 """The task models and node factors in the cache, as the runtime matrix asks for them.
 
 Built from the sbatch wrapper's ``Snapshot`` (one read-only pass over the cache), and predicting
-exactly as the wrapper does (``ModelPredictor.predicted``, which its ``forecast`` is built on): the same input size
-when none is known, the same node factor, the same ``predict_task``; so a planned runtime and the
-time limit ``advisor sbatch`` would set come from one model.
+exactly as the wrapper does (``ModelPredictor.predicted``, which its ``forecast`` is built on):
+the same input size when none is known, the same node factor, the same ``predict_task``; so a
+planned runtime and the time limit ``advisor sbatch`` would set come from one model.
 """
 
 from __future__ import annotations
