@@ -19,6 +19,7 @@ from advisor.wrapper.advise import Decision, JobAdvice, PartitionLimit, PickEsti
 if TYPE_CHECKING:
     from typing import Any
 
+    from advisor.wrapper.advise import Basis
     from advisor.wrapper.argv import Setting
 
 #: What shlex.quote leaves unquoted: ASCII word characters and ``@%+=:,./-``.
@@ -99,7 +100,7 @@ class Explanation(NamedTuple):
     quantile: float | None
     margin: float | None
     user_time: Setting | None  # the job's own --time, and where it came from
-    basis: str | None
+    basis: Basis | None
     partitions: tuple[PartitionLimit, ...]
     decision: Decision  # action 'fallback' when the wrapper gave up
     picked: str | None
