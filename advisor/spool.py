@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from advisor.store.advice import Advice
+    from advisor.store.advice import Advice, Outcome
 
 #: The environment variable naming the spool directory (users' and the administrator's).
 SPOOL_ENV = "ADVISOR_SPOOL"
@@ -50,7 +50,7 @@ TEXT_FIELDS = ("policy", "outcome", "task", "partition", "node_class", "cluster"
 NUMBER_FIELDS = ("predicted_s", "quantile", "p50_s", "p90_s", "p95_s")
 INTEGER_FIELDS = ("limit_s", "job_id", "input_bytes")
 #: What became of a submission (the advice table's outcome column).
-OUTCOMES = frozenset({"submitted", "failed", "fallback", "dry-run"})
+OUTCOMES: frozenset[Outcome] = frozenset({"submitted", "failed", "fallback", "dry-run"})
 #: How many days of segments the wrapper reads for its jobs in flight (the history policy's
 #: in-flight horizon is 7 days; one more for a submission just before midnight UTC).
 RECENT_DAYS = 8

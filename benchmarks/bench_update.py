@@ -314,7 +314,7 @@ else:
     with Store.open(db) as store:
         done = update_from_file(store, Path(source), kind=mode, progress=sample)
     seconds, used = time.perf_counter() - start, os.times()
-    result = {"rows": done["records"], "stored": done["stored"], "seconds": seconds,
+    result = {"rows": done.records, "stored": done.stored, "seconds": seconds,
               "cpu_s": used.user + used.system - clock.user - clock.system,
               "reader_cpu_s": used.children_user + used.children_system
                               - clock.children_user - clock.children_system,

@@ -24,7 +24,7 @@ order.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -64,6 +64,74 @@ MAX_WARNINGS = 100
 DEFAULT_CLUSTER = "default"
 
 Progress = Callable[[int, int | None], None]
+
+
+@dataclass(frozen=True)
+class WindowDone:
+    """One sacct query: its bounds, the records it gave, the final ones, the new ones."""
+
+    start: str
+    end: str
+    records: int
+    final: int
+    stored: int
+
+    def to_json(self) -> dict[str, Any]:
+        """As in schemas/update-output.json."""
+        return {"start": self.start, "end": self.end, "records": self.records,
+                "final": self.final, "stored": self.stored}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """The record slurmdbd had not filled yet: the watermark stops at it."""
+
+    job_id: str
+    state: str
+    window: str
+
+    def to_json(self) -> dict[str, Any]:
+        """As in schemas/update-output.json."""
+        return {"job_id": self.job_id, "state": self.state, "window": self.window}
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What an ingestion read, skipped, stored and learned (the update's result, less the spool)."""
+
+    source: str  # 'sacct', 'sacct-file' or 'swf'
+    path: str | None  # the file ingested (None for sacct)
+    cluster: str | None  # a dump's default cluster (None otherwise)
+    records: int  # allocation rows read
+    windows: tuple[WindowDone, ...]  # one per sacct query (none for files)
+    watermark: str | None
+    held_back_by: HeldBack | None
+    skipped: Mapping[str, int]  # rows not ingested, by reason (sorted)
+    warnings: tuple[str, ...]  # the first rows skipped because they are wrong
+    stored: int
+    already_stored: int
+    model_updates: int
+    censored_updates: int
+    states: Mapping[str, int]  # new jobs by final state (sorted)
+
+    def to_json(self) -> dict[str, Any]:
+        """As in schemas/update-output.json (without its spool), keys in this order."""
+        return {
+            "source": self.source,
+            "path": self.path,
+            "cluster": self.cluster,
+            "records": self.records,
+            "windows": [window.to_json() for window in self.windows],
+            "watermark": self.watermark,
+            "held_back_by": self.held_back_by.to_json() if self.held_back_by else None,
+            "skipped": dict(self.skipped),
+            "warnings": list(self.warnings),
+            "stored": self.stored,
+            "already_stored": self.already_stored,
+            "model_updates": self.model_updates,
+            "censored_updates": self.censored_updates,
+            "states": dict(self.states),
+        }
 
 
 @dataclass(frozen=True)
@@ -187,7 +255,7 @@ def update_from_sacct(
     now: Callable[[], datetime] = datetime.now,
     progress: Progress | None = None,
     strict: bool = False,
-) -> dict[str, Any]:
+) -> Ingested:
     """Ingest every window from the watermark (or --since) to --until (default: now − settle).
 
     With ``strict``, a record that cannot be read fails its window (nothing of it stored).
@@ -203,7 +271,7 @@ def update_from_sacct(
     end = min(_parse_when(until, "--until") or now() - SETTLE, now()).replace(microsecond=0)
     windows = plan_windows(start, end, window)
     ingestor = Ingestor(store)
-    done: list[dict[str, Any]] = []
+    done: list[WindowDone] = []
     skipped: Counter[str] = Counter()
     warnings: list[str] = []
     mark, held = stored_mark, None
@@ -233,31 +301,31 @@ def update_from_sacct(
         skipped.update(sorted_out.skipped)
         warnings.extend(sorted_out.warnings[: max(0, MAX_WARNINGS - len(warnings))])
         done.append(
-            {
-                "start": current.start.isoformat(),
-                "end": current.end.isoformat(),
-                "records": len(sorted_out.final) + sum(sorted_out.skipped.values()),
-                "final": len(sorted_out.final),
-                "stored": stored,
-            }
+            WindowDone(
+                current.start.isoformat(),
+                current.end.isoformat(),
+                records=len(sorted_out.final) + sum(sorted_out.skipped.values()),
+                final=len(sorted_out.final),
+                stored=stored,
+            )
         )
         if progress is not None:
             progress(number, len(windows))
         if hold is not None:
-            held = {"job_id": hold.job_id, "state": hold.state, "window": current.label()}
+            held = HeldBack(hold.job_id, hold.state, current.label())
             break
-    return {
-        "source": "sacct",
-        "path": None,
-        "cluster": None,
-        "records": sum(w["records"] for w in done),
-        "windows": done,
-        "watermark": mark.isoformat() if mark else None,
-        "held_back_by": held,
-        "skipped": _counts(skipped),
-        "warnings": warnings,
+    return Ingested(
+        source="sacct",
+        path=None,
+        cluster=None,
+        records=sum(w.records for w in done),
+        windows=tuple(done),
+        watermark=mark.isoformat() if mark else None,
+        held_back_by=held,
+        skipped=_counts(skipped),
+        warnings=tuple(warnings),
         **ingestor.stats.as_dict(),
-    }
+    )
 
 
 def _counts(skipped: Counter[str]) -> dict[str, int]:
@@ -374,7 +442,7 @@ def update_from_file(
     strict: bool = False,
     progress: Progress | None = None,
     reader_process: bool | None = None,
-) -> dict[str, Any]:
+) -> Ingested:
     """Ingest a saved sacct dump, text or JSON (kind 'sacct'), or an SWF log (kind 'swf').
 
     reader_process: read the second pass in another process (None: for files of
@@ -422,18 +490,18 @@ def update_from_file(
                 ingestor.add_finished(batch)
     if progress is not None and total is not None:
         progress(2 * total, 2 * total)
-    return {
-        "source": "sacct-file" if kind == "sacct" else "swf",
-        "path": str(file),
-        "cluster": dump.cluster if kind == "sacct" else None,
-        "records": records + sum(tally.skipped.values()),
-        "windows": [],
-        "watermark": None,
-        "held_back_by": None,
-        "skipped": _counts(tally.skipped),
-        "warnings": tally.warnings,
+    return Ingested(
+        source="sacct-file" if kind == "sacct" else "swf",
+        path=str(file),
+        cluster=dump.cluster if kind == "sacct" else None,
+        records=records + sum(tally.skipped.values()),
+        windows=(),
+        watermark=None,
+        held_back_by=None,
+        skipped=_counts(tally.skipped),
+        warnings=tuple(tally.warnings),
         **ingestor.stats.as_dict(),
-    }
+    )
 
 
 def _no_progress(done: int, total: int | None) -> None:

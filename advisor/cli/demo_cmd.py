@@ -53,10 +53,10 @@ def _render(result: DemoResult) -> Result:
         Table(explanation_rows(explained), title=(
             "2. A sample job through the sbatch wrapper's own decision, as "
             f"'advisor {command_line(result.sbatch_argv)}' prints it:\n"
-            f"advisor sbatch: task {result.sbatch_task!r}")),
+            f"advisor sbatch: task {explained.task!r}")),
         Table([_task_row(row) for row in plan.tasks], title="\n".join((
             decision_line(explained),
-            command_line(result.sbatch_decided_argv),
+            command_line(explained.argv),
             "",
             f"3. The bundled workflow {plan.workflow!r} ({len(plan.tasks)} tasks) planned "
             f"with {plan.algorithm.upper()} on the sample cluster: each task's node class "

@@ -1,9 +1,9 @@
 """The task models and node factors in the cache, as the runtime matrix asks for them.
 
 Built from the sbatch wrapper's ``Snapshot`` (one read-only pass over the cache), and predicting
-exactly as the wrapper does (``advisor.wrapper.predictor.ModelPredictor``): the same input size
-when none is known, the same node factor, the same ``predict_task``; so a planned runtime and the
-time limit ``advisor sbatch`` would set come from one model.
+exactly as the wrapper does (``ModelPredictor.predicted``, which its ``forecast`` is built on):
+the same input size when none is known, the same node factor, the same ``predict_task``; so a
+planned runtime and the time limit ``advisor sbatch`` would set come from one model.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from advisor.factors import class_factor
 from advisor.models.distributions import Predictive
-from advisor.models.predict import TaskModels, predict_task
+from advisor.models.predict import TaskModels
 from advisor.models.reference import DEFAULT_CPU_WEIGHT
 from advisor.wrapper.predictor import ModelPredictor
 from advisor.wrapper.snapshot import Snapshot
@@ -39,17 +39,9 @@ class CacheModels:
     def predict(
         self, task: str, input_bytes: int | None, node_class: str
     ) -> tuple[Predictive, str] | None:
-        """The predictive on the class, as ModelPredictor.forecast computes it."""
-        models = self.models.get(task)
-        if models is None:
-            return None
-        wrapper = ModelPredictor(self.models, self.scores)
-        size = input_bytes if input_bytes is not None else wrapper.default_input_bytes(task)
-        try:
-            found = predict_task(models, node_class, float(size or 0), self.scores)
-        except LookupError:  # no model there, or no factor relating the class to the reference
-            return None
-        return found.predictive, found.source
+        """The predictive on the class and its source, from ModelPredictor.forecast's prediction."""
+        found = ModelPredictor(self.models, self.scores).predicted(task, input_bytes, node_class)
+        return None if found is None else (found.predictive, found.source)
 
     def factor(self, task: str, origin: str, target: str) -> float | None:
         """Lotaru's F from origin to target with the task's CPU weight (else the default)."""

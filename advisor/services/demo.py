@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.imports.json_files import read_cluster, read_task_runs
 from advisor.replay.jobs import replay_jobs
@@ -24,6 +24,9 @@ from advisor.services.learn import learn
 from advisor.store import Store
 from advisor.store.cluster import load_nodes, load_partitions, save_cluster
 from advisor.store.observations import add_observations
+
+if TYPE_CHECKING:
+    from advisor.wrapper.explain import Explanation
 
 #: The sample job of part 2: task, candidate partitions (fast and slow nodes), input size.
 SAMPLE_TASK = "bwa"
@@ -160,23 +163,13 @@ class DemoResult:
     partitions: tuple[PartitionView, ...]
     models: tuple[DemoModel, ...]
     sbatch_argv: tuple[str, ...]
-    #: the wrapper's own explanation document (advisor.wrapper.explain)
-    sbatch: dict[str, Any]
+    #: the wrapper's own explanation (advisor.wrapper.explain)
+    sbatch: Explanation
     limits: tuple[Mapping[str, Any], ...]
     plan: DemoPlan
     replay: DemoReplay
     plots: tuple[str, ...]
     next_commands: tuple[str, ...]
-
-    @property
-    def sbatch_task(self) -> str:
-        """The task the wrapper decided for."""
-        return str(self.sbatch["task"])
-
-    @property
-    def sbatch_decided_argv(self) -> list[str]:
-        """The sbatch arguments the wrapper would run."""
-        return list(self.sbatch["argv"])
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document (schemas/demo-output.json)."""
@@ -185,7 +178,7 @@ class DemoResult:
             "imported_runs": self.imported_runs,
             "partitions": [p.to_json() for p in self.partitions],
             "models": [m.to_json() for m in self.models],
-            "sbatch": {"argv": list(self.sbatch_argv), "explain": self.sbatch},
+            "sbatch": {"argv": list(self.sbatch_argv), "explain": self.sbatch.to_json()},
             "limits": [dict(row) for row in self.limits],
             "plan": self.plan.to_json(),
             "replay": self.replay.to_json(),
@@ -238,7 +231,7 @@ def write_sample_job(workdir: Path) -> None:
         handle.truncate(SAMPLE_INPUT_BYTES)
 
 
-def wrapper_decision(argv: list[str]) -> dict[str, Any]:
+def wrapper_decision(argv: list[str]) -> Explanation:
     """What ``advisor sbatch ARGV`` decides: the wrapper's own code, its real side effects."""
     from advisor.wrapper.argv import parse_command_line
     from advisor.wrapper.effects import real
@@ -249,19 +242,19 @@ def wrapper_decision(argv: list[str]) -> dict[str, Any]:
     return explanation(prepared.plan, prepared.argv, prepared.warning)
 
 
-def limit_rows(explained: dict[str, Any]) -> list[dict[str, Any]]:
+def limit_rows(explained: Explanation) -> list[dict[str, Any]]:
     """Per partition: the limit, and P50/P95 of the slowest node class (the one that sets it)."""
     rows = []
-    for part in explained["partitions"]:
-        slowest = max(part["node_classes"], key=lambda c: c["quantile_s"], default=None)
+    for limit in explained.partitions:
+        slowest = max(limit.forecasts, key=lambda f: f.quantile_s, default=None)
         rows.append(
             {
-                "partition": part["partition"],
-                "node_class": slowest["node_class"] if slowest else None,
-                "p50_s": slowest["p50_s"] if slowest else None,
-                "p95_s": slowest["p95_s"] if slowest else None,
-                "limit_s": part["limit_s"],
-                "why": part["reason"],
+                "partition": limit.partition,
+                "node_class": slowest.node_class if slowest else None,
+                "p50_s": slowest.p50_s if slowest else None,
+                "p95_s": slowest.p95_s if slowest else None,
+                "limit_s": limit.limit_s,
+                "why": limit.reason,
             }
         )
     return rows

@@ -9,7 +9,6 @@ update fails with the spool's error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -17,39 +16,20 @@ from typing import Any
 
 from advisor.accounting.sacct_file import DumpFormat
 from advisor.accounting.spool import ingest_spool
-from advisor.accounting.update import DEFAULT_WINDOW, Progress, update_from_file, update_from_sacct
+from advisor.accounting.update import (
+    DEFAULT_WINDOW,
+    HeldBack,
+    Ingested,
+    Progress,
+    WindowDone,
+    update_from_file,
+    update_from_sacct,
+)
 from advisor.errors import InputError
 from advisor.slurm.backend import SlurmBackend
 from advisor.store.connection import Store
 
-
-@dataclass(frozen=True)
-class WindowDone:
-    """One sacct query: its bounds, the records it gave, the final ones, the new ones."""
-
-    start: str
-    end: str
-    records: int
-    final: int
-    stored: int
-
-    def to_json(self) -> dict[str, Any]:
-        """As in schemas/update-output.json."""
-        return {"start": self.start, "end": self.end, "records": self.records,
-                "final": self.final, "stored": self.stored}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class HeldBack:
-    """The record slurmdbd had not filled yet: the watermark stops at it."""
-
-    job_id: str
-    state: str
-    window: str
-
-    def to_json(self) -> dict[str, Any]:
-        """As in schemas/update-output.json."""
-        return {"job_id": self.job_id, "state": self.state, "window": self.window}
+__all__ = ["HeldBack", "SpoolDone", "UpdateResult", "WindowDone", "update"]
 
 
 @dataclass(frozen=True)
@@ -76,63 +56,32 @@ class SpoolDone:
 
 
 @dataclass(frozen=True)
-class UpdateResult:
-    """What an update read, skipped, stored and learned."""
+class UpdateResult(Ingested):
+    """What an update read, skipped, stored and learned, and what it brought in from a spool."""
 
-    source: str  # 'sacct', 'sacct-file' or 'swf'
-    path: str | None  # the file ingested (None for sacct)
-    cluster: str | None  # a dump's default cluster (None otherwise)
-    records: int  # allocation rows read
-    windows: tuple[WindowDone, ...]  # one per sacct query (none for files)
-    watermark: str | None
-    held_back_by: HeldBack | None
-    skipped: Mapping[str, int]  # rows not ingested, by reason (sorted)
-    warnings: tuple[str, ...]  # the first rows skipped because they are wrong
-    stored: int
-    already_stored: int
-    model_updates: int
-    censored_updates: int
-    states: Mapping[str, int]  # new jobs by final state (sorted)
     spool: SpoolDone | None  # with a spool: what was brought in from it
 
     def to_json(self) -> dict[str, Any]:
         """The command's JSON output (schemas/update-output.json), keys in this order."""
-        return {
-            "source": self.source,
-            "path": self.path,
-            "cluster": self.cluster,
-            "records": self.records,
-            "windows": [window.to_json() for window in self.windows],
-            "watermark": self.watermark,
-            "held_back_by": self.held_back_by.to_json() if self.held_back_by else None,
-            "skipped": dict(self.skipped),
-            "warnings": list(self.warnings),
-            "stored": self.stored,
-            "already_stored": self.already_stored,
-            "model_updates": self.model_updates,
-            "censored_updates": self.censored_updates,
-            "states": dict(self.states),
-            "spool": self.spool.to_json() if self.spool else None,
-        }
+        return {**super().to_json(), "spool": self.spool.to_json() if self.spool else None}
 
 
-def _result(data: Mapping[str, Any], spool: SpoolDone | None) -> UpdateResult:
-    held = data["held_back_by"]
+def _result(done: Ingested, spool: SpoolDone | None) -> UpdateResult:
     return UpdateResult(
-        source=data["source"],
-        path=data["path"],
-        cluster=data["cluster"],
-        records=data["records"],
-        windows=tuple(WindowDone(**window) for window in data["windows"]),
-        watermark=data["watermark"],
-        held_back_by=HeldBack(**held) if held is not None else None,
-        skipped=dict(data["skipped"]),
-        warnings=tuple(data["warnings"]),
-        stored=data["stored"],
-        already_stored=data["already_stored"],
-        model_updates=data["model_updates"],
-        censored_updates=data["censored_updates"],
-        states=dict(data["states"]),
+        source=done.source,
+        path=done.path,
+        cluster=done.cluster,
+        records=done.records,
+        windows=done.windows,
+        watermark=done.watermark,
+        held_back_by=done.held_back_by,
+        skipped=done.skipped,
+        warnings=done.warnings,
+        stored=done.stored,
+        already_stored=done.already_stored,
+        model_updates=done.model_updates,
+        censored_updates=done.censored_updates,
+        states=done.states,
         spool=spool,
     )
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from advisor.lite import NamedTuple
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 from advisor.text import storable
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    #: What became of a submission (the advice table's outcome column; advisor.spool.OUTCOMES).
+    Outcome = Literal["submitted", "failed", "fallback", "dry-run"]
 
 
 class Advice(NamedTuple):
@@ -21,7 +27,7 @@ class Advice(NamedTuple):
     user: str
     policy: str
     argv: Sequence[str]
-    outcome: str
+    outcome: Outcome
     task: str | None = None
     partition: str | None = None
     node_class: str | None = None

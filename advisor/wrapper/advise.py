@@ -30,8 +30,17 @@ from advisor.wrapper.tag import Tag, with_tag
 
 if TYPE_CHECKING:  # datetime loads only for --advisor-pick earliest
     from datetime import datetime
+    from typing import Literal
 
     from advisor.slurm.records import StartEstimate
+
+    #: What the wrapper did to the job's limit: set one (no --time given), lowered the user's
+    #: (tighten; guarded while the guard is alive), kept it, only advised, nothing (no model
+    #: or history, or the limits unusable), or fell back to the user's arguments (explain).
+    Action = Literal["set", "lowered", "guarded", "kept", "advise", "none", "fallback"]
+    #: Where the limits come from: the task model's forecasts, the history policy (no task
+    #: model), or the in situ steps' predictor.
+    Basis = Literal["model", "history", "insitu"]
 
 
 # Time limits from forecasts, and what each policy does with the user's own --time.
@@ -53,7 +62,7 @@ class PartitionLimit(NamedTuple):
     clamped: bool
     reason: str
     #: 'model' (task model forecasts) or 'history' (the history policy, no forecasts).
-    basis: str = "model"
+    basis: Basis = "model"
 
     @property
     def confident(self) -> bool:
@@ -117,7 +126,7 @@ def partition_limit(
 class Decision(NamedTuple):
     """What to pass to sbatch: --time, --time-min (None: leave alone), and why."""
 
-    action: str  # 'set', 'lowered', 'kept', 'advise', 'none'
+    action: Action
     time_s: int | None
     time_min_s: int | None
     reason: str
@@ -247,7 +256,7 @@ class JobAdvice(NamedTuple):
     #: '--advisor-input', or what was assumed without it.
     input_origin: str | None = None
     #: Where the limits come from: 'model', 'history' (no task model) or 'insitu'.
-    basis: str = "model"
+    basis: Basis = "model"
 
     @property
     def measured_bytes(self) -> int | None:
@@ -288,7 +297,7 @@ def candidate_partitions(request: JobRequest, snapshot: Snapshot) -> tuple[str, 
     return (default,) if default else ()
 
 
-def _not_cached(partition: str, basis: str) -> PartitionLimit:
+def _not_cached(partition: str, basis: Basis) -> PartitionLimit:
     return PartitionLimit(
         partition, (), (), None, None, None, False, "partition not in the cache", basis
     )

@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # argparse and json load only when a path needs them (see the
     from collections.abc import Sequence
     from typing import Any, TextIO
 
+    from advisor.wrapper.explain import Explanation
+
     from advisor.wrapper.submit import SideEffects
 
 #: The options every command takes before its name (advisor.cli.common.shared_options).
@@ -161,17 +163,18 @@ def _json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, allow_nan=False)
 
 
-def _render(data: dict[str, Any], fmt: str, *, with_table: bool) -> str:
+def _render(explained: Explanation, fmt: str, *, with_table: bool) -> str:
     from advisor.wrapper.explain import decision_line, explanation_rows
 
     if fmt == "json":
-        return _json(data)
-    lines = [decision_line(data)]
-    if with_table and data["partitions"]:
+        return _json(explained.to_json())
+    lines = [decision_line(explained)]
+    if with_table and explained.partitions:
         from advisor.render import Result, Table, render  # tabulate: only when a table shows
 
-        table = Table(explanation_rows(data), title=f"advisor sbatch: task {data['task']!r}")
-        lines.insert(0, render(Result(data=data, tables=(table,)), fmt))
+        title = f"advisor sbatch: task {explained.task!r}"
+        table = Table(explanation_rows(explained), title=title)
+        lines.insert(0, render(Result(data=explained.to_json(), tables=(table,)), fmt))
     return "\n".join(lines)
 
 
@@ -216,19 +219,19 @@ def main(
     if cmd.advisor.dry_run or cmd.advisor.explain:
         from advisor.wrapper.explain import command_line, explanation
     if cmd.advisor.dry_run:
-        data = explanation(prepared.plan, prepared.argv, prepared.warning)
+        explained = explanation(prepared.plan, prepared.argv, prepared.warning)
         if fmt == "json":
-            print(_json(data), file=out)
+            print(_json(explained.to_json()), file=out)
         else:
             if cmd.advisor.explain:
-                print(_render(data, fmt, with_table=True), file=err)
-            print(command_line(data["argv"]), file=out)
+                print(_render(explained, fmt, with_table=True), file=err)
+            print(command_line(explained.argv), file=out)
         return 0
     warned = bool(prepared.warning)
     if cmd.advisor.explain:
         try:
-            data = explanation(prepared.plan, prepared.argv, prepared.warning)
-            print(_render(data, fmt, with_table=True), file=err)
+            explained = explanation(prepared.plan, prepared.argv, prepared.warning)
+            print(_render(explained, fmt, with_table=True), file=err)
         except Exception as error:  # showing the advice must never stop the submission
             if not warned:
                 print(f"advisor: warning: --advisor-explain failed: {error}", file=err)

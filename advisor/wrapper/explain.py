@@ -1,6 +1,6 @@
-"""What ``--advisor-explain`` and ``--advisor-dry-run`` show: plain data and one line.
+"""What ``--advisor-explain`` and ``--advisor-dry-run`` show: a record, its table and one line.
 
-The data follows schemas/sbatch-explain.json.
+The record's JSON follows schemas/sbatch-explain.json.
 
 The command line is quoted for a POSIX shell on a single line: ``shlex.quote``'s quoting
 (``quote`` here, so that a dry run loads neither shlex nor re; tests/unit/wrapper/test_limits.py
@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from advisor.lite import TYPE_CHECKING
-from advisor.wrapper.advise import JobAdvice, PartitionLimit
+from advisor.lite import TYPE_CHECKING, NamedTuple
+from advisor.wrapper.advise import Decision, JobAdvice, PartitionLimit, PickEstimate
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from advisor.wrapper.advise import Basis
+    from advisor.wrapper.argv import Setting
 
 #: What shlex.quote leaves unquoted: ASCII word characters and ``@%+=:,./-``.
 _SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"
@@ -57,6 +60,11 @@ def command_line(argv: Sequence[str]) -> str:
     return " ".join(_ansi_c(a) if _needs_ansi_c(a) else quote(a) for a in argv)
 
 
+def _missing(limit: PartitionLimit) -> list[str]:
+    """The partition's node classes without a forecast."""
+    return sorted(set(limit.node_classes) - {f.node_class for f in limit.forecasts})
+
+
 def _limit_row(limit: PartitionLimit) -> dict[str, Any]:
     return {
         "partition": limit.partition,
@@ -73,9 +81,7 @@ def _limit_row(limit: PartitionLimit) -> dict[str, Any]:
             }
             for f in limit.forecasts
         ],
-        "missing_classes": sorted(
-            set(limit.node_classes) - {f.node_class for f in limit.forecasts}
-        ),
+        "missing_classes": _missing(limit),
         "predicted_s": limit.predicted_s,
         "limit_s": limit.limit_s,
         "max_time_s": limit.max_time_s,
@@ -84,83 +90,94 @@ def _limit_row(limit: PartitionLimit) -> dict[str, Any]:
     }
 
 
-def explanation(plan: JobAdvice | None, argv: Sequence[str], warning: str | None) -> dict[str, Any]:
-    """The --advisor-explain document (schemas/sbatch-explain.json)."""
-    full = ["sbatch", *argv]
-    if plan is None:
+class Explanation(NamedTuple):
+    """What the wrapper decided and why: --advisor-explain's and --advisor-dry-run's record."""
+
+    task: str | None
+    input_bytes: int | None
+    input_origin: str | None
+    policy: str | None
+    quantile: float | None
+    margin: float | None
+    user_time: Setting | None  # the job's own --time, and where it came from
+    basis: Basis | None
+    partitions: tuple[PartitionLimit, ...]
+    decision: Decision  # action 'fallback' when the wrapper gave up
+    picked: str | None
+    estimates: tuple[PickEstimate, ...]
+    added: tuple[str, ...]
+    argv: tuple[str, ...]  # what runs, "sbatch" first
+
+    def to_json(self) -> dict[str, Any]:
+        """The --advisor-explain document (schemas/sbatch-explain.json)."""
+        time, decision = self.user_time, self.decision
         return {
-            "task": None,
-            "input_bytes": None,
-            "input_origin": None,
-            "policy": None,
-            "quantile": None,
-            "margin": None,
-            "user_time": None,
-            "basis": None,
-            "partitions": [],
+            "task": self.task,
+            "input_bytes": self.input_bytes,
+            "input_origin": self.input_origin,
+            "policy": self.policy,
+            "quantile": self.quantile,
+            "margin": self.margin,
+            "user_time": {"value": time.value, "origin": time.origin} if time else None,
+            "basis": self.basis,
+            "partitions": [_limit_row(limit) for limit in self.partitions],
             "decision": {
-                "action": "fallback",
-                "time_s": None,
-                "time_min_s": None,
-                "reason": warning or "",
+                "action": decision.action,
+                "time_s": decision.time_s,
+                "time_min_s": decision.time_min_s,
+                "reason": decision.reason,
             },
-            "picked": None,
-            "estimates": [],
-            "added": [],
-            "argv": full,
-            "command": command_line(full),
+            "picked": self.picked,
+            "estimates": [
+                {
+                    "partition": e.partition,
+                    "start": e.start.isoformat() if e.start else None,
+                    "end": e.end.isoformat() if e.end else None,
+                    "error": e.error,
+                }
+                for e in self.estimates
+            ],
+            "added": list(self.added),
+            "argv": list(self.argv),
+            "command": command_line(self.argv),
         }
-    time = plan.request.time
-    return {
-        "task": plan.task,
-        "input_bytes": plan.input_bytes,
-        "input_origin": plan.input_origin,
-        "policy": plan.options.policy,
-        "quantile": plan.options.quantile,
-        "margin": plan.options.margin,
-        "user_time": {"value": time.value, "origin": time.origin} if time else None,
-        "basis": plan.basis,
-        "partitions": [_limit_row(limit) for limit in plan.limits],
-        "decision": {
-            "action": plan.decision.action,
-            "time_s": plan.decision.time_s,
-            "time_min_s": plan.decision.time_min_s,
-            "reason": plan.decision.reason,
-        },
-        "picked": plan.picked,
-        "estimates": [
-            {
-                "partition": e.partition,
-                "start": e.start.isoformat() if e.start else None,
-                "end": e.end.isoformat() if e.end else None,
-                "error": e.error,
-            }
-            for e in plan.estimates
-        ],
-        "added": list(plan.added),
-        "argv": full,
-        "command": command_line(full),
-    }
 
 
-def explanation_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+def explanation(plan: JobAdvice | None, argv: Sequence[str], warning: str | None) -> Explanation:
+    """What --advisor-explain shows of the plan (None: the wrapper fell back, with warning)."""
+    full = ("sbatch", *argv)
+    if plan is None:
+        fallback = Decision("fallback", None, None, warning or "")
+        return Explanation(None, None, None, None, None, None, None, None, (), fallback, None,
+                           (), (), full)  # fmt: skip
+    options = plan.options
+    return Explanation(
+        plan.task, plan.input_bytes, plan.input_origin, options.policy, options.quantile,
+        options.margin, plan.request.time, plan.basis, plan.limits, plan.decision, plan.picked,
+        plan.estimates, plan.added, full,
+    )  # fmt: skip
+
+
+def explanation_rows(explained: Explanation) -> list[dict[str, Any]]:
     """One row per partition and node class, for the table."""
     rows: list[dict[str, Any]] = []
-    q = data.get("quantile")
+    q = explained.quantile
     label = f"p{q * 100:g}_s" if q else "quantile_s"
-    for part in data["partitions"]:
-        classes = part["node_classes"] or [{"node_class": c} for c in part["missing_classes"]]
-        for cls in classes or [{"node_class": ""}]:
+    for limit in explained.partitions:
+        classes: list[tuple[str, int | None, float | None, float | None]] = [
+            (f.node_class, f.runs, f.p50_s, f.quantile_s) for f in limit.forecasts
+        ] or [(c, None, None, None) for c in _missing(limit)]
+        for node_class, runs, p50_s, quantile_s in classes or [("", None, None, None)]:
             rows.append(
                 {
-                    "partition": part["partition"],
-                    "node_class": cls.get("node_class"),
-                    "runs": cls.get("runs"),
-                    "p50_s": cls.get("p50_s"),
-                    label: cls.get("quantile_s"),
-                    "limit": _minutes(part["limit_s"]),
-                    "max_time": _minutes(part["max_time_s"]),
-                    "why": part["reason"],
+                    "partition": limit.partition,
+                    "node_class": node_class,
+                    "runs": runs,
+                    "p50_s": p50_s,
+                    label: quantile_s,
+                    "limit": _minutes(limit.limit_s),
+                    "max_time": _minutes(limit.max_time_s),
+                    "why": limit.reason,
                 }
             )
     return rows
@@ -170,14 +187,14 @@ def _minutes(seconds: int | None) -> str:
     return "" if seconds is None else f"{seconds // 60} min"
 
 
-def decision_line(data: dict[str, Any]) -> str:
+def decision_line(explained: Explanation) -> str:
     """The decision in one sentence."""
-    decision = data["decision"]
-    parts = [f"task {data['task']!r}" if data.get("task") else "no task", decision["action"]]
-    if decision["time_s"] is not None:
-        parts.append(f"--time {decision['time_s'] // 60} min")
-    if decision["time_min_s"] is not None:
-        parts.append(f"--time-min {decision['time_min_s'] // 60} min")
-    if data.get("picked"):
-        parts.append(f"partition {data['picked']}")
-    return "; ".join(parts) + f" ({decision['reason']})"
+    decision = explained.decision
+    parts = [f"task {explained.task!r}" if explained.task else "no task", decision.action]
+    if decision.time_s is not None:
+        parts.append(f"--time {decision.time_s // 60} min")
+    if decision.time_min_s is not None:
+        parts.append(f"--time-min {decision.time_min_s // 60} min")
+    if explained.picked:
+        parts.append(f"partition {explained.picked}")
+    return "; ".join(parts) + f" ({decision.reason})"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.models.predict import TaskModels, predict_task
+from advisor.models.predict import ClassPrediction, TaskModels, predict_task
 
 
 class Forecast(NamedTuple):
@@ -57,19 +57,27 @@ class ModelPredictor(NamedTuple):
         reference = self.models[task].reference if task in self.models else None
         return None if reference is None else int(reference.x_max_bytes)
 
+    def predicted(
+        self, task: str, input_bytes: int | None, node_class: str
+    ) -> ClassPrediction | None:
+        """The task's prediction on the class (the planner's too); None without a model or factor."""
+        models = self.models.get(task)
+        if models is None:
+            return None
+        size = input_bytes if input_bytes is not None else self.default_input_bytes(task)
+        try:
+            return predict_task(models, node_class, float(size or 0), self.scores)
+        except LookupError:  # no model, or no factor relating the class to the reference
+            return None
+
     def forecast(
         self, task: str, input_bytes: int | None, node_class: str, quantile: float
     ) -> Forecast | None:
         """The task's predictive on the class; None without a model or a node factor."""
-        models = self.models.get(task)
-        if models is None:
+        found = self.predicted(task, input_bytes, node_class)
+        if found is None:
             return None
-        reference = models.reference
-        size = input_bytes if input_bytes is not None else self.default_input_bytes(task)
-        try:
-            found = predict_task(models, node_class, float(size or 0), self.scores)
-        except LookupError:  # no model, or no factor relating the class to the reference
-            return None
+        reference = self.models[task].reference
         runs = found.runs_on_class
         if reference is not None and node_class == reference.reference:
             runs += reference.n_train  # the reference model's training runs are on this class

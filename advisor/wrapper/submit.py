@@ -31,7 +31,7 @@ from advisor.wrapper.argv import (
 if TYPE_CHECKING:
     from advisor.slurm.records import StartEstimate
     from advisor.slurm.runner import CommandResult
-    from advisor.store.advice import Advice
+    from advisor.store.advice import Advice, Outcome
     from advisor.wrapper.snapshot import Snapshot
 
 #: sbatch options after which sbatch only prints something: nothing to advise.
@@ -72,7 +72,7 @@ class Submitted(NamedTuple):
 
     result: CommandResult
     argv: tuple[str, ...]
-    outcome: str  # 'submitted', 'failed', 'fallback'
+    outcome: Outcome  # 'submitted', 'failed' or 'fallback' (a dry run submits nothing)
     job_id: int | None
     warning: str | None = None
 
@@ -274,7 +274,7 @@ def submit(cmd: CommandLine, prepared: Prepared, side: SideEffects) -> Submitted
             job_id_of(retry.stdout),
             warning_text(f"sbatch rejected the advised options ({first[0].strip()})"),
         )
-    outcome = "submitted" if result.returncode == 0 else "failed"
+    outcome: Outcome = "submitted" if result.returncode == 0 else "failed"
     return Submitted(result, prepared.argv, outcome, job_id_of(result.stdout))
 
 

@@ -72,7 +72,7 @@ def ingested(store: Store, path: Path, kind: str) -> object:
         assert str(path) in result.message
         assert store.query("SELECT count(*) AS n FROM observations")[0]["n"] == before
     else:
-        json.dumps(result, allow_nan=False)
+        json.dumps(result.to_json(), allow_nan=False)
     return result
 
 
@@ -248,10 +248,10 @@ def test_root_update_never_fails_because_of_one_record(
     with Store.open(":memory:") as fresh:
         result = update_from_sacct(fresh, CliBackend(SlurmCommands(sacct)),
                                    since="2026-11-29T00:00", until="2026-11-30T00:00")  # fmt: skip
-        json.dumps(result, allow_nan=False)
+        json.dumps(result.to_json(), allow_nan=False)
     intact = {job.job_id for i, job in enumerate(jobs) if all(row != i for row, _, _ in broken)}
-    assert result["stored"] + result["already_stored"] >= len(intact)
-    assert len(result["warnings"]) == sum(result["skipped"].get(k, 0) for k in ("malformed", "unknown_state"))
+    assert result.stored + result.already_stored >= len(intact)
+    assert len(result.warnings) == sum(result.skipped.get(k, 0) for k in ("malformed", "unknown_state"))
 
 
 @budget(400)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from advisor.accounting.update import update_from_sacct
+from advisor.accounting.update import Ingested, update_from_sacct
 from advisor.errors import InputError
 from advisor.reports import accuracy, limits
 from advisor.reports.period import parse_moment
@@ -94,12 +94,12 @@ class Accounting:
         return SacctRows(self.accounting(start, end, job_ids=job_ids), [])
 
 
-def update_windows(store: Store, since: str, until: str | None) -> dict[str, object]:
+def update_windows(store: Store, since: str, until: str | None) -> Ingested | None:
     try:
         return update_from_sacct(store, Accounting(), since=since, until=until,
                                  window=timedelta(hours=24 * 366), now=lambda: NOW)  # fmt: skip
     except _Enough:
-        return {}
+        return None
 
 
 @budget(300)

@@ -167,8 +167,8 @@ def test_tagged_jobs_are_ingested_and_reported(
                     job_id=record.job_id_raw))  # fmt: skip
         path = dump(scratch / "dump.txt", [record for record, _ in jobs])
         result = update_from_file(store, path, kind="sacct")
-        json.dumps(result, allow_nan=False)
-        assert result["stored"] == size
+        json.dumps(result.to_json(), allow_nan=False)
+        assert result.stored == size
         limits = limits_report(store, Selection(), now=NOW).report.to_json()
         validate(json.loads(json.dumps(limits, allow_nan=False)), "report-limits", source="limits")
         accuracy = accuracy_report(store, Selection(), now=NOW).report.to_json()

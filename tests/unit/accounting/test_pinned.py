@@ -30,7 +30,7 @@ import pytest
 from advisor.accounting.mapping import swf_epoch, swf_record
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.accounting.swf import read_swf, swf_header
-from advisor.accounting.update import dump_format, update_from_file
+from advisor.accounting.update import Ingested, dump_format, update_from_file
 from advisor.imports.lotaru import read_lotaru_csv
 from advisor.services.learn import learn
 from advisor.slurm.parsers import SACCT_FIELDS
@@ -127,11 +127,11 @@ def write_dump(path: Path, jobs: Iterator[JobRecord]) -> Path:
     return path
 
 
-def _summary(result: dict[str, Any]) -> dict[str, Any]:
+def _summary(result: Ingested) -> dict[str, Any]:
     """What an update says, without the paths it names."""
     keep = ("records", "stored", "already_stored", "model_updates", "censored_updates", "states",
             "skipped", "cluster")  # fmt: skip
-    return {key: result[key] for key in keep} | {"warnings": len(result["warnings"])}
+    return {key: getattr(result, key) for key in keep} | {"warnings": len(result.warnings)}
 
 
 def digest(path: Path) -> dict[str, list[Any]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.accounting.update import BATCH, update_from_file
+from advisor.accounting.update import BATCH, Ingested, update_from_file
 from advisor.errors import InputError
 from advisor.store import Store
 from tests.helpers.caches import cache_content
@@ -41,7 +41,7 @@ def _log(path: Path, jobs: int, *, last: str | None = None) -> Path:
     return path
 
 
-def _update(path: Path, log: Path, *, child: bool) -> dict[str, object]:
+def _update(path: Path, log: Path, *, child: bool) -> Ingested:
     with Store.open(path) as store:
         result = update_from_file(store, log, kind="swf", reader_process=child)
     return result
@@ -53,7 +53,7 @@ def test_the_reader_process_stores_what_one_process_stores(tmp_path: Path) -> No
     alone = _update(one, log, child=False)
     forked = _update(two, log, child=True)
     assert forked == alone
-    assert alone["stored"] == 2 * BATCH + 1234 - sum(alone["skipped"].values())  # type: ignore[attr-defined]
+    assert alone.stored == 2 * BATCH + 1234 - sum(alone.skipped.values())
     assert cache_content(two) == cache_content(one)
     assert not multiprocessing.active_children()
 

@@ -66,10 +66,10 @@ def test_pipe_in_a_job_name_skips_its_row_with_its_line_and_keeps_the_others(
     bad_line = 1 + next(i for i, line in enumerate(body.splitlines(), 1) if line.startswith("47|"))
     with Store.open(tmp_path / "cache.db") as store:
         result = update_from_file(store, path, kind="sacct")
-        assert result["skipped"] == {"malformed": 1}
-        (warning,) = result["warnings"]
+        assert result.skipped == {"malformed": 1}
+        (warning,) = result.warnings
         assert warning.startswith(f"{path}:{bad_line}: expected 20 fields, found 24")
-        assert result["stored"] == 17
+        assert result.stored == 17
         assert store.query("SELECT COUNT(*) AS n FROM observations")[0]["n"] == 17
 
 
@@ -99,9 +99,9 @@ def test_a_dump_without_the_broken_row_is_stored_once_and_a_second_run_changes_n
     with Store.open(tmp_path / "cache.db") as store:
         first = update_from_file(store, path, kind="sacct")
         again = update_from_file(store, path, kind="sacct")
-        assert first["stored"] == 17 and first["already_stored"] == 0
-        assert first["states"] == {"CANCELLED": 1, "COMPLETED": 13, "FAILED": 2, "TIMEOUT": 1}
-        assert again["stored"] == 0 and again["already_stored"] == 17
+        assert first.stored == 17 and first.already_stored == 0
+        assert first.states == {"CANCELLED": 1, "COMPLETED": 13, "FAILED": 2, "TIMEOUT": 1}
+        assert again.stored == 0 and again.already_stored == 17
         rows = {
             row["source_key"]: row
             for row in store.query(
@@ -197,8 +197,8 @@ def test_bad_rows_are_skipped_with_their_line_or_refused_with_strict(
         assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == 0
         assert get_watermark(store, "sacct") is None
         result = update_from_file(store, path, kind="sacct")
-        assert result["stored"] == 1 and sum(result["skipped"].values()) == 1
-        (warning,) = result["warnings"]
+        assert result.stored == 1 and sum(result.skipped.values()) == 1
+        (warning,) = result.warnings
         assert warning.startswith(f"{path}:2") and expected in warning
 
 

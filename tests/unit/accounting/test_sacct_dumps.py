@@ -126,8 +126,8 @@ def test_concatenated_dumps_skip_their_repeated_header(tmp_path: Path) -> None:
     path = _write(tmp_path / "dump.txt", body + body)
     with Store.open(tmp_path / "cache.db") as store:
         result = update_from_file(store, path, kind="sacct", dump=DumpFormat(cluster="x"))
-    assert result["skipped"] == {"header_lines": 1}
-    assert (result["stored"], result["already_stored"]) == (1, 1)
+    assert result.skipped == {"header_lines": 1}
+    assert (result.stored, result.already_stored) == (1, 1)
 
 
 def test_a_second_header_with_other_fields_changes_the_fields(tmp_path: Path) -> None:
@@ -174,8 +174,8 @@ def test_an_unknown_state_is_skipped_with_its_line_and_strict_refuses(tmp_path: 
         )
         assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == 0
         result = update_from_file(store, path, kind="sacct")
-    assert result["warnings"] == [f"{path}:{index + 2}: job 45: unknown state 'FOO'"]
-    assert result["skipped"] == {"unknown_state": 1} and result["stored"] == 17
+    assert result.warnings == (f"{path}:{index + 2}: job 45: unknown state 'FOO'",)
+    assert result.skipped == {"unknown_state": 1} and result.stored == 17
 
 
 # --- line separators in names and comments (issue #16, finding 3) ------------------------------
@@ -191,7 +191,7 @@ def test_a_separator_in_a_name_keeps_every_record_and_the_record_itself(
     path = _write(tmp_path / "dump.txt", HEADER + "\n" + "\n".join(rows) + "\n")
     with Store.open(tmp_path / "cache.db") as store:
         result = update_from_file(store, path, kind="sacct", dump=DumpFormat(cluster="x"))
-        assert result["stored"] == len(jobs) and result["skipped"] == {}
+        assert result.stored == len(jobs) and result.skipped == {}
         (row,) = store.query("SELECT name, comment FROM accounting_jobs WHERE job_id = ?", (named.job_id,))
     assert (row["name"], row["comment"]) == (named.name, named.comment)
 
@@ -391,10 +391,10 @@ def test_json_with_a_broken_job_skips_that_job(tmp_path: Path) -> None:
     path = _write(tmp_path / "dump.json", json.dumps(doc, indent=1))
     with Store.open(tmp_path / "cache.db") as store:
         result = update_from_file(store, path, kind="sacct")
-    assert result["skipped"] == {"malformed": 1, "unknown_state": 1}
-    assert result["stored"] == 16
-    assert "job 38: time.elapsed is not a whole number: 'soon'" in result["warnings"][0]
-    assert result["warnings"][1].endswith("job 39: unknown state 'FOO'")
+    assert result.skipped == {"malformed": 1, "unknown_state": 1}
+    assert result.stored == 16
+    assert "job 38: time.elapsed is not a whole number: 'soon'" in result.warnings[0]
+    assert result.warnings[1].endswith("job 39: unknown state 'FOO'")
 
 
 def test_json_dumps_take_no_text_options(tmp_path: Path) -> None:

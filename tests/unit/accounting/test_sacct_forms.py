@@ -48,8 +48,8 @@ def test_the_done_when_dump_without_cluster_or_jobidraw_is_ingested(
     conf.write_text("ClusterName=advisor\n")
     monkeypatch.setenv("SLURM_CONF", str(conf))  # the cluster comes from slurm.conf
     result = _ingest(tmp_path, _dump(tmp_path, "sacct_done_when.txt"))
-    assert (result["stored"], result["cluster"]) == (1, "advisor")
-    assert result["skipped"] == {"array_pending": 1}
+    assert (result.stored, result.cluster) == (1, "advisor")
+    assert result.skipped == {"array_pending": 1}
     rows = _rows(_dump(tmp_path, "sacct_done_when.txt"), dump_format())
     (job,) = [row for row in rows if not isinstance(row, Skipped)]
     assert (job.job_id, job.job_id_raw, job.cluster, job.state) == (PLAIN, int(PLAIN), "advisor", "COMPLETED")
@@ -94,7 +94,7 @@ def test_an_array_cancelled_while_pending_is_not_a_finished_job(tmp_path: Path) 
     path = _dump(tmp_path, "sacct_array_cancelled.txt")
     assert f"{ARRAY}_[1-3]|array-{TOKEN}|fat|CANCELLED by 0" in path.read_text()
     result = _ingest(tmp_path, path, cluster="advisor")
-    assert result["stored"] == 0 and result["skipped"] == {"array_pending": 1}
+    assert result.stored == 0 and result.skipped == {"array_pending": 1}
 
 
 def test_each_separator_in_names_and_comments_keeps_every_record(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_each_separator_in_names_and_comments_keeps_every_record(tmp_path: Path)
         folder.mkdir()
         path = _dump(folder, name)
         result = _ingest(folder, path, cluster="advisor")
-        assert result["stored"] == 12 and result["warnings"] == [], name
+        assert result.stored == 12 and result.warnings == (), name
         rows = _rows(path, DumpFormat(cluster="advisor"))
         jobs = {r.job_id: (r.name, r.comment) for r in rows if not isinstance(r, Skipped)}
         assert jobs == expected, name

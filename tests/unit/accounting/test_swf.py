@@ -138,7 +138,7 @@ def test_a_file_ingest_stopped_half_way_and_run_again_equals_one_run(
         assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == 120
         monkeypatch.setattr(update.Ingestor, "add_finished", real_add)
         again = update_from_file(store, KTH, kind="swf")
-    assert again["already_stored"] == 120 and again["stored"] == 180
+    assert again.already_stored == 120 and again.stored == 180
     assert cache_content(halves) == cache_content(whole)
 
 

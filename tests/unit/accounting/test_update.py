@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
-from advisor.accounting.update import update_from_sacct
+from advisor.accounting.update import Ingested, update_from_sacct
 from advisor.errors import AdvisorError, InputError
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
@@ -67,7 +67,7 @@ def backend(fake: FakeSacct, sleeps: list[float] | None = None) -> CliBackend:
     return CliBackend(SlurmCommands(fake, sleep=sink.append, policy=RetryPolicy(attempts=3)))
 
 
-def run_update(path: Path, fake: FakeSacct, **options: Any) -> dict[str, Any]:
+def run_update(path: Path, fake: FakeSacct, **options: Any) -> Ingested:
     with Store.open(path) as store:
         return update_from_sacct(store, backend(fake), **options)
 
@@ -82,14 +82,14 @@ def test_every_job_is_stored_once_and_a_second_run_changes_nothing(cache_path: P
     first = run_update(
         cache_path, fake, since=SINCE.isoformat(), until=UNTIL.isoformat(), window=6 * HOUR
     )
-    assert first["stored"] == len(RECORDS) == sum(w["stored"] for w in first["windows"])
-    assert first["watermark"] == UNTIL.isoformat()
-    assert len(fake.calls) == len(first["windows"])  # one sacct query per window
+    assert first.stored == len(RECORDS) == sum(w.stored for w in first.windows)
+    assert first.watermark == UNTIL.isoformat()
+    assert len(fake.calls) == len(first.windows)  # one sacct query per window
     before = cache_content(cache_path)
     again = run_update(
         cache_path, fake, since=SINCE.isoformat(), until=UNTIL.isoformat(), window=6 * HOUR
     )
-    assert again["stored"] == 0 and again["already_stored"] == len(RECORDS)
+    assert again.stored == 0 and again.already_stored == len(RECORDS)
     assert cache_content(cache_path) == before
 
 
@@ -113,7 +113,7 @@ def test_resuming_from_the_watermark_gives_the_same_cache_as_one_run(tmp_path: P
     parts, whole = tmp_path / "parts.db", tmp_path / "whole.db"
     run_update(parts, FakeSacct(RECORDS), since=SINCE.isoformat(), until=middle.isoformat())
     second = run_update(parts, FakeSacct(RECORDS), until=UNTIL.isoformat())
-    assert second["windows"][0]["start"] == middle.replace(microsecond=0).isoformat()
+    assert second.windows[0].start == middle.replace(microsecond=0).isoformat()
     run_update(whole, FakeSacct(RECORDS), since=SINCE.isoformat(), until=UNTIL.isoformat())
     assert cache_content(parts) == cache_content(whole)
 
@@ -144,7 +144,7 @@ def test_a_transient_failure_is_retried_and_nothing_is_lost(cache_path: Path) ->
     with Store.open(cache_path) as store:
         result = update_from_sacct(store, backend(fake, sleeps), since=SINCE.isoformat(),
                                    until=UNTIL.isoformat())  # fmt: skip
-    assert result["stored"] == len(RECORDS)
+    assert result.stored == len(RECORDS)
     assert sleeps == [0.5]
 
 
@@ -156,12 +156,12 @@ def test_a_record_in_an_unknown_state_is_skipped_with_a_warning_and_the_window_s
     with Store.open(cache_path) as store:
         result = update_from_sacct(store, backend(FakeSacct(records)), since=SINCE.isoformat(),
                                    until=UNTIL.isoformat(), window=365 * 24 * HOUR)  # fmt: skip
-        assert result["stored"] == len(RECORDS) - 1
-        assert result["skipped"]["unknown_state"] == 1
-        assert result["warnings"] == [
+        assert result.stored == len(RECORDS) - 1
+        assert result.skipped["unknown_state"] == 1
+        assert result.warnings == (
             f"window {SINCE.isoformat()} – {UNTIL.isoformat()}: job {bad.job_id}: "
-            "unknown state 'EXPLODED'"
-        ]
+            "unknown state 'EXPLODED'",
+        )
         assert get_watermark(store, "sacct") == UNTIL.isoformat()
 
 
@@ -190,10 +190,10 @@ def test_a_record_in_flight_holds_the_watermark_until_it_is_final(cache_path: Pa
     first = run_update(
         cache_path, FakeSacct(records), since=SINCE.isoformat(), until=soon.isoformat()
     )
-    assert first["held_back_by"] is not None and first["held_back_by"]["job_id"] == target.job_id
-    assert first["watermark"] == target.end.isoformat()
+    assert first.held_back_by is not None and first.held_back_by.job_id == target.job_id
+    assert first.watermark == target.end.isoformat()
     later = run_update(cache_path, FakeSacct(RECORDS), until=UNTIL.isoformat())
-    assert later["held_back_by"] is None and later["watermark"] == UNTIL.isoformat()
+    assert later.held_back_by is None and later.watermark == UNTIL.isoformat()
     with Store.open(cache_path) as store:
         assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == len(RECORDS)
         row = store.query(
@@ -207,7 +207,7 @@ def test_until_in_the_future_stops_at_now(cache_path: Path) -> None:
     with Store.open(cache_path) as store:
         result = update_from_sacct(store, backend(FakeSacct(RECORDS)), since=SINCE.isoformat(),
                                    until=(now + 10 * HOUR).isoformat(), now=lambda: now)  # fmt: skip
-    assert result["watermark"] == now.isoformat()
+    assert result.watermark == now.isoformat()
 
 
 def test_fields_requested_are_exactly_the_adapters(cache_path: Path) -> None:

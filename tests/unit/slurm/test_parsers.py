@@ -161,8 +161,8 @@ def test_a_saved_dump_skips_and_counts_the_rows_user_text_breaks(
             store, path, kind="sacct", dump=dump_format(fields=",".join(SACCT_FIELDS))
         )
         stored = {row["name"] for row in store.query("SELECT name FROM accounting_jobs")}
-    assert result["skipped"]["malformed"] == 1, result["skipped"]
-    (warning,) = result["warnings"]
+    assert result.skipped["malformed"] == 1, result.skipped
+    (warning,) = result.warnings
     line = 1 + next(number for number, text in enumerate(
         capture("sacct_allocations.txt", version).body.splitlines()) if "with|pipe" in text)  # fmt: skip
     assert f"{path.name}:{line}:" in warning
@@ -350,8 +350,8 @@ def test_a_dump_row_with_blanks_around_its_numbers_is_read_and_a_bad_one_counted
             "SELECT job_id, elapsed_s, cpus, timelimit_s FROM accounting_jobs ORDER BY job_id"
         )
     assert [tuple(row.values()) for row in rows] == [("1", 61, 3, 600), ("2", 7, 2, 300)]
-    assert result["skipped"] == {"malformed": 1}
-    assert "dump.txt:4" in result["warnings"][0] and "ElapsedRaw" in result["warnings"][0]
+    assert result.skipped == {"malformed": 1}
+    assert "dump.txt:4" in result.warnings[0] and "ElapsedRaw" in result.warnings[0]
 
 
 @pytest.mark.parametrize(
@@ -420,4 +420,4 @@ def test_a_node_name_that_is_not_utf8_is_stored_as_any_utf8_reader_shows_it(
     with Store.open(tmp_path / "cache.db") as store:
         result = update_from_file(store, path, kind="sacct", dump=dump_format(cluster="x"))
         (row,) = store.query("SELECT node FROM observations")
-    assert result["stored"] == 1 and row["node"] == "c\ufffd1"
+    assert result.stored == 1 and row["node"] == "c\ufffd1"

@@ -125,8 +125,8 @@ def test_update_stores_names_with_line_breaks_and_every_other_job(tmp_path: Path
         result = update_from_sacct(store, CliBackend(SlurmCommands(NamedSacct(hostile))),
                                    since="2026-11-29T00:00", until="2026-11-30T00:00")  # fmt: skip
         names = {r["job_id"]: r["name"] for r in store.query("SELECT job_id, name FROM accounting_jobs")}
-    assert result["stored"] == len(JOBS) and result["warnings"] == []
-    validate({**result, "spool": None}, "update-output", source="advisor update")
+    assert result.stored == len(JOBS) and result.warnings == ()
+    validate({**result.to_json(), "spool": None}, "update-output", source="advisor update")
     assert names == {job.job_id: job.name for job in hostile}
 
 
