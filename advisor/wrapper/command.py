@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # argparse and json load only when a path needs them (see the
     from typing import Any, TextIO
 
     from advisor.wrapper.explain import Explanation
-
     from advisor.wrapper.submit import SideEffects
 
 #: The options every command takes before its name (advisor.cli.common.shared_options).
