@@ -173,11 +173,18 @@ def _swf_cluster(log: str) -> str:
     return f"{SWF_CLUSTER_PREFIX}{log}"
 
 
+@functools.lru_cache(maxsize=16)
+def _naive(epoch: datetime) -> datetime:
+    """The log's start without its offset (replace() costs ~0.6 us, and every job needs it)."""
+    return epoch.replace(tzinfo=None)
+
+
 def swf_record(job: SwfJob, *, log: str, epoch: datetime) -> JobRecord:
     """An SWF job as an accounting record (UTC times, user and partition by their numbers)."""
-    submit = epoch.replace(tzinfo=None) + timedelta(seconds=job.submit_s)
-    start = submit + timedelta(seconds=job.wait_s or 0)
-    end = start + timedelta(seconds=job.run_s) if job.run_s is not None else None
+    # timedelta(0, s) is timedelta(seconds=s) without reading keywords (issue #15)
+    submit = _naive(epoch) + timedelta(0, job.submit_s)
+    start = submit + timedelta(0, job.wait_s or 0)
+    end = start + timedelta(0, job.run_s) if job.run_s is not None else None
     return JobRecord(
         cluster=_swf_cluster(log),
         job_id=str(job.job_id),

@@ -33,7 +33,7 @@ from typing import Any
 
 from advisor.accounting.ingest import Finished, Ingestor, finished
 from advisor.accounting.mapping import swf_epoch, swf_record
-from advisor.accounting.reader_process import ChildReader, can_fork
+from advisor.accounting.reader_process import ChildReader, can_fork, collected
 from advisor.accounting.sacct_file import DumpFormat, Skipped, not_a_job, read_sacct_dump
 from advisor.accounting.swf import check_swf, read_swf, swf_header
 from advisor.errors import AdvisorError, InputError, SlurmError, UsageError
@@ -44,6 +44,7 @@ from advisor.slurm.timestamps import local_time
 from advisor.store.accounting import bulk_ingestion, get_watermark, set_watermark
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
+from advisor.validate import paused_gc
 
 #: The watermark of the local cluster's sacct.
 WATERMARK_SOURCE = "sacct"
@@ -484,7 +485,8 @@ def update_from_file(
         for _ in reader(file, dump, check, ticker(0, progress), check=not strict):
             pass
         stack.enter_context(bulk_ingestion(store))
-        for batch in batches:
+        stack.enter_context(paused_gc())
+        for batch in collected(batches):
             records += len(batch)
             with store.write():
                 ingestor.add_finished(batch)
