@@ -83,16 +83,27 @@ def _value(text: str, field: int, where: str) -> int | None:
     return None if number < 0 else number
 
 
-def parse_swf_line(line: str, *, source: str = "swf", line_no: int = 0) -> SwfJob | None:
-    """One data line (None for a comment or blank line); InputError naming the line."""
-    where = f"{source}:{line_no}"
-    text = line.strip()
-    if not text or text.startswith(";"):
-        return None
-    parts = text.split()
+#: Status fields as the usual line writes them.
+_STATUS_TEXT = frozenset(str(status) for status in SWF_STATES)
+_ANY = r"(?:-1|[0-9]{1,15})"
+_TIME = r"(?:-1|[0-9]{1,10})"  # 10 digits are under MAX_TIME_S
+#: The usual job line, which no rule of parse_swf_line can refuse: 18 ASCII whole numbers or
+#: -1 between ASCII blanks, the job id and submit time known, the times under MAX_TIME_S, a
+#: status SWF defines.  One match instead of the rules, one by one (issue #15: the first pass
+#: over a log, check_swf, is the writer's share of reading it); any other line is judged by
+#: the rules.
+_USUAL_LINE = re.compile(
+    rf"[ \t]*[0-9]{{1,15}}[ \t]+[0-9]{{1,10}}[ \t]+{_TIME}[ \t]+{_TIME}(?:[ \t]+{_ANY}){{4}}"
+    rf"[ \t]+{_TIME}[ \t]+{_ANY}[ \t]+(?:{'|'.join(sorted(_STATUS_TEXT, key=len, reverse=True))})"
+    rf"(?:[ \t]+{_ANY}){{7}}[ \t\r\n]*"
+).fullmatch
+
+
+def _checked_values(parts: list[str], where: str) -> tuple[int, int, list[int | None]]:
+    """Job id, submit time and fields of an unusual line, where the rules take it."""
     if len(parts) != _FIELDS:
         raise InputError(f"expected {_FIELDS} fields, found {len(parts)}", source=where)
-    if _PLAIN.fullmatch(" ".join(parts)):  # the usual line: whole numbers and -1 (unknown)
+    if _PLAIN.fullmatch(" ".join(parts)):  # whole numbers and -1 (unknown)
         values = [None if value < 0 else value for value in map(int, parts)]
     else:
         values = [_value(part, index, where) for index, part in enumerate(parts, start=1)]
@@ -103,6 +114,20 @@ def parse_swf_line(line: str, *, source: str = "swf", line_no: int = 0) -> SwfJo
         raise InputError(f"field 11 is not an SWF status: {status!r}", source=where)
     if any(v is not None and v > MAX_TIME_S for v in (values[1], values[2], values[3], values[8])):
         raise InputError(f"a time beyond {MAX_TIME_S} s (300 years)", source=where)
+    return job_id, submit, values
+
+
+def parse_swf_line(line: str, *, source: str = "swf", line_no: int = 0) -> SwfJob | None:
+    """One data line (None for a comment or blank line); InputError naming the line."""
+    text = line.strip()
+    if not text or text.startswith(";"):
+        return None
+    parts = text.split()
+    if _USUAL_LINE(text):  # both known: whole numbers, not -1
+        job_id, submit = int(parts[0]), int(parts[1])
+        values = [None if value < 0 else value for value in map(int, parts)]
+    else:
+        job_id, submit, values = _checked_values(parts, f"{source}:{line_no}")
     return SwfJob(
         job_id,
         submit,
@@ -110,33 +135,13 @@ def parse_swf_line(line: str, *, source: str = "swf", line_no: int = 0) -> SwfJo
         values[3],  # run_s
         values[4] if values[4] is not None else values[7],  # procs: allocated, else requested
         values[8] or None,  # request_s: 0 s requested means "not given"
-        int(status),
+        int(parts[10]),  # status
         values[11],  # user
         values[12],  # group
         values[13],  # executable
         values[14],  # queue
         values[15],  # partition
         line_no,
-    )
-
-
-#: Status fields as the usual line writes them.
-_STATUS_TEXT = frozenset(str(status) for status in SWF_STATES)
-
-
-def _usual_line(parts: list[str]) -> bool:
-    """True for a job line that parse_swf_line takes without having to look further.
-
-    18 whole numbers or -1, the job id and submit time known, a known status, no time beyond
-    MAX_TIME_S; any other line is parse_swf_line's to judge.
-    """
-    return (
-        len(parts) == _FIELDS
-        and parts[0] != "-1"
-        and parts[1] != "-1"
-        and parts[10] in _STATUS_TEXT
-        and _PLAIN.fullmatch(" ".join(parts)) is not None
-        and max(int(parts[1]), int(parts[2]), int(parts[3]), int(parts[8])) <= MAX_TIME_S
     )
 
 
@@ -151,10 +156,7 @@ def check_swf(path: str | Path, tick: Callable[[int], None] | None = None) -> in
             for number, line in enumerate(stream, start=1):
                 if tick is not None:
                     tick(number)
-                parts = line.split()
-                if not parts or parts[0].startswith(";"):
-                    continue
-                if _usual_line(parts) or parse_swf_line(line, source=str(path), line_no=number):
+                if _USUAL_LINE(line) or parse_swf_line(line, source=str(path), line_no=number):
                     jobs += 1
         except UnicodeDecodeError as error:
             raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None

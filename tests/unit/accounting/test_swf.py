@@ -143,7 +143,7 @@ def test_a_file_ingest_stopped_half_way_and_run_again_equals_one_run(
 
 
 _TOKENS = ("-1", "0", "1", "5", "6", "05", "-2", "3.5", "x", "10000000000", "10000000001",
-           "999999999999999", "1e3", "")  # fmt: skip
+           "999999999999999", "1e3", "", "9999999999", "0000000000000000", "\u0663")  # fmt: skip
 _USUAL = "5001 0 10 100 4 -1 -1 4 3600 -1 1 7 1 3 1 1 -1 -1".split()  # noqa: SIM905
 _EDGES = tuple((index, token) for index in (0, 1, 2, 3, 8) for token in ("-1", "10000000000",
                "10000000001", "3.5")) + tuple((10, token) for token in ("-1", "5", "6", "05", "-2"))  # fmt: skip
@@ -161,7 +161,10 @@ def _swf_lines(draw: st.DrawFn) -> str:
     for index, token in draw(st.lists(edits, max_size=3)):
         fields[index] = token
     width = draw(st.sampled_from((18, 18, 18, 17, 19)))
-    return " ".join([*fields, "1"][:width])
+    # the blanks a log may have: check_swf matches a line of ASCII blanks whole (issue #15)
+    blank = draw(st.sampled_from((" ", " ", "\t", "  ", " \t", "\x0b", "\u2003")))
+    ends = draw(st.sampled_from(("", "", " ", "\t", "\r", "\x0c")))
+    return draw(st.sampled_from(("", " ", "\t"))) + blank.join([*fields, "1"][:width]) + ends
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
