@@ -29,11 +29,14 @@ Each measurement runs in a fresh process, whose peak RSS (``VmHWM``) is its own:
    process and of its reader process (and, for the largest input, RSS while it stores);
 2. the baseline: the ``accounting_jobs`` rows the update stored, read back in batches of the
    update's size and inserted into the same table of another fresh copy by a bare
-   ``executemany`` per batch, one transaction each; only the executemany and commit are timed.
+   ``executemany`` per batch, one transaction each; only the executemany and commit are timed;
+3. the floor: the same with the update's observation rows too (one executemany per table per
+   batch, one transaction each): what storing what the update must store costs with no
+   parsing, learning or history, the most any update of the same rows can reach in one writer.
 
-Printed: the load average before and after; per input and size, jobs/s of the update and of
-the baseline and their ratio, CPU seconds, and peak RSS; then the 1M / 100k ratio of peak RSS
-per input.
+Printed: the load average before and after; per input and size, jobs/s of the update, of the
+baseline and of the floor and the update's ratio to each, CPU seconds, and peak RSS; CPU µs
+per stored job of the writer and the reader; then the 1M / 100k ratio of peak RSS per input.
 """
 
 from __future__ import annotations
@@ -304,6 +307,30 @@ if mode == "baseline":
             seconds += time.perf_counter() - start
             rows += len(batch)
     result = {"rows": rows, "stored": rows, "seconds": seconds}
+elif mode == "floor":
+    import sqlite3
+    with Store.open(db) as store:
+        read = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        statements = []
+        for table, where in (("accounting_jobs", ""),
+                             ("observations", " WHERE source LIKE 'swf:%' OR source LIKE 'sacct:%'")):
+            columns = [r[1] for r in store.conn.execute(f"PRAGMA table_info({table})") if r[1] != "id"]
+            insert = (f"INSERT INTO {table} ({', '.join(columns)}) "
+                      f"VALUES ({', '.join('?' * len(columns))})")
+            cursor = read.execute(f"SELECT {', '.join(columns)} FROM {table}{where} ORDER BY rowid")
+            statements.append((insert, cursor))
+        (jobs, job_rows), (observations, observation_rows) = statements
+        seconds, rows = 0.0, 0
+        while batch := job_rows.fetchmany(BATCH):
+            seen = observation_rows.fetchmany(len(batch))
+            start = time.perf_counter()
+            store.conn.execute("BEGIN IMMEDIATE")
+            store.conn.executemany(jobs, batch)
+            store.conn.executemany(observations, seen)
+            store.conn.execute("COMMIT")
+            seconds += time.perf_counter() - start
+            rows += len(batch)
+    result = {"rows": rows, "stored": rows, "seconds": seconds}
 else:
     calls = [0]
     def sample(done, total):
@@ -362,11 +389,13 @@ def main() -> None:
                 print(f"{kind} {size:,} rows: {source.stat().st_size / 2**20:.0f} MiB, "
                       f"written in {time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
                 cache, bare = work / f"{kind}-{size}.db", work / f"{kind}-{size}-bare.db"
-                shutil.copy(template, cache)
-                shutil.copy(template, bare)
+                both = work / f"{kind}-{size}-floor.db"
+                for copy in (cache, bare, both):
+                    shutil.copy(template, copy)
                 update = measure(kind, source, cache)
                 baseline = measure("baseline", cache, bare)
-                table.append((kind, size, update, baseline))
+                floor = measure("floor", cache, both)
+                table.append((kind, size, update, baseline, floor))
                 source.unlink()
                 for path in work.glob(f"{kind}-{size}*.db*"):
                     path.unlink()
@@ -375,18 +404,26 @@ def main() -> None:
               "after: {:.2f} {:.2f} {:.2f} ({} CPUs)".format(*os.getloadavg(), os.cpu_count()))
         print(f"{'input':>6s} {'rows':>10s} {'stored':>10s} {'wall s':>7s} {'jobs/s':>8s} "
               f"{'cpu s':>6s} {'reader':>6s} {'bare s':>6s} {'bare/s':>8s} {'ratio':>5s} "
-              f"{'peak MiB':>8s} {'reader':>6s}")  # fmt: skip
-        for kind, size, update, baseline in table:
+              f"{'peak MiB':>8s} {'reader':>6s} {'floor/s':>8s} {'ratio':>5s}")  # fmt: skip
+        for kind, size, update, baseline, floor in table:
             rate = update["stored"] / update["seconds"]
             bare_rate = baseline["stored"] / baseline["seconds"]
+            floor_rate = floor["stored"] / floor["seconds"]
             print(
                 f"{kind:>6s} {size:>10,} {update['stored']:>10,} {update['seconds']:>7.1f} "
                 f"{rate:>8,.0f} {update['cpu_s']:>6.1f} {update['reader_cpu_s']:>6.1f} "
                 f"{baseline['seconds']:>6.1f} {bare_rate:>8,.0f} {rate / bare_rate:>5.2f} "
-                f"{update['peak_mb']:>8.1f} {update['reader_peak_mb']:>6.1f}"
+                f"{update['peak_mb']:>8.1f} {update['reader_peak_mb']:>6.1f} "
+                f"{floor_rate:>8,.0f} {rate / floor_rate:>5.2f}"
             )
+        print("floor: the update's own job and observation rows, one bare executemany of each "
+              "per batch, one transaction each (what storing them costs with nothing else)")
+        for kind, size, update, _, _ in table:
+            print(f"{kind} {size:,}: CPU µs per stored job: writer "
+                  f"{update['cpu_s'] / update['stored'] * 1e6:.1f}, reader "
+                  f"{update['reader_cpu_s'] / update['stored'] * 1e6:.1f}")
         for kind in kinds:
-            runs = [(size, update) for k, size, update, _ in table if k == kind]
+            runs = [(size, update) for k, size, update, _, _ in table if k == kind]
             if len(runs) >= 2:
                 (small, low), (large, high) = runs[0], runs[-1]
                 print(f"{kind}: peak RSS {large:,} rows / {small:,} rows: "
