@@ -290,43 +290,32 @@ import advisor
 from advisor.accounting.update import BATCH, update_from_file
 from advisor.store import Store
 trace = []
-if mode == "baseline":
+if mode in ("baseline", "floor"):
+    # the rows the update stored, copied batch by batch: the jobs (baseline), and with them
+    # their observations (floor; ACCOUNTING_SOURCES: the update's, not the site's imports)
     import sqlite3
-    with Store.open(db) as store:
-        columns = [r[1] for r in store.conn.execute("PRAGMA table_info(accounting_jobs)")]
-        insert = (f"INSERT INTO accounting_jobs ({', '.join(columns)}) "
-                  f"VALUES ({', '.join('?' * len(columns))})")
-        read = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-        cursor = read.execute(f"SELECT {', '.join(columns)} FROM accounting_jobs ORDER BY rowid")
-        seconds, rows = 0.0, 0
-        while batch := cursor.fetchmany(BATCH):
-            start = time.perf_counter()
-            store.conn.execute("BEGIN IMMEDIATE")
-            store.conn.executemany(insert, batch)
-            store.conn.execute("COMMIT")
-            seconds += time.perf_counter() - start
-            rows += len(batch)
-    result = {"rows": rows, "stored": rows, "seconds": seconds}
-elif mode == "floor":
-    import sqlite3
+    from advisor.store.observations import ACCOUNTING_SOURCES
+    tables = [("accounting_jobs", "", ())]
+    if mode == "floor":
+        where = " OR ".join("source LIKE ?" for _ in ACCOUNTING_SOURCES)
+        tables.append(("observations", f" WHERE {where}", tuple(f"{s}%" for s in ACCOUNTING_SOURCES)))
     with Store.open(db) as store:
         read = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-        statements = []
-        for table, where in (("accounting_jobs", ""),
-                             ("observations", " WHERE source LIKE 'swf:%' OR source LIKE 'sacct:%'")):
+        copies = []
+        for table, where, params in tables:
             columns = [r[1] for r in store.conn.execute(f"PRAGMA table_info({table})") if r[1] != "id"]
             insert = (f"INSERT INTO {table} ({', '.join(columns)}) "
                       f"VALUES ({', '.join('?' * len(columns))})")
-            cursor = read.execute(f"SELECT {', '.join(columns)} FROM {table}{where} ORDER BY rowid")
-            statements.append((insert, cursor))
-        (jobs, job_rows), (observations, observation_rows) = statements
+            cursor = read.execute(f"SELECT {', '.join(columns)} FROM {table}{where} ORDER BY rowid", params)
+            copies.append((insert, cursor))
+        (_, jobs), others = copies[0], copies[1:]
         seconds, rows = 0.0, 0
-        while batch := job_rows.fetchmany(BATCH):
-            seen = observation_rows.fetchmany(len(batch))
+        while batch := jobs.fetchmany(BATCH):  # an observation per job: the same count of each
+            batches = [batch, *(cursor.fetchmany(len(batch)) for _, cursor in others)]
             start = time.perf_counter()
             store.conn.execute("BEGIN IMMEDIATE")
-            store.conn.executemany(jobs, batch)
-            store.conn.executemany(observations, seen)
+            for (insert, _), rows_of in zip(copies, batches):
+                store.conn.executemany(insert, rows_of)
             store.conn.execute("COMMIT")
             seconds += time.perf_counter() - start
             rows += len(batch)
