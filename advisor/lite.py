@@ -52,9 +52,7 @@ else:
 
         @staticmethod
         def parse_constant(name):
-            return {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}[
-                name
-            ]
+            return {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}[name]
 
     try:
         from _json import make_scanner
@@ -76,50 +74,50 @@ else:
         lambda _cls, a, b, c, d, e, f, g: _tuple_new(_cls, (a, b, c, d, e, f, g)),
         lambda _cls, a, b, c, d, e, f, g, h: _tuple_new(_cls, (a, b, c, d, e, f, g, h)),
         lambda _cls, a, b, c, d, e, f, g, h, i: _tuple_new(_cls, (a, b, c, d, e, f, g, h, i)),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j: _tuple_new(
-            _cls, (a, b, c, d, e, f, g, h, i, j)
-        ),
+        lambda _cls, a, b, c, d, e, f, g, h, i, j: _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j)),
         lambda _cls, a, b, c, d, e, f, g, h, i, j, k: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v: _tuple_new(  # noqa: E741
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v: _tuple_new(
             _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v)
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w: _tuple_new(  # noqa: E741
-            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w)
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w: (
+            _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w))
         ),
-        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x: _tuple_new(  # noqa: E741
-            _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x)
+        lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x: (
+            _tuple_new(
+                _cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x)
+            )
         ),
     )
 
@@ -170,7 +168,9 @@ else:
                 raise _REPLACE_ERROR(f"Got unexpected field names: {list(kwds)!r}")
             return result
 
-        _replace.__doc__ = f"Return a new {typename} object replacing specified fields with new values"
+        _replace.__doc__ = (
+            f"Return a new {typename} object replacing specified fields with new values"
+        )
 
         def __repr__(self):
             """Return a nicely formatted representation string."""

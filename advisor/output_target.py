@@ -20,7 +20,9 @@ from advisor.errors import InputError
 _COMPANIONS = ("", "-wal", "-shm", "-journal")
 
 
-def check_output(target: str | os.PathLike[str], *, cache: str | None, option: str = "--out") -> None:
+def check_output(
+    target: str | os.PathLike[str], *, cache: str | None, option: str = "--out"
+) -> None:
     """Raise InputError (one line) unless target is a safe place for a file others read."""
     path = os.path.abspath(os.fspath(target))
     real = os.path.realpath(path)

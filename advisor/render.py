@@ -26,9 +26,7 @@ def formats() -> tuple[str, ...]:
 def check_format(fmt: str) -> None:
     """Refuse an unknown --format before any work is done."""
     if fmt not in BUILTIN_FORMATS and fmt not in formats():
-        raise UsageError(
-            f"unknown --format {fmt!r}", hint=f"choose one of: {', '.join(formats())}"
-        )
+        raise UsageError(f"unknown --format {fmt!r}", hint=f"choose one of: {', '.join(formats())}")
 
 
 def __getattr__(name: str) -> Any:

@@ -136,7 +136,12 @@ def mark_value(fd: int, inode: int, offset: int) -> str:
     """The watermark's value: this open file, ingested up to offset."""
     start = os.pread(fd, min(HEAD_BYTES, offset), 0)
     return json.dumps(
-        {"inode": inode, "offset": offset, "head_len": len(start), "head_digest": _head_digest(start)}
+        {
+            "inode": inode,
+            "offset": offset,
+            "head_len": len(start),
+            "head_digest": _head_digest(start),
+        }
     )
 
 
@@ -226,7 +231,9 @@ def _open_segment(name: str, flags: int, dir_fd: int, path: str, uid: int) -> in
         raise
 
 
-def _raise_if_theirs(path: str, uid: int, *, dir_fd: int | None = None, shown: str | None = None) -> None:
+def _raise_if_theirs(
+    path: str, uid: int, *, dir_fd: int | None = None, shown: str | None = None
+) -> None:
     try:
         info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
     except OSError:

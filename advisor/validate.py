@@ -73,8 +73,9 @@ def error_message(error: jsonschema.ValidationError) -> str:
 
 #: Arrays shorter than this are left to jsonschema's own descent (the pass costs more).
 BULK_MIN_ITEMS = 64
-_NUMERIC_KEYWORDS = frozenset({"type", "minimum", "maximum", "exclusiveMinimum",
-                               "exclusiveMaximum"})
+_NUMERIC_KEYWORDS = frozenset(
+    {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+)
 _NUMERIC_TYPES = frozenset({"number", "integer", "null"})
 _ROW_KEYWORDS = frozenset({"type", "items", "minItems", "maxItems"})
 
@@ -99,9 +100,12 @@ def _numeric_leaf(subschema: Any) -> Callable[[Any], bool] | None:
 
     def in_bounds(value: float) -> bool:
         for key, bound in bounds:  # as jsonschema: comparisons, False for NaN
-            if ((key == "minimum" and value < bound) or (key == "maximum" and value > bound)
-                    or (key == "exclusiveMinimum" and value <= bound)
-                    or (key == "exclusiveMaximum" and value >= bound)):
+            if (
+                (key == "minimum" and value < bound)
+                or (key == "maximum" and value > bound)
+                or (key == "exclusiveMinimum" and value <= bound)
+                or (key == "exclusiveMaximum" and value >= bound)
+            ):
                 return False
         return True
 
@@ -116,13 +120,17 @@ def _numeric_leaf(subschema: Any) -> Callable[[Any], bool] | None:
         if isinstance(value, bool) or not isinstance(value, numbers.Number):
             return False
         return ok(float(value)) if isinstance(value, numbers.Real) else allow_number
+
     return ok
 
 
 def _numeric_rows(subschema: Any) -> Callable[[Any], bool] | None:
     """A predicate for a schema of arrays of plain numbers (a matrix's rows), else None."""
-    if (not isinstance(subschema, dict) or subschema.get("type") != "array"
-            or set(subschema) - _ROW_KEYWORDS):
+    if (
+        not isinstance(subschema, dict)
+        or subschema.get("type") != "array"
+        or set(subschema) - _ROW_KEYWORDS
+    ):
         return None
     leaf = _numeric_leaf(subschema.get("items"))
     if leaf is None:
@@ -130,8 +138,13 @@ def _numeric_rows(subschema: Any) -> Callable[[Any], bool] | None:
     low, high = subschema.get("minItems", 0), subschema.get("maxItems")
 
     def ok(row: Any) -> bool:
-        return (type(row) is list and len(row) >= low and (high is None or len(row) <= high)
-                and all(map(leaf, row)))
+        return (
+            type(row) is list
+            and len(row) >= low
+            and (high is None or len(row) <= high)
+            and all(map(leaf, row))
+        )
+
     return ok
 
 
@@ -180,8 +193,11 @@ class SchemaCheck:
                 import jsonschema_rs
             except ImportError:  # pragma: no cover - a platform without its wheels
                 return None
-            kind = jsonschema_rs.Draft7Validator if self.draft == "7" \
+            kind = (
+                jsonschema_rs.Draft7Validator
+                if self.draft == "7"
                 else jsonschema_rs.Draft202012Validator
+            )
             try:
                 self._fast = kind(self.contents, validate_formats=False)
             except Exception:

@@ -99,14 +99,21 @@ def problem_document(problem: Problem) -> dict[str, Any]:
     """A planning-problem file (schemas/planning-problem.json) holding the problem as a case."""
     n = len(problem.nodes)
     bandwidth = problem.bandwidth if problem.bandwidth is not None else np.ones((n, n))
-    return {"cases": {"layered": {
-        "computation_cost": problem.runtime_s.tolist(),
-        "edges": [[p, c, round(d, 3)] for c, plist in enumerate(problem.parents) for p, d in plist],
-        "comm_bandwidth": [[0.0 if a == b else float(bandwidth[a, b]) for b in range(n)]
-                           for a in range(n)],
-        "comm_startup": [0.0] * n,
-        "proc_names": [node.name for node in problem.nodes],
-    }}}
+    return {
+        "cases": {
+            "layered": {
+                "computation_cost": problem.runtime_s.tolist(),
+                "edges": [
+                    [p, c, round(d, 3)] for c, plist in enumerate(problem.parents) for p, d in plist
+                ],
+                "comm_bandwidth": [
+                    [0.0 if a == b else float(bandwidth[a, b]) for b in range(n)] for a in range(n)
+                ],
+                "comm_startup": [0.0] * n,
+                "proc_names": [node.name for node in problem.nodes],
+            }
+        }
+    }
 
 
 def wfformat_document(n_tasks: int, seed: int) -> dict[str, Any]:
@@ -125,29 +132,53 @@ def wfformat_document(n_tasks: int, seed: int) -> dict[str, Any]:
     spec, runs, files = [], [], []
     for t in range(n_tasks):
         files.append({"id": f"out_{t:06d}", "sizeInBytes": rng.randint(1000, 10**8)})
-        spec.append({"name": f"kind{t % 20}", "id": name[t],
-                     "parents": [name[p] for p in parents[t]],
-                     "children": [name[c] for c in children[t]],
-                     "inputFiles": [f"out_{p:06d}" for p in parents[t]],
-                     "outputFiles": [f"out_{t:06d}"]})
-        runs.append({"id": name[t], "runtimeInSeconds": round(rng.uniform(1, 100), 3),
-                     "coreCount": 1, "machines": [f"m{t % 4}"],
-                     "command": {"program": f"kind{t % 20}", "arguments": ["--in", "x"]}})
-    machines = [{"nodeName": f"m{i}", "cpu": {"coreCount": 16, "speedInMHz": 2000 + 500 * i}}
-                for i in range(4)]
-    return {"name": "layered", "description": "benchmark", "createdAt": "2026-01-01T00:00:00Z",
-            "schemaVersion": "1.5", "author": {"name": "bench", "email": "bench@example.org"},
-            "wms": {"name": "bench", "version": "1", "url": "https://example.org"},
-            "workflow": {"specification": {"tasks": spec, "files": files},
-                         "execution": {"makespanInSeconds": 1000.0, "tasks": runs,
-                                       "executedAt": "20260101T000000+0000",
-                                       "machines": machines}}}
+        spec.append(
+            {
+                "name": f"kind{t % 20}",
+                "id": name[t],
+                "parents": [name[p] for p in parents[t]],
+                "children": [name[c] for c in children[t]],
+                "inputFiles": [f"out_{p:06d}" for p in parents[t]],
+                "outputFiles": [f"out_{t:06d}"],
+            }
+        )
+        runs.append(
+            {
+                "id": name[t],
+                "runtimeInSeconds": round(rng.uniform(1, 100), 3),
+                "coreCount": 1,
+                "machines": [f"m{t % 4}"],
+                "command": {"program": f"kind{t % 20}", "arguments": ["--in", "x"]},
+            }
+        )
+    machines = [
+        {"nodeName": f"m{i}", "cpu": {"coreCount": 16, "speedInMHz": 2000 + 500 * i}}
+        for i in range(4)
+    ]
+    return {
+        "name": "layered",
+        "description": "benchmark",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "schemaVersion": "1.5",
+        "author": {"name": "bench", "email": "bench@example.org"},
+        "wms": {"name": "bench", "version": "1", "url": "https://example.org"},
+        "workflow": {
+            "specification": {"tasks": spec, "files": files},
+            "execution": {
+                "makespanInSeconds": 1000.0,
+                "tasks": runs,
+                "executedAt": "20260101T000000+0000",
+                "machines": machines,
+            },
+        },
+    }
 
 
 def same_plan(a: Any, b: Any) -> bool:
     """Same placements (node, core, start, finish) of every task."""
-    return [(p.node, p.core, p.start_s, p.finish_s) for p in a.placements] == \
-        [(p.node, p.core, p.start_s, p.finish_s) for p in b.placements]
+    return [(p.node, p.core, p.start_s, p.finish_s) for p in a.placements] == [
+        (p.node, p.core, p.start_s, p.finish_s) for p in b.placements
+    ]
 
 
 def peak_mb() -> float:
@@ -184,8 +215,12 @@ def old_load(path: Path, schema_name: str | None = None, draft: str = "2020-12")
     from advisor import validate
 
     text = path.read_text(encoding="utf-8")
-    data = json.loads(text, parse_constant=validate._reject_constant,
-                      parse_float=validate._finite, parse_int=validate._int64)
+    data = json.loads(
+        text,
+        parse_constant=validate._reject_constant,
+        parse_float=validate._finite,
+        parse_int=validate._int64,
+    )
     if schema_name is not None:
         contents = validate.schema(schema_name)
         kind = Draft7Validator if draft == "7" else Draft202012Validator
@@ -202,8 +237,17 @@ def case_file(work: Path, n_tasks: int) -> dict[str, Any]:
     path = work / f"problem-{n_tasks}.json"
     if not path.exists():
         path.write_text(json.dumps(problem_document(distinct_instance(n_tasks, 64, seed=1))))
-    command = [sys.executable, "-m", "advisor", "--format", "json", "plan", f"{path}#layered",
-               "--algorithm", "heft"]
+    command = [
+        sys.executable,
+        "-m",
+        "advisor",
+        "--format",
+        "json",
+        "plan",
+        f"{path}#layered",
+        "--algorithm",
+        "heft",
+    ]
     began, cpu = time.perf_counter(), children_cpu()
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     new_s, new_cpu = time.perf_counter() - began, children_cpu() - cpu
@@ -217,20 +261,31 @@ def case_file(work: Path, n_tasks: int) -> dict[str, Any]:
         problem = parse_problem(doc, "layered", source=str(path))
     plan, heft_s = timed(reference.heft, problem)
     request = PlanRequest(inputs=(str(path),))
+
     def old_sampling(plan: Any, sampler: Any, *, dispatch: Any = None, **options: Any) -> Any:
         return reference.sample_makespans(plan, sampler, **options)  # no dispatch then
 
     with mock.patch("advisor.planner.uncertainty.sample_makespans", old_sampling):
-        data, summary_s = timed(lambda *a: summarise(*a).to_json(), plan, request,
-                                LognormalSampler(0.2))
+        data, summary_s = timed(
+            lambda *a: summarise(*a).to_json(), plan, request, LognormalSampler(0.2)
+        )
     base_s, base_cpu = time.perf_counter() - began, time.process_time() - cpu
     rows = {row["id"]: (row["node"], row["start_s"], row["finish_s"]) for row in new["tasks"]}
-    same = rows == {row["id"]: (row["node"], row["start_s"], row["finish_s"])
-                    for row in data["tasks"]} and new["makespan_s"] == data["makespan_s"]
-    return {"case": "file", "tasks": n_tasks, "bytes": path.stat().st_size,
-            "new_s": new_s, "base_s": base_s, "new_cpu": new_cpu, "base_cpu": base_cpu,
-            "same": same,
-            "base_parts": {"load+validate": load_s, "heft": heft_s, "summary": summary_s}}
+    same = (
+        rows == {row["id"]: (row["node"], row["start_s"], row["finish_s"]) for row in data["tasks"]}
+        and new["makespan_s"] == data["makespan_s"]
+    )
+    return {
+        "case": "file",
+        "tasks": n_tasks,
+        "bytes": path.stat().st_size,
+        "new_s": new_s,
+        "base_s": base_s,
+        "new_cpu": new_cpu,
+        "base_cpu": base_cpu,
+        "same": same,
+        "base_parts": {"load+validate": load_s, "heft": heft_s, "summary": summary_s},
+    }
 
 
 def case_wfformat(work: Path, n_tasks: int, which: str) -> dict[str, Any]:
@@ -242,6 +297,7 @@ def case_wfformat(work: Path, n_tasks: int, which: str) -> dict[str, Any]:
     if which == "new":
         workflow, seconds = timed(wfformat.read_workflow, path)
     else:
+
         def old(path: Path) -> Any:
             from jsonschema import Draft7Validator
             from jsonschema.exceptions import best_match
@@ -251,11 +307,24 @@ def case_wfformat(work: Path, n_tasks: int, which: str) -> dict[str, Any]:
             if best_match(Draft7Validator(contents).iter_errors(doc)):
                 raise SystemExit(f"{path}: not valid")
             parts = wfformat._parse_15(doc["workflow"], source=str(path))
-            return wfformat.Workflow(name=str(doc["name"]), tasks=parts.tasks, files=parts.files,
-                                     machines=parts.machines, source=str(path))
+            return wfformat.Workflow(
+                name=str(doc["name"]),
+                tasks=parts.tasks,
+                files=parts.files,
+                machines=parts.machines,
+                source=str(path),
+            )
+
         workflow, seconds = timed(old, path)
-    return {"case": "wfformat", "which": which, "tasks": len(workflow.tasks),
-            "bytes": path.stat().st_size, "seconds": seconds, "cpu": CPU[-1], "peak_mb": peak_mb()}
+    return {
+        "case": "wfformat",
+        "which": which,
+        "tasks": len(workflow.tasks),
+        "bytes": path.stat().st_size,
+        "seconds": seconds,
+        "cpu": CPU[-1],
+        "peak_mb": peak_mb(),
+    }
 
 
 def case_heft(n_tasks: int, n_procs: int, cores: int, which: str) -> dict[str, Any]:
@@ -263,9 +332,18 @@ def case_heft(n_tasks: int, n_procs: int, cores: int, which: str) -> dict[str, A
     schedule = heft.schedule if which == "new" else reference.heft
     plan, seconds = timed(schedule, problem)
     fingerprint = hash(tuple((p.node, p.core, p.start_s) for p in plan.placements))
-    return {"case": "heft", "which": which, "tasks": n_tasks, "procs": n_procs, "cores": cores,
-            "seconds": seconds, "cpu": CPU[-1], "peak_mb": peak_mb(),
-            "makespan_s": plan.makespan_s, "fingerprint": fingerprint}
+    return {
+        "case": "heft",
+        "which": which,
+        "tasks": n_tasks,
+        "procs": n_procs,
+        "cores": cores,
+        "seconds": seconds,
+        "cpu": CPU[-1],
+        "peak_mb": peak_mb(),
+        "makespan_s": plan.makespan_s,
+        "fingerprint": fingerprint,
+    }
 
 
 def case_fdws(which: str) -> dict[str, Any]:
@@ -274,9 +352,16 @@ def case_fdws(which: str) -> dict[str, Any]:
     schedule = fdws.schedule if which == "new" else reference.fdws
     plan, seconds = timed(schedule, problem)
     fingerprint = hash(tuple((p.node, p.core, p.start_s) for p in plan.placements))
-    return {"case": "fdws", "which": which, "tasks": problem.n_tasks, "seconds": seconds,
-            "cpu": CPU[-1], "peak_mb": peak_mb(), "makespan_s": plan.makespan_s,
-            "fingerprint": fingerprint}
+    return {
+        "case": "fdws",
+        "which": which,
+        "tasks": problem.n_tasks,
+        "seconds": seconds,
+        "cpu": CPU[-1],
+        "peak_mb": peak_mb(),
+        "makespan_s": plan.makespan_s,
+        "fingerprint": fingerprint,
+    }
 
 
 # --- the parent: run the cases, print the tables ---------------------------------------------
@@ -284,23 +369,29 @@ def case_fdws(which: str) -> dict[str, Any]:
 
 def child(*argv: str) -> dict[str, Any]:
     """Run one case in a fresh interpreter; its JSON line."""
-    done = subprocess.run([sys.executable, __file__, "--case", *argv], capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, __file__, "--case", *argv], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise RuntimeError(f"case {argv} failed: {done.stderr[-2000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
-def ratio_line(what: str, new: dict[str, Any], base: dict[str, Any], target_s: float,
-               extra: str = "") -> str:
+def ratio_line(
+    what: str, new: dict[str, Any], base: dict[str, Any], target_s: float, extra: str = ""
+) -> str:
     """Wall and CPU seconds of new and baseline, their ratios, and the target on each."""
     new_s, base_s, new_cpu, base_cpu = new["seconds"], base["seconds"], new["cpu"], base["cpu"]
-    verdict = (f"target {target_s:g} s: wall {'met' if new_s <= target_s else 'MISSED'}, "
-               f"CPU {'met' if new_cpu <= target_s else 'MISSED'}")
-    return (f"{what}:\n  wall new {new_s:.2f} s, baseline {base_s:.2f} s "
-            f"({base_s / new_s:.1f}x); CPU new {new_cpu:.2f} s, baseline {base_cpu:.2f} s "
-            f"({base_cpu / new_cpu:.1f}x); {verdict}{extra}")
+    verdict = (
+        f"target {target_s:g} s: wall {'met' if new_s <= target_s else 'MISSED'}, "
+        f"CPU {'met' if new_cpu <= target_s else 'MISSED'}"
+    )
+    return (
+        f"{what}:\n  wall new {new_s:.2f} s, baseline {base_s:.2f} s "
+        f"({base_s / new_s:.1f}x); CPU new {new_cpu:.2f} s, baseline {base_cpu:.2f} s "
+        f"({base_cpu / new_cpu:.1f}x); {verdict}{extra}"
+    )
 
 
 def saga_comparison(compare: int) -> None:
@@ -318,16 +409,22 @@ def saga_comparison(compare: int) -> None:
         )
         saga_makespan, saga_s = saga_heft(costs, edges, speeds, bandwidth)
         ratios.append(saga_s / ours_s)
-        agree = "same" if abs(same_ranks.makespan_s - saga_makespan) <= 1e-6 * saga_makespan \
+        agree = (
+            "same"
+            if abs(same_ranks.makespan_s - saga_makespan) <= 1e-6 * saga_makespan
             else "DIFFERENT"
-        print(f"1000 tasks, seed {100 + seed}: saga {saga_makespan:.3f} in {saga_s:.2f} s; "
-              f"ours {ours.makespan_s:.3f} in {ours_s:.3f} s; ours with saga's ranks "
-              f"{same_ranks.makespan_s:.3f} ({agree}); saga/ours time {saga_s / ours_s:.1f}x")
+        )
+        print(
+            f"1000 tasks, seed {100 + seed}: saga {saga_makespan:.3f} in {saga_s:.2f} s; "
+            f"ours {ours.makespan_s:.3f} in {ours_s:.3f} s; ours with saga's ranks "
+            f"{same_ranks.makespan_s:.3f} ({agree}); saga/ours time {saga_s / ours_s:.1f}x"
+        )
     print(f"mean time ratio saga/ours: {sum(ratios) / len(ratios):.1f}x")
 
 
-def saga_style_ranks(problem: Problem, costs: list[float], speeds: list[float],
-                     bandwidth: float) -> list[float]:
+def saga_style_ranks(
+    problem: Problem, costs: list[float], speeds: list[float], bandwidth: float
+) -> list[float]:
     """Upward ranks as saga computes them (mean transfer over all edges, self links included)."""
     n_nodes = len(speeds)
     n_edges = n_nodes * (n_nodes - 1) // 2 + n_nodes
@@ -342,8 +439,9 @@ def saga_style_ranks(problem: Problem, costs: list[float], speeds: list[float],
     return rank
 
 
-def saga_heft(costs: list[float], edges: list[tuple[int, int, float]], speeds: list[float],
-              bandwidth: float) -> tuple[float, float]:
+def saga_heft(
+    costs: list[float], edges: list[tuple[int, int, float]], speeds: list[float], bandwidth: float
+) -> tuple[float, float]:
     """(makespan, seconds) of saga's HEFT on the same instance."""
     logging.getLogger().setLevel(logging.ERROR)  # saga warns about adding super source/sink
     from saga import Network, TaskGraph
@@ -370,8 +468,10 @@ def slope(a: tuple[float, float], b: tuple[float, float]) -> str:
 def growth(quick: bool) -> None:
     tasks = [1000, 3000, 10_000, 30_000] + ([] if quick else [100_000])
     print("\nGrowth: HEFT on 64 distinct processors (1 core each); CPU seconds, log-log slope")
-    print(f"{'tasks':>8} {'new s':>8} {'slope':>6} {'ref s':>8} {'slope':>6} {'ref/new':>8} "
-          f"{'new MB':>7}")
+    print(
+        f"{'tasks':>8} {'new s':>8} {'slope':>6} {'ref s':>8} {'slope':>6} {'ref/new':>8} "
+        f"{'new MB':>7}"
+    )
     new_points: list[tuple[float, float]] = []
     ref_points: list[tuple[float, float]] = []
     for n in tasks:
@@ -382,12 +482,14 @@ def growth(quick: bool) -> None:
             ref_points.append((n, ref["cpu"]))
             if ref["fingerprint"] != new["fingerprint"]:
                 print(f"PLANS DIFFER at {n} tasks")
-        print(f"{n:>8} {new['cpu']:>8.2f} "
-              f"{slope(new_points[-2], new_points[-1]) if len(new_points) > 1 else '':>6} "
-              f"{'' if ref is None else format(ref['cpu'], '.2f'):>8} "
-              f"{slope(ref_points[-2], ref_points[-1]) if ref and len(ref_points) > 1 else '':>6} "
-              f"{'' if ref is None else format(ref['cpu'] / new['cpu'], '.1f'):>8} "
-              f"{new['peak_mb']:>7.0f}")
+        print(
+            f"{n:>8} {new['cpu']:>8.2f} "
+            f"{slope(new_points[-2], new_points[-1]) if len(new_points) > 1 else '':>6} "
+            f"{'' if ref is None else format(ref['cpu'], '.2f'):>8} "
+            f"{slope(ref_points[-2], ref_points[-1]) if ref and len(ref_points) > 1 else '':>6} "
+            f"{'' if ref is None else format(ref['cpu'] / new['cpu'], '.1f'):>8} "
+            f"{new['peak_mb']:>7.0f}"
+        )
     print("\nGrowth: HEFT on 10,000 tasks over more processors (1 core each); CPU seconds")
     print(f"{'procs':>8} {'new s':>8} {'slope':>6} {'ref s':>8} {'slope':>6} {'ref/new':>8}")
     new_points, ref_points = [], []
@@ -398,16 +500,20 @@ def growth(quick: bool) -> None:
             print(f"PLANS DIFFER at {procs} processors")
         new_points.append((procs, new["cpu"]))
         ref_points.append((procs, ref["cpu"]))
-        print(f"{procs:>8} {new['cpu']:>8.2f} "
-              f"{slope(new_points[-2], new_points[-1]) if len(new_points) > 1 else '':>6} "
-              f"{ref['cpu']:>8.2f} "
-              f"{slope(ref_points[-2], ref_points[-1]) if len(ref_points) > 1 else '':>6} "
-              f"{ref['cpu'] / new['cpu']:>8.1f}")
+        print(
+            f"{procs:>8} {new['cpu']:>8.2f} "
+            f"{slope(new_points[-2], new_points[-1]) if len(new_points) > 1 else '':>6} "
+            f"{ref['cpu']:>8.2f} "
+            f"{slope(ref_points[-2], ref_points[-1]) if len(ref_points) > 1 else '':>6} "
+            f"{ref['cpu'] / new['cpu']:>8.1f}"
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller growth table, no 100k reference")
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller growth table, no 100k reference"
+    )
     parser.add_argument("--compare", type=int, default=3, help="1,000-task instances vs saga")
     parser.add_argument("--out", help="directory for the generated inputs (default: a temp dir)")
     parser.add_argument("--case", nargs="+", help=argparse.SUPPRESS)
@@ -415,10 +521,12 @@ def main() -> int:
     if args.case:
         name, *rest = args.case
         work = Path(os.environ.get("BENCH_HEFT_DIR", tempfile.gettempdir()))
-        result = {"file": lambda: case_file(work, int(rest[0])),
-                  "wfformat": lambda: case_wfformat(work, int(rest[0]), rest[1]),
-                  "heft": lambda: case_heft(int(rest[0]), int(rest[1]), int(rest[2]), rest[3]),
-                  "fdws": lambda: case_fdws(rest[0])}[name]()
+        result = {
+            "file": lambda: case_file(work, int(rest[0])),
+            "wfformat": lambda: case_wfformat(work, int(rest[0]), rest[1]),
+            "heft": lambda: case_heft(int(rest[0]), int(rest[1]), int(rest[2]), rest[3]),
+            "fdws": lambda: case_fdws(rest[0]),
+        }[name]()
         print(json.dumps(result))
         return 0
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-heft-"))
@@ -427,24 +535,52 @@ def main() -> int:
     print(f"inputs in {work}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}\n")
 
     file = child("file", "10000")
-    print(ratio_line(f"advisor plan FILE#CASE --algorithm heft, 10,000 tasks x 64 distinct "
-                     f"processors ({file['bytes'] / 1e6:.1f} MB), end to end",
-                     {"seconds": file["new_s"], "cpu": file["new_cpu"]},
-                     {"seconds": file["base_s"], "cpu": file["base_cpu"]}, 2.0,
-                     f"; same plan: {file['same']}; baseline parts (wall) "
-                     + ", ".join(f"{k} {v:.2f} s" for k, v in file["base_parts"].items())))
+    print(
+        ratio_line(
+            f"advisor plan FILE#CASE --algorithm heft, 10,000 tasks x 64 distinct "
+            f"processors ({file['bytes'] / 1e6:.1f} MB), end to end",
+            {"seconds": file["new_s"], "cpu": file["new_cpu"]},
+            {"seconds": file["base_s"], "cpu": file["base_cpu"]},
+            2.0,
+            f"; same plan: {file['same']}; baseline parts (wall) "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in file["base_parts"].items()),
+        )
+    )
     new, old = child("wfformat", "100000", "new"), child("wfformat", "100000", "reference")
-    print(ratio_line(f"read_workflow, 100,000-task WfFormat 1.5 ({new['bytes'] / 1e6:.0f} MB)",
-                     new, old, 5.0, f"; peak {new['peak_mb']:.0f} MB vs {old['peak_mb']:.0f} MB"))
-    new, old = child("heft", "100000", "64", "4", "new"), child("heft", "100000", "64", "4",
-                                                                "reference")
-    print(ratio_line("HEFT, 100,000 tasks x 64 classes (4 cores each)", new, old, 20.0,
-                     f"; peak {new['peak_mb']:.0f} MB vs {old['peak_mb']:.0f} MB; same plan: "
-                     f"{new['fingerprint'] == old['fingerprint']}"))
+    print(
+        ratio_line(
+            f"read_workflow, 100,000-task WfFormat 1.5 ({new['bytes'] / 1e6:.0f} MB)",
+            new,
+            old,
+            5.0,
+            f"; peak {new['peak_mb']:.0f} MB vs {old['peak_mb']:.0f} MB",
+        )
+    )
+    new, old = (
+        child("heft", "100000", "64", "4", "new"),
+        child("heft", "100000", "64", "4", "reference"),
+    )
+    print(
+        ratio_line(
+            "HEFT, 100,000 tasks x 64 classes (4 cores each)",
+            new,
+            old,
+            20.0,
+            f"; peak {new['peak_mb']:.0f} MB vs {old['peak_mb']:.0f} MB; same plan: "
+            f"{new['fingerprint'] == old['fingerprint']}",
+        )
+    )
     new, old = child("fdws", "new"), child("fdws", "reference")
-    print(ratio_line("FDWS, 10 concurrent 1,000-task workflows", new, old, 5.0,
-                     f"; peak {new['peak_mb']:.0f} MB vs {old['peak_mb']:.0f} MB; same "
-                     f"plan: {new['fingerprint'] == old['fingerprint']}"))
+    print(
+        ratio_line(
+            "FDWS, 10 concurrent 1,000-task workflows",
+            new,
+            old,
+            5.0,
+            f"; peak {new['peak_mb']:.0f} MB vs {old['peak_mb']:.0f} MB; same "
+            f"plan: {new['fingerprint'] == old['fingerprint']}",
+        )
+    )
     growth(args.quick)
     print()
     saga_comparison(args.compare)

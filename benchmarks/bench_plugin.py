@@ -109,14 +109,18 @@ def colliding(number: int) -> str:
 
 def extract(rev: str, into: Path) -> Path:
     into.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True
+    )
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     (into / "advisor" / "schemas").symlink_to("../schemas")
     return into
 
 
 def lua(script: Path, *args: object) -> float:
-    done = subprocess.run([LUA, str(script), *map(str, args)], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [LUA, str(script), *map(str, args)], capture_output=True, text=True, check=True
+    )
     return float(done.stdout.strip())
 
 
@@ -134,12 +138,24 @@ def _submit(*options: str, script: str | None = None) -> tuple[str, float]:
     spent = _slurmctld_cpu_s() - before
     match = re.search(r"Submitted batch job (\d+)", done.stdout)
     if match is None:
-        why = done.stderr.strip().splitlines()[-1].replace("sbatch: error: Batch job submission failed: ", "")
+        why = (
+            done.stderr.strip()
+            .splitlines()[-1]
+            .replace("sbatch: error: Batch job submission failed: ", "")
+        )
         return f"refused: {why}", spent
-    shown = subprocess.run(["scontrol", "show", "job", "-o", match.group(1)], capture_output=True, text=True, check=False).stdout
+    shown = subprocess.run(
+        ["scontrol", "show", "job", "-o", match.group(1)],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
     subprocess.run(["scancel", match.group(1)], check=False)
     limit, tmin = re.search(r"TimeLimit=(\S+)", shown), re.search(r"TimeMin=(\S+)", shown)
-    return f"accepted, TimeLimit={limit.group(1) if limit else '?'} TimeMin={tmin.group(1) if tmin else '?'}", spent
+    return (
+        f"accepted, TimeLimit={limit.group(1) if limit else '?'} TimeMin={tmin.group(1) if tmin else '?'}",
+        spent,
+    )
 
 
 def cluster(versions: dict[str, Path]) -> None:
@@ -169,7 +185,9 @@ def cluster(versions: dict[str, Path]) -> None:
                                   ("-J other -p long --time-min=200", ("-J", "bench-other", "-p", "long", "--time-min=200"))):  # fmt: skip
                 print(f"  {what:<34} {_submit(*options)[0]}")
             ordinary = min(_submit("-J", f"{task}-x")[1] for _ in range(5))
-            huge = "#!/bin/sh\n#SBATCH -J " + "\u00e9" * (3 << 19) + "\ntrue\n"  # sbatch's limit: 4 MiB scripts
+            huge = (
+                "#!/bin/sh\n#SBATCH -J " + "\u00e9" * (3 << 19) + "\ntrue\n"
+            )  # sbatch's limit: 4 MiB scripts
             results = [_submit(script=huge) for _ in range(3)]
             print(f"  3 MiB name: {results[0][0]}; slurmctld CPU {min(r[1] for r in results):.2f} s "
                   f"(an ordinary job: {ordinary:.2f} s)")  # fmt: skip
@@ -185,7 +203,11 @@ def cluster(versions: dict[str, Path]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default="f8a52fd", help="the older version (git rev; default: main before issue 16)")
+    parser.add_argument(
+        "--before",
+        default="f8a52fd",
+        help="the older version (git rev; default: main before issue 16)",
+    )
     parser.add_argument("--after", default="HEAD", help="this version (git rev)")
     parser.add_argument("--names", type=int, nargs="+", default=[20_000, 50_000])
     parser.add_argument("--repeat", type=int, default=3)
@@ -195,7 +217,10 @@ def main() -> None:
     try:
         (work / "decode.lua").write_text(DECODE)
         (work / "submit.lua").write_text(SUBMIT)
-        versions = {label: extract(rev, work / label) for label, rev in (("before", args.before), ("after", args.after))}
+        versions = {
+            label: extract(rev, work / label)
+            for label, rev in (("before", args.before), ("after", args.after))
+        }
         if args.cluster:
             cluster(versions)
             return
@@ -217,7 +242,11 @@ def main() -> None:
                     subprocess.run([sys.executable, "-c", EXPORT, str(work / "cache.db"), str(work / "names.json"), str(out)],
                                    env=env, check=True, cwd=work)  # fmt: skip
                     entries = len(json.loads(out.read_text())["users"]["mallory"]["tasks"])
-                    row[label] = (lua(work / "decode.lua", out, args.repeat), entries, out.stat().st_size)
+                    row[label] = (
+                        lua(work / "decode.lua", out, args.repeat),
+                        entries,
+                        out.stat().st_size,
+                    )
                 before, after = row["before"][0], row["after"][0]
                 print(f"{count:>7} {kind:>10} {before:>9.3f} {after:>8.4f} "
                       f"{row['before'][1]:>14}/{row['after'][1]:<6} "
@@ -228,10 +257,14 @@ def main() -> None:
             doc = work / f"{label}.json"
             plugin = work / f"{label}.lua"
             text = (tree / "slurm" / "job_submit.lua").read_text()
-            plugin.write_text(text.replace('"/etc/slurm/advisor-limits.json"', json.dumps(str(doc))))
+            plugin.write_text(
+                text.replace('"/etc/slurm/advisor-limits.json"', json.dumps(str(doc)))
+            )
             short = lua(work / "submit.lua", plugin, "short", 20)
             long = lua(work / "submit.lua", plugin, "long", 20)
-            print(f"  {label:>6}: 10-byte name {short * 1e3:8.4f} ms, 4 MiB name {long * 1e3:10.4f} ms")
+            print(
+                f"  {label:>6}: 10-byte name {short * 1e3:8.4f} ms, 4 MiB name {long * 1e3:10.4f} ms"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

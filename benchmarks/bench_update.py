@@ -221,7 +221,9 @@ def site_rows(rows: int, seed: int = 7) -> Iterator[str]:
         limit_s = job.request_s or 3600
         elapsed = job.run_s or 0
         if user.wrapped:
-            limit_min = max(1, elapsed * 2 // 60 + 10) if state != "TIMEOUT" else max(1, elapsed // 60)
+            limit_min = (
+                max(1, elapsed * 2 // 60 + 10) if state != "TIMEOUT" else max(1, elapsed // 60)
+            )
             task = name if not name.startswith("nf-") else None
             comment = with_tag(comment, Tag("wrapper", "set", limit_min, 0.95, task, None))
             limit_s = limit_min * 60
@@ -389,8 +391,10 @@ def main() -> None:
                 for path in work.glob(f"{kind}-{size}*.db*"):
                     path.unlink()
         print(f"advisor from {Path(table[0][2]['advisor']).parent}")
-        print(f"load average (1, 5, 15 min) before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
-              "after: {:.2f} {:.2f} {:.2f} ({} CPUs)".format(*os.getloadavg(), os.cpu_count()))
+        print(
+            f"load average (1, 5, 15 min) before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
+            "after: {:.2f} {:.2f} {:.2f} ({} CPUs)".format(*os.getloadavg(), os.cpu_count())
+        )
         print(f"{'input':>6s} {'rows':>10s} {'stored':>10s} {'wall s':>7s} {'jobs/s':>8s} "
               f"{'cpu s':>6s} {'reader':>6s} {'bare s':>6s} {'bare/s':>8s} {'ratio':>5s} "
               f"{'peak MiB':>8s} {'reader':>6s} {'floor/s':>8s} {'ratio':>5s}")  # fmt: skip
@@ -405,12 +409,16 @@ def main() -> None:
                 f"{update['peak_mb']:>8.1f} {update['reader_peak_mb']:>6.1f} "
                 f"{floor_rate:>8,.0f} {rate / floor_rate:>5.2f}"
             )
-        print("floor: the update's own job and observation rows, one bare executemany of each "
-              "per batch, one transaction each (what storing them costs with nothing else)")
+        print(
+            "floor: the update's own job and observation rows, one bare executemany of each "
+            "per batch, one transaction each (what storing them costs with nothing else)"
+        )
         for kind, size, update, _, _ in table:
-            print(f"{kind} {size:,}: CPU µs per stored job: writer "
-                  f"{update['cpu_s'] / update['stored'] * 1e6:.1f}, reader "
-                  f"{update['reader_cpu_s'] / update['stored'] * 1e6:.1f}")
+            print(
+                f"{kind} {size:,}: CPU µs per stored job: writer "
+                f"{update['cpu_s'] / update['stored'] * 1e6:.1f}, reader "
+                f"{update['reader_cpu_s'] / update['stored'] * 1e6:.1f}"
+            )
         for kind in kinds:
             runs = [(size, update) for k, size, update, _, _ in table if k == kind]
             if len(runs) >= 2:

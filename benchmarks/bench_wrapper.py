@@ -164,8 +164,10 @@ def main() -> None:
     print(
         f"advisor sbatch --advisor-dry-run / python3 -c pass: {dry / medians['python3 -c pass']:.2f}x"
     )
-    print(f"advisor sbatch --advisor-dry-run / venv python -c pass: {dry / medians['venv python -c pass']:.2f}x "
-          "(issue 17's target: within 2x, goal 1.5x)")
+    print(
+        f"advisor sbatch --advisor-dry-run / venv python -c pass: {dry / medians['venv python -c pass']:.2f}x "
+        "(issue 17's target: within 2x, goal 1.5x)"
+    )
     if "sbatch --test-only" in medians:
         plain = medians["sbatch --test-only"]
         print(f"advisor sbatch --advisor-dry-run / sbatch --test-only: {dry / plain:.2f}x")

@@ -55,7 +55,9 @@ def main(paths: list[str]) -> int:
             for row in json.loads(counts.read_text()):
                 found[row["test"]][row["label"]] = row["calls"]
             calls.update(found)  # a later file's run of a test (a rerun) replaces it whole
-    print("| test | generated (passing) | failing | invalid | generate s | stopped because | exact calls by outcome |")
+    print(
+        "| test | generated (passing) | failing | invalid | generate s | stopped because | exact calls by outcome |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | --- | --- |")
     for test in sorted(set(stats) | {t for t in calls if t in stats}):
         s = stats[test]

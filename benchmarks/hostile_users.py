@@ -72,7 +72,9 @@ class Version:
 
 def extract(rev: str, into: Path) -> Path:
     into.mkdir(mode=0o755)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True
+    )
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     (into / "advisor" / "schemas").symlink_to("../schemas")  # what the package build maps
     return into
@@ -123,7 +125,9 @@ def finding_4(v: Version, tmp: Path) -> str:
     body = "".join(line(n, argv=["x" * 1000]) for n in range(16 * 1024))  # ~17 MiB
     for name in ("1001.jsonl", "01001.jsonl"):
         owned(big / name, body, 1001)
-    done = v.advisor("--db", tmp / "d.db", "--format", "json", "update", "--swf", SWF, "--spool", big)
+    done = v.advisor(
+        "--db", tmp / "d.db", "--format", "json", "update", "--swf", SWF, "--spool", big
+    )
     read = _count(tmp / "d.db", "advice") * len(line(1, argv=["x" * 1000]))
     return f"3 lines -> {rows} rows after 4 updates; one user's two 17 MiB files: {read / 1e6:.1f} MB read in one run (exit {done.returncode})"
 
@@ -139,7 +143,9 @@ def _trained(v: Version, cache: Path) -> Path:
         "import sys\nfrom pathlib import Path\nfrom benchmarks.bench_load import train_cache\n"
         "train_cache(Path(sys.argv[1]), 'align')\n"
     )
-    subprocess.run([v.python, str(script), str(cache)], env=v.env, check=True, capture_output=True, cwd=v.tree)
+    subprocess.run(
+        [v.python, str(script), str(cache)], env=v.env, check=True, capture_output=True, cwd=v.tree
+    )
     return cache
 
 
@@ -177,7 +183,9 @@ def finding_6(v: Version, tmp: Path) -> str:
     v.advisor("--db", cache, "export", "--out", export)
     found = []
     for path in (copy, export):
-        read = subprocess.run(["runuser", "-u", "daemon", "--", "cat", str(path)], capture_output=True, check=False)
+        read = subprocess.run(
+            ["runuser", "-u", "daemon", "--", "cat", str(path)], capture_output=True, check=False
+        )
         found += [s for s in SECRETS if s.encode() in read.stdout]
     dry = v.advisor("--db", copy, "sbatch", v.dry_run, "-J", SECRETS[2], "-p", "cpu", "--wrap", "true",
                     user="nobody", cwd=tmp)  # fmt: skip
@@ -196,7 +204,11 @@ def finding_5(v: Version, tmp: Path) -> str:
         (spool / str(victim)).mkdir(mode=0o700)
         os.chown(spool / str(victim), victim, -1)
     for target in (spool / f"{victim}.jsonl", spool / str(victim) / "2026-12-01.jsonl"):
-        subprocess.run(["runuser", "-u", "nobody", "--", "touch", str(target)], capture_output=True, check=False)
+        subprocess.run(
+            ["runuser", "-u", "nobody", "--", "touch", str(target)],
+            capture_output=True,
+            check=False,
+        )
     nobody = pwd.getpwnam("nobody").pw_uid
     squatted = [p for p in spool.rglob("*") if p.is_file() and p.stat().st_uid == nobody]
     # sbatch itself is not the point (and needs slurmctld): a stand-in that accepts the job
@@ -209,7 +221,11 @@ def finding_5(v: Version, tmp: Path) -> str:
                      env={"ADVISOR_SPOOL": str(spool), "PATH": path}, cwd=tmp)  # fmt: skip
     warning = sent.stderr.strip()[:110] or "no warning"
     done = v.advisor("--db", cache, "--format", "json", "update", "--swf", SWF, "--spool", spool)
-    rows = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM advice WHERE user = 'daemon'").fetchone()[0]
+    rows = (
+        sqlite3.connect(cache)
+        .execute("SELECT COUNT(*) FROM advice WHERE user = 'daemon'")
+        .fetchone()[0]
+    )
     return (f"files nobody made in daemon's place: {len(squatted)}; daemon's submission: "
             f"{warning!r}; daemon's advice rows after update: {rows} (exit {done.returncode})")  # fmt: skip
 
@@ -239,8 +255,14 @@ def _last(done: subprocess.CompletedProcess[str]) -> str:
 
 def _update(v: Version, cache: Path, *args: object) -> tuple[subprocess.CompletedProcess[str], int]:
     """advisor update --format json; (the process, jobs stored)."""
-    done = v.advisor("--db", cache, "--format", "json", "update", *args, env={"ADVISOR_PROGRESS": "0"})
-    stored = json.loads(done.stdout).get("stored", 0) if done.returncode == 0 and done.stdout.strip() else 0
+    done = v.advisor(
+        "--db", cache, "--format", "json", "update", *args, env={"ADVISOR_PROGRESS": "0"}
+    )
+    stored = (
+        json.loads(done.stdout).get("stored", 0)
+        if done.returncode == 0 and done.stdout.strip()
+        else 0
+    )
     return done, stored
 
 
@@ -262,7 +284,10 @@ def finding_2(v: Version, tmp: Path) -> str:
                          for j in hostile])  # fmt: skip
         sql.commit()
         sql.close()
-    reports = [v.advisor("--db", tmp / "c.db", "--format", "json", "report", r) for r in ("limits", "accuracy")]
+    reports = [
+        v.advisor("--db", tmp / "c.db", "--format", "json", "report", r)
+        for r in ("limits", "accuracy")
+    ]
     return (f"update of {len(hostile)} tags with Unicode digits (in=², q=١, limit=１, ...) and 1 other job: "
             f"exit {done.returncode}, {stored} stored {_last(done)!r}; over the tagged jobs ({how}), report limits: exit "
             f"{reports[0].returncode} {_last(reports[0])!r}; report accuracy: exit {reports[1].returncode} {_last(reports[1])!r}")  # fmt: skip
@@ -278,7 +303,9 @@ def finding_3(v: Version, tmp: Path) -> str:
     done, stored = _update(v, tmp / "c.db", "--sacct-file", path)
     kept = 0
     if (tmp / "c.db").exists():
-        rows = set(sqlite3.connect(tmp / "c.db").execute("SELECT name, comment FROM accounting_jobs"))
+        rows = set(
+            sqlite3.connect(tmp / "c.db").execute("SELECT name, comment FROM accounting_jobs")
+        )
         kept = sum((j.name, j.comment) in rows for j in jobs)
     return (f"a dump of {len(jobs)} jobs with a separator in name and comment and 1 plain: exit {done.returncode}, "
             f"{stored} stored, {kept} of {len(jobs)} names and comments intact {_last(done)!r}")  # fmt: skip
@@ -304,7 +331,11 @@ def finding_3_cluster(v: Version, tmp: Path) -> str:
     done, stored = _update(v, tmp / "c.db", "--since", since, "--until", until)
     name = None
     if (tmp / "c.db").exists():
-        row = sqlite3.connect(tmp / "c.db").execute("SELECT name FROM accounting_jobs WHERE job_id_raw = ?", (job_id,)).fetchone()
+        row = (
+            sqlite3.connect(tmp / "c.db")
+            .execute("SELECT name FROM accounting_jobs WHERE job_id_raw = ?", (job_id,))
+            .fetchone()
+        )
         name = row[0] if row else None
     return (f"job {job_id} named 'a\\nb' among the window's jobs: update exit {done.returncode}, {stored} stored, "
             f"job {job_id} {'stored as ' + repr(name) if name is not None else 'not stored'} {_last(done)!r}")  # fmt: skip
@@ -316,7 +347,11 @@ _LIVE_JOB: tuple[int, str, str] | None = None
 def _dry(v: Version, cache: Path, *argv: object, cwd: Path) -> str:
     """The sbatch command line the wrapper would run (its --dry-run), or its error."""
     done = v.advisor("--db", cache, "sbatch", v.dry_run, *argv, cwd=cwd)
-    return " ".join(done.stdout.split()) if done.returncode == 0 else f"exit {done.returncode} {_last(done)!r}"
+    return (
+        " ".join(done.stdout.split())
+        if done.returncode == 0
+        else f"exit {done.returncode} {_last(done)!r}"
+    )
 
 
 def finding_9(v: Version, tmp: Path) -> str:
@@ -324,12 +359,16 @@ def finding_9(v: Version, tmp: Path) -> str:
     out = []
     for lines in (["#PBS -l walltime=48:00:00", "#PBS -q long"], ["#PBS -q fat"]):
         script = tmp / "job.sh"
-        script.write_text("#!/bin/sh\n#SBATCH -J align\n" + "".join(f"{x}\n" for x in lines) + "true\n")
+        script.write_text(
+            "#!/bin/sh\n#SBATCH -J align\n" + "".join(f"{x}\n" for x in lines) + "true\n"
+        )
         out.append(f"{' + '.join(lines)}: {_dry(v, cache, script, cwd=tmp)!r}")
     plain = tmp / "plain.sh"
     plain.write_text("#!/bin/sh\n#SBATCH -J align\ntrue\n")
     for partition in ("cpu", "fat"):  # the default partition is cpu (node class small), fat another
-        out.append(f"-p {partition} without #PBS: {_dry(v, cache, '-p', partition, plain, cwd=tmp)!r}")
+        out.append(
+            f"-p {partition} without #PBS: {_dry(v, cache, '-p', partition, plain, cwd=tmp)!r}"
+        )
     return "; ".join(out)
 
 
@@ -370,8 +409,21 @@ def finding_11(v: Version, tmp: Path) -> str:
     claims = "".join(line(n, task="stolen", argv=["stolen.sh"], partition="cpu", limit_s=60,
                           cluster=jobs[0].cluster) for n in (101, 102))  # fmt: skip
     _spool_line(v, spool, pwd.getpwnam("nobody").pw_uid, claims)
-    done, stored = _update(v, tmp / "c.db", "--sacct-file", dump(tmp / "sacct.txt", jobs), "--spool", spool)
-    report = v.advisor("--db", tmp / "c.db", "--format", "json", "report", "limits", "--by", "task", "--user", "daemon")
+    done, stored = _update(
+        v, tmp / "c.db", "--sacct-file", dump(tmp / "sacct.txt", jobs), "--spool", spool
+    )
+    report = v.advisor(
+        "--db",
+        tmp / "c.db",
+        "--format",
+        "json",
+        "report",
+        "limits",
+        "--by",
+        "task",
+        "--user",
+        "daemon",
+    )
     rows = json.loads(report.stdout)["rows"] if report.returncode == 0 else []
     shown = {row["task"]: row.get("advised_jobs") for row in rows}
     return (f"update exit {done.returncode}, {stored} jobs; report limits --by task --user daemon: "
@@ -408,8 +460,17 @@ def finding_14(v: Version, tmp: Path) -> str:
 
 
 SCENARIOS: dict[str, Callable[[Version, Path], str]] = {
-    "1": finding_1, "2": finding_2, "3": finding_3, "4": finding_4, "5": finding_5, "6": finding_6,
-    "9": finding_9, "10": finding_10, "11": finding_11, "12": finding_12, "13": finding_13,
+    "1": finding_1,
+    "2": finding_2,
+    "3": finding_3,
+    "4": finding_4,
+    "5": finding_5,
+    "6": finding_6,
+    "9": finding_9,
+    "10": finding_10,
+    "11": finding_11,
+    "12": finding_12,
+    "13": finding_13,
     "14": finding_14,
 }
 ON_CLUSTER: dict[str, Callable[[Version, Path], str]] = {"3-cluster": finding_3_cluster}
@@ -417,10 +478,19 @@ ON_CLUSTER: dict[str, Callable[[Version, Path], str]] = {"3-cluster": finding_3_
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default="f8a52fd", help="the version to compare with (git rev; default: main before issue 16)")
+    parser.add_argument(
+        "--before",
+        default="f8a52fd",
+        help="the version to compare with (git rev; default: main before issue 16)",
+    )
     parser.add_argument("--after", default="HEAD", help="this version (git rev)")
-    parser.add_argument("--only", nargs="*", default=list(SCENARIOS), choices=[*SCENARIOS, *ON_CLUSTER],
-                        help="findings to run (3-cluster: on the real cluster, under its lock)")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=list(SCENARIOS),
+        choices=[*SCENARIOS, *ON_CLUSTER],
+        help="findings to run (3-cluster: on the real cluster, under its lock)",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root: the attacks use the users nobody and daemon")
@@ -433,7 +503,10 @@ def main() -> None:
             for version in versions:
                 tmp = work / f"{finding}-{version.label}"
                 tmp.mkdir(mode=0o755)
-                print(f"finding {finding:>2} {version.label:>6}: {(SCENARIOS | ON_CLUSTER)[finding](version, tmp)}", flush=True)
+                print(
+                    f"finding {finding:>2} {version.label:>6}: {(SCENARIOS | ON_CLUSTER)[finding](version, tmp)}",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

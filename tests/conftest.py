@@ -25,4 +25,3 @@ def shared_data() -> Path:
 def cache_path(tmp_path: Path) -> Path:
     """A fresh cache file path; nothing is created until a Store opens it."""
     return tmp_path / "cache.db"
-

@@ -14,6 +14,7 @@ fi
 
 echo "== lint and types"
 "$VENV/bin/ruff" check advisor tests benchmarks
+"$VENV/bin/ruff" format --check advisor tests benchmarks
 "$VENV/bin/mypy"
 
 echo "== test cluster"

@@ -37,7 +37,11 @@ class _Stream:
         if self.eof:
             return False
         if self._counted > self.block:  # drop what was read: memory stays one value wide
-            self.buf, self.pos, self._counted = self.buf[self._counted :], self.pos - self._counted, 0
+            self.buf, self.pos, self._counted = (
+                self.buf[self._counted :],
+                self.pos - self._counted,
+                0,
+            )
         data = self.stream.read(max(self.block, size))
         self.eof = not data
         self.buf += data
@@ -79,7 +83,9 @@ class _Stream:
             except json.JSONDecodeError as error:
                 if len(self.buf) - self.pos > self.limit:
                     raise self.fail(f"a JSON value over {self.limit >> 20} MiB") from None
-                if not self.fill(len(self.buf) - self.pos):  # doubling: a long value costs O(n log n)
+                if not self.fill(
+                    len(self.buf) - self.pos
+                ):  # doubling: a long value costs O(n log n)
                     raise self.fail(f"not JSON: {error.msg}") from None
                 continue
             except ValueError as error:  # int() of more than 4300 digits

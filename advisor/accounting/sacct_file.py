@@ -134,9 +134,7 @@ def header_delimiter(line: str) -> str | None:
     return None
 
 
-def dump_fields(
-    values: Sequence[str], *, source: str, line: int | None = None
-) -> tuple[str, ...]:
+def dump_fields(values: Sequence[str], *, source: str, line: int | None = None) -> tuple[str, ...]:
     """The canonical field names of a header line (or of ``--fields`` when line is None).
 
     Refused, in one line naming what is missing, when a needed field is not there.
@@ -342,7 +340,9 @@ class _TextDump:
             return UNPARSED
         values = without_trailing(parts, expected)
         record = self._record(number, values) if len(values) == expected else None
-        if record is None or (taken > 1 and isinstance(record, Skipped) and record.reason == "malformed"):
+        if record is None or (
+            taken > 1 and isinstance(record, Skipped) and record.reason == "malformed"
+        ):
             first = row_values(self.buffer.popleft()[1], self.delimiter, expected)
             if len(first) == expected:  # whole, but does not parse
                 return self._record(number, first)
@@ -416,7 +416,9 @@ def format_sacct_row(
 ) -> str:
     """The record as one ``sacct --parsable2`` row (the inverse of parse_sacct_line)."""
     limit_min = job.timelimit_s // 60 if job.timelimit_s is not None else None
-    memory = f"{job.req_mem_mb:g}M{_MEM_SUFFIX[job.req_mem_per]}" if job.req_mem_mb is not None else ""
+    memory = (
+        f"{job.req_mem_mb:g}M{_MEM_SUFFIX[job.req_mem_per]}" if job.req_mem_mb is not None else ""
+    )
     values = {
         "JobIDRaw": str(job.job_id_raw),
         "JobID": job.job_id,

@@ -180,7 +180,9 @@ def _segments(folder: str, dir_fd: int, run: _Run) -> list[tuple[date, str]]:
     with os.scandir(dir_fd) as entries:
         for number, entry in enumerate(entries):
             if number >= USER_ENTRIES:
-                run.problem("refused_files", folder, f"more than {USER_ENTRIES} entries; the rest waits")
+                run.problem(
+                    "refused_files", folder, f"more than {USER_ENTRIES} entries; the rest waits"
+                )
                 break
             match = SEGMENT_NAME.fullmatch(entry.name)
             day = None

@@ -27,8 +27,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "update": ("advisor.cli.update_cmd", "ingest finished jobs from sacct and learn from them"),
     "replay": ("advisor.cli.replay_cmd", "score history-based limits against baselines on a log"),
     "report": ("advisor.cli.report_cmd", "administrator reports: accuracy, limits, nodes, models"),
-    "publish": ("advisor.cli.publish_cmd", "write a read-only copy of the cache for users' wrappers"),
+    "publish": (
+        "advisor.cli.publish_cmd",
+        "write a read-only copy of the cache for users' wrappers",
+    ),
     "guard": ("advisor.cli.guard_cmd", "raise tightened limits before running jobs reach them"),
-    "doctor": ("advisor.cli.doctor_cmd", "check the site set-up: cache, copy, export, plugin, update"),
-    "completion": ("advisor.cli.completion_cmd", "print a shell completion script (bash, zsh, fish)"),
+    "doctor": (
+        "advisor.cli.doctor_cmd",
+        "check the site set-up: cache, copy, export, plugin, update",
+    ),
+    "completion": (
+        "advisor.cli.completion_cmd",
+        "print a shell completion script (bash, zsh, fish)",
+    ),
 }

@@ -91,7 +91,9 @@ def dump_format_of(args: argparse.Namespace) -> DumpFormat:
     """How to read --sacct-file; the dump options without --sacct-file are a usage error."""
     from advisor.accounting.update import dump_format
 
-    given = [f"--{name.replace('_', '-')}" for name in DUMP_OPTIONS if getattr(args, name) is not None]
+    given = [
+        f"--{name.replace('_', '-')}" for name in DUMP_OPTIONS if getattr(args, name) is not None
+    ]
     if given and not args.sacct_file:
         raise UsageError(f"{', '.join(given)}: only with --sacct-file")
     return dump_format(**{name: getattr(args, name) for name in DUMP_OPTIONS})

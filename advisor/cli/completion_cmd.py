@@ -32,7 +32,9 @@ def run(args: argparse.Namespace) -> Result:
         names = cached_partitions(getattr(args, "db", None))
         return Result(data={"partitions": names}, notes=("\n".join(names),) if names else ())
     if not args.shell:
-        raise UsageError("advisor completion: which shell?", hint="advisor completion bash|zsh|fish")
+        raise UsageError(
+            "advisor completion: which shell?", hint="advisor completion bash|zsh|fish"
+        )
     from advisor.cli.app import build_parser  # the whole parser: every command's options
 
     script = SCRIPTS[args.shell](command_spec("advisor", build_parser()))

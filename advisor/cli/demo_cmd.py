@@ -46,33 +46,53 @@ def _render(result: DemoResult) -> Result:
         "install matplotlib) and run the demo again"
     )
     tables = (
-        Table([m.to_json() for m in result.models], title=(
-            f"1. The models learned from {result.imported_runs} sample runs on "
-            f"{len(result.partitions)} partitions (per task: the node classes it ran on, the "
-            "model, Pearson r of runtime against input size, the CPU weight, runs)")),
-        Table(explanation_rows(explained), title=(
-            "2. A sample job through the sbatch wrapper's own decision, as "
-            f"'advisor {command_line(result.sbatch_argv)}' prints it:\n"
-            f"advisor sbatch: task {explained.task!r}")),
-        Table([_task_row(row) for row in plan.tasks], title="\n".join((
-            decision_line(explained),
-            command_line(explained.argv),
-            "",
-            f"3. The bundled workflow {plan.workflow!r} ({len(plan.tasks)} tasks) planned "
-            f"with {plan.algorithm.upper()} on the sample cluster: each task's node class "
-            "and the partition and pinning that keep it there"))),
-        Table([p.to_json() for p in replayed.policies], title="\n".join((
-            f"makespan {plan.makespan_s:.0f} s on mean runtimes, P50 {plan.p50_s:.0f} s, "
-            f"P95 {plan.p95_s:.0f} s; classic estimates: naive "
-            f"{estimates.get('naive_s', 0):.0f} s, naive concurrent "
-            f"{estimates.get('naive_concurrent_s', 0):.0f} s, level critical path "
-            f"{estimates.get('critical_path_s', 0):.0f} s",
-            "its first jobs, as 'advisor submit --dry-run' submits them:",
-            *plan.submit_lines,
-            "",
-            f"4. What the history policy would have done on {replayed.jobs} real jobs "
-            f"({replayed.attribution}): % of completed jobs killed at its limits, % of the "
-            "reserved time freed, beside the users' own limits and the AVE2/MAX5 baselines"))),
+        Table(
+            [m.to_json() for m in result.models],
+            title=(
+                f"1. The models learned from {result.imported_runs} sample runs on "
+                f"{len(result.partitions)} partitions (per task: the node classes it ran on, the "
+                "model, Pearson r of runtime against input size, the CPU weight, runs)"
+            ),
+        ),
+        Table(
+            explanation_rows(explained),
+            title=(
+                "2. A sample job through the sbatch wrapper's own decision, as "
+                f"'advisor {command_line(result.sbatch_argv)}' prints it:\n"
+                f"advisor sbatch: task {explained.task!r}"
+            ),
+        ),
+        Table(
+            [_task_row(row) for row in plan.tasks],
+            title="\n".join(
+                (
+                    decision_line(explained),
+                    command_line(explained.argv),
+                    "",
+                    f"3. The bundled workflow {plan.workflow!r} ({len(plan.tasks)} tasks) planned "
+                    f"with {plan.algorithm.upper()} on the sample cluster: each task's node class "
+                    "and the partition and pinning that keep it there",
+                )
+            ),
+        ),
+        Table(
+            [p.to_json() for p in replayed.policies],
+            title="\n".join(
+                (
+                    f"makespan {plan.makespan_s:.0f} s on mean runtimes, P50 {plan.p50_s:.0f} s, "
+                    f"P95 {plan.p95_s:.0f} s; classic estimates: naive "
+                    f"{estimates.get('naive_s', 0):.0f} s, naive concurrent "
+                    f"{estimates.get('naive_concurrent_s', 0):.0f} s, level critical path "
+                    f"{estimates.get('critical_path_s', 0):.0f} s",
+                    "its first jobs, as 'advisor submit --dry-run' submits them:",
+                    *plan.submit_lines,
+                    "",
+                    f"4. What the history policy would have done on {replayed.jobs} real jobs "
+                    f"({replayed.attribution}): % of completed jobs killed at its limits, % of the "
+                    "reserved time freed, beside the users' own limits and the AVE2/MAX5 baselines",
+                )
+            ),
+        ),
     )
     notes = (
         part5,

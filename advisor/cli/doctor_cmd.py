@@ -22,17 +22,38 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "JobSubmitPlugins=lua and the job_submit.lua beside it reads that export; 'advisor "
         "update' ran recently. Exit code 1 when a check fails. Reads files only.",
     )
-    parser.add_argument("--published", default=PUBLISHED, metavar="PATH",
-                        help=f"the copy users read (default {PUBLISHED})")
-    parser.add_argument("--export", default=EXPORT, metavar="PATH",
-                        help=f"the limits file the plugin reads (default {EXPORT})")
-    parser.add_argument("--slurm-conf", metavar="FILE",
-                        help="slurm.conf (default $SLURM_CONF, else /etc/slurm/slurm.conf)")
+    parser.add_argument(
+        "--published",
+        default=PUBLISHED,
+        metavar="PATH",
+        help=f"the copy users read (default {PUBLISHED})",
+    )
+    parser.add_argument(
+        "--export",
+        default=EXPORT,
+        metavar="PATH",
+        help=f"the limits file the plugin reads (default {EXPORT})",
+    )
+    parser.add_argument(
+        "--slurm-conf",
+        metavar="FILE",
+        help="slurm.conf (default $SLURM_CONF, else /etc/slurm/slurm.conf)",
+    )
     parser.add_argument("--slurm-user", default="slurm", help="slurmctld's user (default slurm)")
-    parser.add_argument("--max-update-age", type=positive_int, default=24, metavar="HOURS",
-                        help="warn when 'advisor update' last ran longer ago (default 24)")
-    parser.add_argument("--max-export-age", type=positive_int, default=48, metavar="HOURS",
-                        help="warn when the export is older (default 48)")
+    parser.add_argument(
+        "--max-update-age",
+        type=positive_int,
+        default=24,
+        metavar="HOURS",
+        help="warn when 'advisor update' last ran longer ago (default 24)",
+    )
+    parser.add_argument(
+        "--max-export-age",
+        type=positive_int,
+        default=48,
+        metavar="HOURS",
+        help="warn when the export is older (default 48)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -52,8 +73,11 @@ def run(args: argparse.Namespace) -> Result:
     summary = f"{failed} failed, {warned} warnings" if failed or warned else "all checks ok"
     return Result(
         data=found.to_json(),
-        tables=(Table([c._asdict() for c in found.checks],
-                      columns=("check", "status", "detail", "todo")),),
+        tables=(
+            Table(
+                [c._asdict() for c in found.checks], columns=("check", "status", "detail", "todo")
+            ),
+        ),
         notes=(summary,),
         exit_code=1 if failed else 0,
     )

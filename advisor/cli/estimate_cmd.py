@@ -20,19 +20,29 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "its arguments times --flops-per-unit; tasks without it count their recorded runtime.",
     )
     parser.add_argument("workflow", metavar="WORKFLOW", help="WfFormat JSON file")
-    parser.add_argument("--platform", required=True, metavar="FILE|" + "|".join(PRESETS),
-                        help="platform JSON file (schemas/platform.json) or a preset")
+    parser.add_argument(
+        "--platform",
+        required=True,
+        metavar="FILE|" + "|".join(PRESETS),
+        help="platform JSON file (schemas/platform.json) or a preset",
+    )
     parser.add_argument("--nodes", type=int, required=True, help="number of nodes")
     parser.add_argument("--cores", type=int, required=True, help="cores per node")
-    parser.add_argument("--flops-per-unit", metavar="F",
-                        help="flops per --cpu-work unit, e.g. 100Gf or 1.47e7")
+    parser.add_argument(
+        "--flops-per-unit", metavar="F", help="flops per --cpu-work unit, e.g. 100Gf or 1.47e7"
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> Result:
     """Estimate and lay out."""
-    found = estimate_workflow(args.workflow, platform=args.platform, nodes=args.nodes,
-                              cores=args.cores, flops_per_unit=args.flops_per_unit)
+    found = estimate_workflow(
+        args.workflow,
+        platform=args.platform,
+        nodes=args.nodes,
+        cores=args.cores,
+        flops_per_unit=args.flops_per_unit,
+    )
     rows = [
         {"estimate": label, "seconds": seconds, "hours": seconds / 3600}
         for label, seconds in (
@@ -41,8 +51,12 @@ def run(args: argparse.Namespace) -> Result:
             ("critical path (level by level)", found.critical_path_s),
         )
     ]
-    notes = (f"{found.workflow}: {found.tasks} tasks in {found.levels} levels, "
-             f"{found.total_flops / 1e12:.2f} Tflop, {found.read_bytes / 1e9:.2f} GB read, "
-             f"{found.written_bytes / 1e9:.2f} GB written; {found.nodes} x {found.cores} "
-             f"cores on {found.platform.name}",)
-    return Result(data=found.to_json(), tables=(Table(rows, title="Makespan estimates"),), notes=notes)
+    notes = (
+        f"{found.workflow}: {found.tasks} tasks in {found.levels} levels, "
+        f"{found.total_flops / 1e12:.2f} Tflop, {found.read_bytes / 1e9:.2f} GB read, "
+        f"{found.written_bytes / 1e9:.2f} GB written; {found.nodes} x {found.cores} "
+        f"cores on {found.platform.name}",
+    )
+    return Result(
+        data=found.to_json(), tables=(Table(rows, title="Makespan estimates"),), notes=notes
+    )

@@ -78,7 +78,9 @@ def _rows(items: Sequence[Row], labels: Callable[[Row], dict[str, str]]) -> list
     ]
 
 
-def _fold_table(folds: Sequence[FoldRow], figure: Callable[[Summary], float | None], title: str) -> Table:
+def _fold_table(
+    folds: Sequence[FoldRow], figure: Callable[[Summary], float | None], title: str
+) -> Table:
     """Methods down, folds across: one figure of the heterogeneous predictions, in percent."""
     cells: dict[str, dict[str, Any]] = {}
     columns: list[str] = []

@@ -43,8 +43,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "scaled by the clock ratio. Nothing is stored unless the whole file is valid.",
     )
     importer.add_argument("file", metavar="FILE")
-    importer.add_argument("--reference", type=storable, metavar="NODE", default=argparse.SUPPRESS,
-                          help=reference_help)
+    importer.add_argument(
+        "--reference", type=storable, metavar="NODE", default=argparse.SUPPRESS, help=reference_help
+    )
     importer.set_defaults(func=run_import)
 
 
@@ -55,20 +56,32 @@ def _ratio_cells(ratios: NodeRatios | None) -> dict[str, float | None]:
 def _result(view: NodesView) -> Result:
     metrics = sorted({metric for row in view.nodes for metric in row.scores})
     node_rows = [
-        {"node": row.name, "class": row.node_class, **_ratio_cells(row.ratios),
-         **{metric: row.scores.get(metric) for metric in metrics},
-         "age": age_text(row.age_s), "source": row.source}
+        {
+            "node": row.name,
+            "class": row.node_class,
+            **_ratio_cells(row.ratios),
+            **{metric: row.scores.get(metric) for metric in metrics},
+            "age": age_text(row.age_s),
+            "source": row.source,
+        }
         for row in view.nodes
     ]
     class_rows = [
-        {"class": row.name, "nodes": row.nodes, "profiled": row.profiled,
-         **_ratio_cells(row.ratios)}
+        {
+            "class": row.name,
+            "nodes": row.nodes,
+            "profiled": row.profiled,
+            **_ratio_cells(row.ratios),
+        }
         for row in view.classes
     ]
     reference = view.reference
     notes = _tool_notes(view)
-    title = (f"Nodes (ratio = {reference}'s score / the node's; above 1: slower)" if reference
-             else "Nodes (no scores yet: run 'advisor profile' or 'advisor nodes import')")
+    title = (
+        f"Nodes (ratio = {reference}'s score / the node's; above 1: slower)"
+        if reference
+        else "Nodes (no scores yet: run 'advisor profile' or 'advisor nodes import')"
+    )
     return Result(
         data=view.to_json(),
         tables=(Table(node_rows, title=title), Table(class_rows, title="Node classes")),
@@ -85,8 +98,10 @@ def _tool_notes(view: NodesView) -> list[str]:
     others = sorted(name for name, tool in tools.items() if tool != tools.get(reference))
     if not others:
         return []
-    return [f"note: {', '.join(others)} were measured with another tool than {reference} "
-            f"({tools[reference]}); their ratios compare different units"]
+    return [
+        f"note: {', '.join(others)} were measured with another tool than {reference} "
+        f"({tools[reference]}); their ratios compare different units"
+    ]
 
 
 def run_show(args: argparse.Namespace) -> Result:

@@ -36,11 +36,18 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "over by the node factors), and per task the partition, the --constraint or --nodelist "
         "that keeps the job on its class, and the time limit advisor sbatch would set.",
     )
-    parser.add_argument("workflows", nargs="+", metavar="WORKFLOW",
-                        help="WfFormat JSON file, or planning-problem FILE[#CASE]")
+    parser.add_argument(
+        "workflows",
+        nargs="+",
+        metavar="WORKFLOW",
+        help="WfFormat JSON file, or planning-problem FILE[#CASE]",
+    )
     add_planning_options(parser)
-    parser.add_argument("--arrivals", metavar="S,S,...",
-                        help="arrival time in seconds of each workflow (default: all at 0)")
+    parser.add_argument(
+        "--arrivals",
+        metavar="S,S,...",
+        help="arrival time in seconds of each workflow (default: all at 0)",
+    )
     parser.add_argument("--nodes", type=int, help="plan on N alike nodes instead of recorded ones")
     parser.add_argument("--cores", type=int, help="cores per node with --nodes (default 1)")
     parser.add_argument("--gantt", metavar="FILE.png", help="also draw the plan (needs matplotlib)")
@@ -49,29 +56,61 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def add_planning_options(parser: argparse.ArgumentParser) -> None:
     """The options ``advisor plan`` and ``advisor submit`` share."""
-    parser.add_argument("--algorithm", choices=sorted(SCHEDULERS), default="heft",
-                        help="scheduling algorithm (default: heft)")
-    parser.add_argument("--cv", type=float, default=0.2,
-                        help="coefficient of variation of task runtimes without a model, for "
-                        "P50/P95 (default 0.2; modelled runtimes use the model's spread)")
-    parser.add_argument("--samples", type=int, default=500,
-                        help="runtime samples for P50/P95 (default 500)")
+    parser.add_argument(
+        "--algorithm",
+        choices=sorted(SCHEDULERS),
+        default="heft",
+        help="scheduling algorithm (default: heft)",
+    )
+    parser.add_argument(
+        "--cv",
+        type=float,
+        default=0.2,
+        help="coefficient of variation of task runtimes without a model, for "
+        "P50/P95 (default 0.2; modelled runtimes use the model's spread)",
+    )
+    parser.add_argument(
+        "--samples", type=int, default=500, help="runtime samples for P50/P95 (default 500)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--bandwidth", type=float, metavar="BYTES_PER_S",
-                        help="network bandwidth between nodes (default: transfers are free)")
-    parser.add_argument("--platform", metavar="FILE|summit",
-                        help="platform for tasks given as --cpu-work (flop rate, I/O bandwidth)")
+    parser.add_argument(
+        "--bandwidth",
+        type=float,
+        metavar="BYTES_PER_S",
+        help="network bandwidth between nodes (default: transfers are free)",
+    )
+    parser.add_argument(
+        "--platform",
+        metavar="FILE|summit",
+        help="platform for tasks given as --cpu-work (flop rate, I/O bandwidth)",
+    )
     parser.add_argument("--flops-per-unit", metavar="F", help="flops per --cpu-work unit (100Gf)")
     group = parser.add_argument_group("planning on the cluster in the cache (--db)")
-    group.add_argument("--partition", action="append", default=[], metavar="P",
-                       help="plan on this partition's nodes (repeatable, preferred in this "
-                       "order; default: every partition that is up, the default one first)")
-    group.add_argument("--shared-fs", action="store_true",
-                       help="transfers between nodes of one class are free (shared file system)")
-    group.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
-                       help=f"runtime quantile of the time limits (default {DEFAULT_QUANTILE})")
-    group.add_argument("--margin", type=float, default=DEFAULT_MARGIN,
-                       help=f"added fraction of the time limits (default {DEFAULT_MARGIN})")
+    group.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="P",
+        help="plan on this partition's nodes (repeatable, preferred in this "
+        "order; default: every partition that is up, the default one first)",
+    )
+    group.add_argument(
+        "--shared-fs",
+        action="store_true",
+        help="transfers between nodes of one class are free (shared file system)",
+    )
+    group.add_argument(
+        "--quantile",
+        type=float,
+        default=DEFAULT_QUANTILE,
+        help=f"runtime quantile of the time limits (default {DEFAULT_QUANTILE})",
+    )
+    group.add_argument(
+        "--margin",
+        type=float,
+        default=DEFAULT_MARGIN,
+        help=f"added fraction of the time limits (default {DEFAULT_MARGIN})",
+    )
 
 
 def _arrivals(text: str | None) -> tuple[float, ...]:
@@ -120,19 +159,28 @@ def run(args: argparse.Namespace) -> Result:
     tables = [Table(_summary_rows(summary), title=f"Plan ({summary.algorithm})")]
     fair = summary.fairness
     if fair:
-        tables.append(Table([w.to_json() for w in fair.workflows],
-                            title="Sharing vs one after another (HEFT)"))
+        tables.append(
+            Table(
+                [w.to_json() for w in fair.workflows], title="Sharing vs one after another (HEFT)"
+            )
+        )
     tables.append(task_table(summary))
-    notes = [f"makespan {summary.makespan_s:.1f} s on mean runtimes; P50 {summary.p50_s:.1f} s, "
-             f"P95 {summary.p95_s:.1f} s (cv {summary.cv}, {summary.samples} samples)"]
+    notes = [
+        f"makespan {summary.makespan_s:.1f} s on mean runtimes; P50 {summary.p50_s:.1f} s, "
+        f"P95 {summary.p95_s:.1f} s (cv {summary.cv}, {summary.samples} samples)"
+    ]
     if summary.dispatch:
-        notes.append(f"on Slurm {summary.slurm_makespan_s:.1f} s with the dispatch waits "
-                     f"measured on {summary.dispatch.jobs} jobs of earlier runs (P50/P95 count "
-                     "them)")
+        notes.append(
+            f"on Slurm {summary.slurm_makespan_s:.1f} s with the dispatch waits "
+            f"measured on {summary.dispatch.jobs} jobs of earlier runs (P50/P95 count "
+            "them)"
+        )
     if fair:
-        notes.append(f"unfairness {fair.unfairness:.3f} shared vs "
-                     f"{fair.sequential_unfairness:.3f} one after another; total "
-                     f"{fair.total_s:.1f} s vs {fair.sequential_total_s:.1f} s")
+        notes.append(
+            f"unfairness {fair.unfairness:.3f} shared vs "
+            f"{fair.sequential_unfairness:.3f} one after another; total "
+            f"{fair.total_s:.1f} s vs {fair.sequential_total_s:.1f} s"
+        )
     if args.gantt:
         notes.append(f"gantt chart: {args.gantt}")
     return Result(data=planned.to_json(), tables=tuple(tables), notes=tuple(notes))
@@ -141,14 +189,20 @@ def run(args: argparse.Namespace) -> Result:
 def task_table(summary: PlanSummary) -> Table:
     """Tasks by planned start; on a cluster with their partition, pinning and time limit."""
     if summary.cluster is None:
-        return Table([t.to_json() for t in summary.tasks],
-                     columns=("id", "workflow", "node", "core", "start_s", "finish_s"),
-                     title="Tasks")
+        return Table(
+            [t.to_json() for t in summary.tasks],
+            columns=("id", "workflow", "node", "core", "start_s", "finish_s"),
+            title="Tasks",
+        )
     rows = [
         {
-            "id": task.id, "node_class": job.node_class, "node": task.node,
-            "partition": job.partition, "slurm": slurm_pinning(job.constraint, job.nodelist),
-            "start_s": task.start_s, "finish_s": task.finish_s,
+            "id": task.id,
+            "node_class": job.node_class,
+            "node": task.node,
+            "partition": job.partition,
+            "slurm": slurm_pinning(job.constraint, job.nodelist),
+            "start_s": task.start_s,
+            "finish_s": task.finish_s,
             "limit": None if job.limit_s is None else format_duration(job.limit_s),
             "runtime_from": job.runtime_source,
         }
@@ -171,16 +225,18 @@ def _summary_rows(summary: PlanSummary) -> list[dict[str, Any]]:
     rows = []
     for row in summary.workflows:
         est = row.estimates or {}
-        rows.append({
-            "workflow": row.name,
-            "tasks": row.tasks,
-            "arrival_s": row.arrival_s,
-            "planned_s": row.makespan_s,
-            "turnaround_s": row.turnaround_s,
-            "recorded_s": row.recorded_makespan_s,
-            "critical_path_s": row.critical_path_s,
-            "naive_s": est.get("naive_s"),
-            "naive_conc_s": est.get("naive_concurrent_s"),
-            "level_cp_s": est.get("critical_path_s"),
-        })
+        rows.append(
+            {
+                "workflow": row.name,
+                "tasks": row.tasks,
+                "arrival_s": row.arrival_s,
+                "planned_s": row.makespan_s,
+                "turnaround_s": row.turnaround_s,
+                "recorded_s": row.recorded_makespan_s,
+                "critical_path_s": row.critical_path_s,
+                "naive_s": est.get("naive_s"),
+                "naive_conc_s": est.get("naive_concurrent_s"),
+                "level_cp_s": est.get("critical_path_s"),
+            }
+        )
     return rows

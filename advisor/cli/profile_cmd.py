@@ -34,18 +34,37 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "down, does not start in time or fails is reported by name; the others are stored. "
         "The advisor must be installed at the same path on the nodes.",
     )
-    parser.add_argument("--partition", action="append", default=[], metavar="P",
-                        help="profile the nodes of P (repeatable; default: every partition)")
-    parser.add_argument("--nodes", metavar="LIST",
-                        help="profile these nodes (a Slurm host list, e.g. c[1-4],f1)")
+    parser.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="P",
+        help="profile the nodes of P (repeatable; default: every partition)",
+    )
+    parser.add_argument(
+        "--nodes", metavar="LIST", help="profile these nodes (a Slurm host list, e.g. c[1-4],f1)"
+    )
     parser.add_argument("--full", action="store_true", help="run the full benchmark (≤ 30 s)")
-    parser.add_argument("--dir", metavar="D",
-                        help="directory for the I/O benchmarks on each node (default: the "
-                        "current directory, as the job's working directory)")
-    parser.add_argument("--start-timeout", type=int, default=60, metavar="S",
-                        help="give up on a node whose job does not start within S s (default 60)")
-    parser.add_argument("--timeout", type=float, default=180.0, metavar="S",
-                        help="give up on a node without a result after S s (default 180)")
+    parser.add_argument(
+        "--dir",
+        metavar="D",
+        help="directory for the I/O benchmarks on each node (default: the "
+        "current directory, as the job's working directory)",
+    )
+    parser.add_argument(
+        "--start-timeout",
+        type=int,
+        default=60,
+        metavar="S",
+        help="give up on a node whose job does not start within S s (default 60)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=180.0,
+        metavar="S",
+        help="give up on a node without a result after S s (default 180)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -62,8 +81,10 @@ class _ProgressBar:
         width = 30
         filled = width * done // total
         failed = f", failed: {','.join(self.failed)}" if self.failed else ""
-        self.stream.write(f"\rprofiling [{'#' * filled}{'.' * (width - filled)}] "
-                          f"{done}/{total} nodes{failed}\x1b[K")
+        self.stream.write(
+            f"\rprofiling [{'#' * filled}{'.' * (width - filled)}] "
+            f"{done}/{total} nodes{failed}\x1b[K"
+        )
         if done == total:
             self.stream.write("\n")
         self.stream.flush()
@@ -87,9 +108,16 @@ def run(args: argparse.Namespace) -> Result:
             "profiling failed on every node: " + "; ".join(f"{o.node}: {o.error}" for o in failed)
         )
     table = [
-        {"node": o.node, "partition": o.partition, "status": o.status, "run_id": o.run_id,
-         "node_class": o.node_class, "cpu_single_events_s": o.scores.get("cpu_single_events_s"),
-         "seq_read_mib_s": o.scores.get("seq_read_mib_s"), "error": o.error}
+        {
+            "node": o.node,
+            "partition": o.partition,
+            "status": o.status,
+            "run_id": o.run_id,
+            "node_class": o.node_class,
+            "cpu_single_events_s": o.scores.get("cpu_single_events_s"),
+            "seq_read_mib_s": o.scores.get("seq_read_mib_s"),
+            "error": o.error,
+        }
         for o in profiled.outcomes
     ]
     notes = [f"failed: {o.node}: {o.error}" for o in failed]

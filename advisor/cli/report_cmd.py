@@ -28,9 +28,11 @@ _ALL = "(all)"
 def _shape_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("rows")
-    group.add_argument("--sort", metavar="COLUMN",
-                       help="sort by a column (a JSON key or table header): numbers largest "
-                       "first, text A-Z")
+    group.add_argument(
+        "--sort",
+        metavar="COLUMN",
+        help="sort by a column (a JSON key or table header): numbers largest first, text A-Z",
+    )
     group.add_argument("--reverse", action="store_true", help="reverse the order")
     group.add_argument("--top", type=positive_int, metavar="N", help="show only the first N rows")
     return parent
@@ -39,13 +41,18 @@ def _shape_options() -> argparse.ArgumentParser:
 def _job_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("which jobs (by end time, the cluster's local time)")
-    group.add_argument("--since", metavar="WHEN",
-                       help="jobs that ended at or after WHEN: YYYY-MM-DD[THH:MM[:SS]], or a "
-                       "span back from now: 30m, 12h, 7d, 2w")
+    group.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="jobs that ended at or after WHEN: YYYY-MM-DD[THH:MM[:SS]], or a "
+        "span back from now: 30m, 12h, 7d, 2w",
+    )
     group.add_argument("--until", metavar="WHEN", help="jobs that ended before WHEN")
     group.add_argument("--user", type=storable, help="only this user's jobs")
     group.add_argument("--partition", type=storable, help="only jobs that ran in this partition")
-    group.add_argument("--task", type=storable, help="only this task (the advised task, else the job name)")
+    group.add_argument(
+        "--task", type=storable, help="only this task (the advised task, else the job name)"
+    )
     group.add_argument("--plot", metavar="FILE.png", help="also draw a picture (needs matplotlib)")
     return parent
 
@@ -91,17 +98,21 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         limits.GROUP_KEYS, limits.DEFAULT_BY, run_limits,
     )  # fmt: skip
     nodes = reports.add_parser(
-        "nodes", parents=[*parents, shape],
+        "nodes",
+        parents=[*parents, shape],
         help="node classes: benchmark ratios, task factors, benchmark age",
         description="Per node class: its nodes, the ratios reference score / class score "
         "(above 1: slower), the factors the task models use on it, and the age of the "
         "oldest benchmark it rests on.",
     )
-    nodes.add_argument("--partition", type=storable, help="only classes with a node in this partition")
+    nodes.add_argument(
+        "--partition", type=storable, help="only classes with a node in this partition"
+    )
     nodes.add_argument("--task", type=storable, help="factors of this task only")
     nodes.set_defaults(func=run_nodes)
     models = reports.add_parser(
-        "models", parents=[*parents, shape],
+        "models",
+        parents=[*parents, shape],
         help="task models: observations, Pearson r, CPU weight, last update",
         description="Per task: model kind, reference class, training runs, observations "
         "(censored ones apart), Pearson r of input size and runtime, CPU weight and its "
@@ -117,13 +128,19 @@ def _grouped_report(
     default: Sequence[str],
     func: Callable[[argparse.Namespace], Result],
 ) -> None:
-    parser.add_argument("--by", default=",".join(default), metavar="KEYS",
-                        help=f"group by (comma-separated): {', '.join(keys)} (default {','.join(default)})")
+    parser.add_argument(
+        "--by",
+        default=",".join(default),
+        metavar="KEYS",
+        help=f"group by (comma-separated): {', '.join(keys)} (default {','.join(default)})",
+    )
     parser.set_defaults(func=func)
 
 
 def _no_report(args: argparse.Namespace) -> Result:
-    raise UsageError("advisor report: which report?", hint="choose accuracy, limits, nodes or models")
+    raise UsageError(
+        "advisor report: which report?", hint="choose accuracy, limits, nodes or models"
+    )
 
 
 def _shape(args: argparse.Namespace) -> Shape:
@@ -161,11 +178,22 @@ def _percent(rows: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> list[dic
 def _with_total(done: Report) -> list[Mapping[str, Any]]:
     rows: list[Mapping[str, Any]] = list(done.rows)
     if done.has_total_row and done.by is not None and done.total is not None:
-        rows.append({key: _ALL if index == 0 else "" for index, key in enumerate(done.by)} | dict(done.total))
+        rows.append(
+            {key: _ALL if index == 0 else "" for index, key in enumerate(done.by)}
+            | dict(done.total)
+        )
     return rows
 
 
-_ACCURACY_PERCENT = ("median_error", "mean_error", "p90_error", "bias", "cover_p50", "cover_p90", "cover_p95")
+_ACCURACY_PERCENT = (
+    "median_error",
+    "mean_error",
+    "p90_error",
+    "bias",
+    "cover_p50",
+    "cover_p90",
+    "cover_p95",
+)
 
 
 def run_accuracy(args: argparse.Namespace) -> Result:
@@ -194,8 +222,11 @@ def run_limits(args: argparse.Namespace) -> Result:
     request = ReportRequest("limits", _selection(args), tuple(by), _shape(args), args.plot)
     done = _report(args, request)
     rows = _percent(_with_total(done), ("time_eff", "advised_time_eff", "median_time_eff"))
-    table = Table(rows, columns=(*by, *_LIMIT_COLUMNS),
-                  title="Requested vs used time; the same under the advisor's limits (core-hours: CPUs × hours)")
+    table = Table(
+        rows,
+        columns=(*by, *_LIMIT_COLUMNS),
+        title="Requested vs used time; the same under the advisor's limits (core-hours: CPUs × hours)",
+    )
     return Result(data=done.to_json(), tables=(table,), notes=done.notes)
 
 
@@ -212,8 +243,11 @@ def run_nodes(args: argparse.Namespace) -> Result:
         for row in done.rows
     ]  # fmt: skip
     reference = done.reference
-    title = (f"Node classes (ratio = {reference}'s score / the class's; above 1: slower)" if reference
-             else "Node classes (no benchmark scores yet: run 'advisor profile' or 'advisor nodes import')")
+    title = (
+        f"Node classes (ratio = {reference}'s score / the class's; above 1: slower)"
+        if reference
+        else "Node classes (no benchmark scores yet: run 'advisor profile' or 'advisor nodes import')"
+    )
     return Result(data=done.to_json(), tables=(Table(rows, title=title),), notes=done.notes)
 
 

@@ -53,8 +53,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         default=argparse.SUPPRESS,
         help="output: table (default), json, csv, or a tabulate format",
     )
-    imp.add_argument("--node-class", type=storable, help="nextflow: node class of runs without a hostname")
-    imp.add_argument("--workflow", type=storable, help="nextflow: the workflow the trace belongs to")
+    imp.add_argument(
+        "--node-class", type=storable, help="nextflow: node class of runs without a hostname"
+    )
+    imp.add_argument(
+        "--workflow", type=storable, help="nextflow: the workflow the trace belongs to"
+    )
     imp.set_defaults(func=run)
 
 

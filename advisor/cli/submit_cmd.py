@@ -28,12 +28,18 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "are stored; --status compares them with what sacct reports.",
     )
     parser.add_argument("workflow", nargs="?", metavar="WORKFLOW", help="WfFormat JSON file")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print each sbatch command line (parents' job ids as <task id>) "
-                        "and submit nothing")
-    parser.add_argument("--status", nargs="?", const="latest", metavar="RUN_ID",
-                        help="planned against actual makespan of a submitted run (default: the "
-                        "newest), from sacct")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print each sbatch command line (parents' job ids as <task id>) and submit nothing",
+    )
+    parser.add_argument(
+        "--status",
+        nargs="?",
+        const="latest",
+        metavar="RUN_ID",
+        help="planned against actual makespan of a submitted run (default: the newest), from sacct",
+    )
     add_planning_options(parser)
     parser.set_defaults(func=run)
 
@@ -68,9 +74,14 @@ def _limit(seconds: int | None) -> str | None:
 def _submitted(done: Submission) -> Result:
     rows = [
         {
-            "task": job.id, "job_id": job.job_id, "partition": job.partition,
-            "slurm": slurm_pinning(job.constraint, job.nodelist), "limit": _limit(job.limit_s),
-            "start_s": job.start_s, "finish_s": job.finish_s, "after": job.dependencies,
+            "task": job.id,
+            "job_id": job.job_id,
+            "partition": job.partition,
+            "slurm": slurm_pinning(job.constraint, job.nodelist),
+            "limit": _limit(job.limit_s),
+            "start_s": job.start_s,
+            "finish_s": job.finish_s,
+            "after": job.dependencies,
         }
         for job in done.jobs
     ]
@@ -81,8 +92,11 @@ def _submitted(done: Submission) -> Result:
         f"{_on_slurm(plan)}); compare once they ran: advisor submit --status {done.run_id}",
         *done.warnings,
     ]
-    return Result(data=done.to_json(), tables=(Table(rows, title=f"Submitted {done.workflow}"),),
-                  notes=tuple(notes))
+    return Result(
+        data=done.to_json(),
+        tables=(Table(rows, title=f"Submitted {done.workflow}"),),
+        notes=tuple(notes),
+    )
 
 
 def _on_slurm(plan: PlanSummary) -> str:
@@ -90,9 +104,11 @@ def _on_slurm(plan: PlanSummary) -> str:
     if not dispatch:
         return ", no Slurm dispatch waits measured yet"
     wait = dispatch.dependency_mean_s
-    return (f" on Slurm: {plan.slurm_makespan_s:.1f} s with mean waits measured on "
-            f"{dispatch.jobs} jobs of {dispatch.runs} runs"
-            + (f", {wait:.1f} s per dependency" if wait is not None else ""))
+    return (
+        f" on Slurm: {plan.slurm_makespan_s:.1f} s with mean waits measured on "
+        f"{dispatch.jobs} jobs of {dispatch.runs} runs"
+        + (f", {wait:.1f} s per dependency" if wait is not None else "")
+    )
 
 
 def _status(status: RunStatus) -> Result:
@@ -109,17 +125,24 @@ def _status(status: RunStatus) -> Result:
         f"run {run.id} ({run.name}): planned makespan "
         f"{run.planned_makespan_s:.1f} s (P50 {run.p50_s:.1f} s, P95 "
         f"{run.p95_s:.1f} s); "
-        + (f"actual {actual:.1f} s, {status.turnaround_s:.1f} s from submission "
-           f"({status.actual_vs_p50:+.1%} against P50, "
-           f"{'inside' if status.within_p95 else 'OUTSIDE'} P95)"
-           if actual is not None
-           else f"{status.jobs_final} of {len(status.jobs)} jobs finished so far")
+        + (
+            f"actual {actual:.1f} s, {status.turnaround_s:.1f} s from submission "
+            f"({status.actual_vs_p50:+.1%} against P50, "
+            f"{'inside' if status.within_p95 else 'OUTSIDE'} P95)"
+            if actual is not None
+            else f"{status.jobs_final} of {len(status.jobs)} jobs finished so far"
+        )
     )
-    checks = (f"dependency order respected: {_yes(status.dependency_order_ok)}; "
-              f"planned partitions: {_yes(status.partitions_match)}; "
-              f"{status.jobs_completed} completed")
-    return Result(data=status.to_json(), tables=(Table(rows, title="Planned vs actual"),),
-                  notes=(summary, checks))
+    checks = (
+        f"dependency order respected: {_yes(status.dependency_order_ok)}; "
+        f"planned partitions: {_yes(status.partitions_match)}; "
+        f"{status.jobs_completed} completed"
+    )
+    return Result(
+        data=status.to_json(),
+        tables=(Table(rows, title="Planned vs actual"),),
+        notes=(summary, checks),
+    )
 
 
 def _yes(value: bool | None) -> str:

@@ -55,7 +55,9 @@ def all_key_states(store: Store) -> dict[HistoryKey, KeyState]:
 
 
 def _state(row: tuple[str, float, int, int]) -> KeyState:
-    runs = tuple(shared_run(float(runtime), bool(censored)) for runtime, censored in json.loads(row[0]))
+    runs = tuple(
+        shared_run(float(runtime), bool(censored)) for runtime, censored in json.loads(row[0])
+    )
     return KeyState(runs, float(row[1]), int(row[2]), int(row[3]))
 
 

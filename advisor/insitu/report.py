@@ -40,7 +40,11 @@ class MeasuredIdle:
 
     def to_json(self) -> dict[str, float]:
         """The ``measured`` object of schemas/insitu-report.json."""
-        return {"sigma_bar_s": self.sigma_bar_s, "idle_s": self.idle_s, "efficiency": self.efficiency}
+        return {
+            "sigma_bar_s": self.sigma_bar_s,
+            "idle_s": self.idle_s,
+            "efficiency": self.efficiency,
+        }
 
 
 @dataclass(frozen=True)

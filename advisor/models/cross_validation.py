@@ -145,9 +145,7 @@ def _fold_rows(
     return rows
 
 
-def cross_validate(
-    setting: Setting, fits: Sequence[TaskFit], score: Scorer
-) -> list[FoldRow]:
+def cross_validate(setting: Setting, fits: Sequence[TaskFit], score: Scorer) -> list[FoldRow]:
     """The fold rows of both cross-validations (module docstring)."""
     uncorrected = score(0.0)
     workflows = sorted({f.workflow for f in fits})

@@ -164,7 +164,9 @@ class OnlineUpdates:
             rows = self._tasks[task] = {(r.node_class, r.method): r for r in found}
         return rows
 
-    def _transferred_model(self, task: str, node_class: str, reference_row: TaskModelRow) -> ClassModel:
+    def _transferred_model(
+        self, task: str, node_class: str, reference_row: TaskModelRow
+    ) -> ClassModel:
         model = self._transferred.get((task, node_class))
         if model is None:
             reference = ReferenceModel.from_params(reference_row.params)

@@ -59,8 +59,11 @@ def task_runtime(workflow: Workflow, position: int, work: Work) -> float | None:
     compute = work.compute_s(task.cpu_work)
     if compute is None or work.platform is None:
         return None
-    return (compute + workflow.read_bytes(position) / work.platform.read_bytes_per_s
-            + workflow.written_bytes(position) / work.platform.write_bytes_per_s)
+    return (
+        compute
+        + workflow.read_bytes(position) / work.platform.read_bytes_per_s
+        + workflow.written_bytes(position) / work.platform.write_bytes_per_s
+    )
 
 
 def planned_runtimes(workflow: Workflow, work: Work) -> list[float]:
@@ -84,8 +87,14 @@ def task_loads(workflow: Workflow, work: Work) -> list[TaskLoad]:
             compute = task.runtime_s
         if compute is None:
             raise _missing(workflow, task.id)
-        loads.append(TaskLoad(compute, workflow.read_bytes(position),
-                              workflow.written_bytes(position), level[position]))
+        loads.append(
+            TaskLoad(
+                compute,
+                workflow.read_bytes(position),
+                workflow.written_bytes(position),
+                level[position],
+            )
+        )
     return loads
 
 
@@ -121,8 +130,12 @@ def alike_nodes(count: int, cores: int) -> tuple[Node, ...]:
 
 
 def to_problem(
-    workflow: Workflow, nodes: Sequence[Node], runtimes_s: Sequence[float] | FloatArray,
-    bandwidth_bytes_s: float | None = None, *, shared_fs: bool = False,
+    workflow: Workflow,
+    nodes: Sequence[Node],
+    runtimes_s: Sequence[float] | FloatArray,
+    bandwidth_bytes_s: float | None = None,
+    *,
+    shared_fs: bool = False,
 ) -> Problem:
     """The planning problem of one workflow on the given nodes.
 
@@ -130,8 +143,11 @@ def to_problem(
     ``shared_fs`` makes transfers between nodes of one class free (``network``).
     """
     if not nodes:
-        raise InputError("no machines recorded in the workflow", source=workflow.source,
-                         hint="give --nodes N --cores P")
+        raise InputError(
+            "no machines recorded in the workflow",
+            source=workflow.source,
+            hint="give --nodes N --cores P",
+        )
     edge_bytes = workflow.edge_bytes
     parents = tuple(
         tuple((p, float(edge_bytes[(p, child)])) for p in plist)

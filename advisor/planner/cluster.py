@@ -78,8 +78,10 @@ def _preferred(partitions: Iterable[Partition], wanted: Sequence[str]) -> tuple[
     if wanted:
         unknown = [name for name in wanted if name not in by_name]
         if unknown:
-            raise InputError(f"unknown partition {unknown[0]!r}",
-                             hint="partitions in the cache: " + ", ".join(sorted(by_name)))
+            raise InputError(
+                f"unknown partition {unknown[0]!r}",
+                hint="partitions in the cache: " + ", ".join(sorted(by_name)),
+            )
         return tuple(by_name[name] for name in dict.fromkeys(wanted))
     up = [p for p in by_name.values() if p.state.upper() == "UP"]
     return tuple(sorted(up, key=lambda p: (not p.is_default, p.name)))
@@ -94,7 +96,9 @@ def build_cluster(
     """The planner's cluster; InputError when the choice leaves no node to plan on."""
     chosen = _preferred(partitions, wanted)
     by_name = {
-        n.name: ClusterNode(n.name, n.cpus, tuple(n.features), class_of.get(n.name, n.name), n.state)
+        n.name: ClusterNode(
+            n.name, n.cpus, tuple(n.features), class_of.get(n.name, n.name), n.state
+        )
         for n in nodes
     }
     members = {p.name: tuple(by_name[n] for n in p.nodes if n in by_name) for p in chosen}

@@ -49,8 +49,13 @@ class ClusterPlan:
     def advise(self, task: int, parent_jobs: Sequence[str]) -> tuple[CommandLine, JobAdvice]:
         """The wrapper's plan of one job once its parents' job ids are known."""
         job = self.jobs[task]
-        return advise_job(base_argv(job, parent_jobs), job.model_task, job.input_bytes,
-                          self.snapshots[task], self.options)
+        return advise_job(
+            base_argv(job, parent_jobs),
+            job.model_task,
+            job.input_bytes,
+            self.snapshots[task],
+            self.options,
+        )
 
 
 def plan_from_cache(request: PlanRequest) -> ClusterPlan:
@@ -59,7 +64,9 @@ def plan_from_cache(request: PlanRequest) -> ClusterPlan:
         return plan_on_cluster(request, store)
 
 
-def plan_on_cluster(request: PlanRequest, store: Store, *, fetch: Fetch | None = None) -> ClusterPlan:
+def plan_on_cluster(
+    request: PlanRequest, store: Store, *, fetch: Fetch | None = None
+) -> ClusterPlan:
     """Plan the request's workflows on the cluster in the cache.
 
     P50/P95 count Slurm's dispatch waits measured on the cache's earlier runs (``fetch``: live
@@ -67,37 +74,51 @@ def plan_on_cluster(request: PlanRequest, store: Store, *, fetch: Fetch | None =
     """
     check_request(request)
     if request.nodes is not None or request.cores is not None:
-        raise UsageError("--nodes/--cores plan on made-up nodes; drop them to plan on the "
-                         "cluster in the cache (--db, --partition)")
+        raise UsageError(
+            "--nodes/--cores plan on made-up nodes; drop them to plan on the "
+            "cluster in the cache (--db, --partition)"
+        )
     workflows = tuple(load_workflow(spec) for spec in request.inputs)
     kinds = tuple(sorted({t.model_task for w in workflows for t in w.tasks}))
     snapshot = load_snapshot(store, kinds, user=request.user)
     all_nodes = load_nodes(store)
-    cluster = build_cluster(snapshot.partitions.values(), all_nodes, snapshot.node_class_of,
-                            request.partitions)
+    cluster = build_cluster(
+        snapshot.partitions.values(), all_nodes, snapshot.node_class_of, request.partitions
+    )
     models = CacheModels.from_snapshot(snapshot, frozenset(n.name for n in all_nodes))
     work = request.work()
     matrices = tuple(runtime_matrix(w, cluster.classes, models, work) for w in workflows)
     nodes = cluster.planning_nodes()
-    problem = combined([
-        to_problem(w, nodes, m.on_nodes(nodes), request.bandwidth_bytes_s,
-                   shared_fs=request.shared_fs)
-        for w, m in zip(workflows, matrices, strict=True)
-    ], request)
+    problem = combined(
+        [
+            to_problem(
+                w, nodes, m.on_nodes(nodes), request.bandwidth_bytes_s, shared_fs=request.shared_fs
+            )
+            for w, m in zip(workflows, matrices, strict=True)
+        ],
+        request,
+    )
     plan = registry.get(request.algorithm).schedule(problem)
     dispatch = measured_dispatch(store, fetch=fetch)
-    summary = summarise(plan, request, PredictiveSampler.from_matrices(matrices, nodes, request.cv),
-                     dispatch)
-    options = AdvisorOptions(quantile=request.quantile, margin=request.margin,
-                             db=request.db, policy="fill")
+    summary = summarise(
+        plan, request, PredictiveSampler.from_matrices(matrices, nodes, request.cv), dispatch
+    )
+    options = AdvisorOptions(
+        quantile=request.quantile, margin=request.margin, db=request.db, policy="fill"
+    )
     jobs, snapshots = _jobs(plan, workflows, matrices, cluster, snapshot, options, request.cv)
     found = ClusterPlan(plan, summary, workflows, jobs, snapshots, options)
     return _described(found, cluster, request)
 
 
 def _jobs(
-    plan: Plan, workflows: Sequence[Workflow], matrices: Sequence[RuntimeMatrix],
-    cluster: Cluster, snapshot: Snapshot, options: AdvisorOptions, cv: float,
+    plan: Plan,
+    workflows: Sequence[Workflow],
+    matrices: Sequence[RuntimeMatrix],
+    cluster: Cluster,
+    snapshot: Snapshot,
+    options: AdvisorOptions,
+    cv: float,
 ) -> tuple[tuple[JobSpec, ...], tuple[Snapshot, ...]]:
     problem = plan.problem
     by_name = {node.name: node for node in cluster.nodes}
@@ -111,8 +132,9 @@ def _jobs(
         planned = dict(zip(matrix.classes, matrix.cells[position], strict=True))
         fallback = PlannedFallback(snapshot.predictor, task.model_task, planned, cv)
         size = input_bytes(flow, position)
-        partition, view = choose_partition(node, cluster, task.model_task, size,
-                                           snapshot._replace(predictor=fallback), options)
+        partition, view = choose_partition(
+            node, cluster, task.model_task, size, snapshot._replace(predictor=fallback), options
+        )
         cell = planned[node.node_class]
         job = JobSpec(
             task_id=problem.task_ids[index],
@@ -128,8 +150,13 @@ def _jobs(
             input_bytes=size,
             command=task.command,
         )
-        _, advice = advise_job(base_argv(job, [placeholder(p) for p in job.parents]),
-                               job.model_task, size, view, options)
+        _, advice = advise_job(
+            base_argv(job, [placeholder(p) for p in job.parents]),
+            job.model_task,
+            size,
+            view,
+            options,
+        )
         decision = advice.decision
         jobs.append(replace(job, limit_s=decision.time_s, limit_reason=_reason(advice)))
         views.append(view)
@@ -145,22 +172,28 @@ def _described(found: ClusterPlan, cluster: Cluster, request: PlanRequest) -> Cl
     """The summary with per-task jobs and the cluster it was planned on."""
     jobs = {job.task_id: job for job in found.jobs}
     tasks = tuple(
-        replace(task, job=TaskJob(
-            node_class=jobs[task.id].node_class,
-            partition=jobs[task.id].partition,
-            constraint=jobs[task.id].pinning.constraint,
-            nodelist=jobs[task.id].pinning.nodelist,
-            limit_s=jobs[task.id].limit_s,
-            runtime_source=jobs[task.id].runtime_source,
-        ))
+        replace(
+            task,
+            job=TaskJob(
+                node_class=jobs[task.id].node_class,
+                partition=jobs[task.id].partition,
+                constraint=jobs[task.id].pinning.constraint,
+                nodelist=jobs[task.id].pinning.nodelist,
+                limit_s=jobs[task.id].limit_s,
+                runtime_source=jobs[task.id].runtime_source,
+            ),
+        )
         for task in found.summary.tasks
     )
     on = ClusterSummary(
         db=request.db,
         partitions=tuple(p.name for p in cluster.partitions),
         classes=tuple(
-            ClassSummary(name, tuple(n.name for n in cluster.nodes if n.node_class == name),
-                         sum(n.cpus for n in cluster.nodes if n.node_class == name))
+            ClassSummary(
+                name,
+                tuple(n.name for n in cluster.nodes if n.node_class == name),
+                sum(n.cpus for n in cluster.nodes if n.node_class == name),
+            )
             for name in cluster.classes
         ),
         bandwidth_bytes_s=request.bandwidth_bytes_s,

@@ -73,14 +73,26 @@ class DispatchLatency:
 
     def summary(self) -> dict[str, object]:
         """The JSON-able description (means and medians) shown with a plan."""
+
         def stats(values: Sequence[float]) -> dict[str, float | int] | None:
             if not values:
                 return None
-            return {"mean_s": float(np.mean(values)), "p50_s": float(np.median(values)),
-                    "p95_s": float(np.percentile(values, 95)), "samples": len(values)}
-        return {"runs": self.runs, "jobs": self.jobs, "dependency": stats(self.dependency_s),
-                "slot": stats(self.slot_s), "first": stats(self.first_s),
-                "overhead": stats(self.overhead_s), "submit_interval_s": self.submit_interval_s}
+            return {
+                "mean_s": float(np.mean(values)),
+                "p50_s": float(np.median(values)),
+                "p95_s": float(np.percentile(values, 95)),
+                "samples": len(values),
+            }
+
+        return {
+            "runs": self.runs,
+            "jobs": self.jobs,
+            "dependency": stats(self.dependency_s),
+            "slot": stats(self.slot_s),
+            "first": stats(self.first_s),
+            "overhead": stats(self.overhead_s),
+            "submit_interval_s": self.submit_interval_s,
+        }
 
     def draw(self, kind: str, rows: int, size: int, rng: np.random.Generator | None) -> FloatArray:
         """(rows, size) samples of one kind, drawn with replacement; the mean when rng is None."""
@@ -142,8 +154,11 @@ def measure(runs: Iterable[Sequence[JobTimes]]) -> DispatchLatency | None:
     if n_jobs < MIN_JOBS:
         return None
     return DispatchLatency(
-        dependency_s=tuple(dependency), slot_s=tuple(slot), first_s=tuple(first),
+        dependency_s=tuple(dependency),
+        slot_s=tuple(slot),
+        first_s=tuple(first),
         overhead_s=tuple(overhead),
         submit_interval_s=float(np.median(intervals)) if intervals else 0.0,
-        runs=n_runs, jobs=n_jobs,
+        runs=n_runs,
+        jobs=n_jobs,
     )

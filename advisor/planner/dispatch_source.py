@@ -48,8 +48,10 @@ def measured_dispatch(
             records = []
         for record in records:
             if record.is_final:
-                submit, start, end = (None if t is None else t.isoformat()
-                                      for t in (record.submit, record.start, record.end))
+                submit, start, end = (
+                    None if t is None else t.isoformat()
+                    for t in (record.submit, record.start, record.end)
+                )
                 times[record.job_id_raw] = (record.state, submit, start, end)
     return measure([_job_times(jobs, times) for _, jobs in found])
 
@@ -60,7 +62,17 @@ def _job_times(
     result = []
     for job in jobs:
         state, submit, start, end = times.get(job.job_id or -1, ("", None, None, None))
-        result.append(JobTimes(job.task_id, job.parents, job.node_class, job.planned_start_s,
-                               job.planned_finish_s, _when(submit), _when(start), _when(end),
-                               state))
+        result.append(
+            JobTimes(
+                job.task_id,
+                job.parents,
+                job.node_class,
+                job.planned_start_s,
+                job.planned_finish_s,
+                _when(submit),
+                _when(start),
+                _when(end),
+                state,
+            )
+        )
     return result

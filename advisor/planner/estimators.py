@@ -56,8 +56,11 @@ def naive_s(loads: Sequence[TaskLoad], res: Resources) -> float:
     read = sum(t.read_bytes for t in loads)
     write = sum(t.write_bytes for t in loads)
     compute = sum(t.compute_s for t in loads)
-    return (_io_s(read, res.read_bytes_per_s, 1 / res.nodes) + compute / res.cores
-            + _io_s(write, res.write_bytes_per_s, 1 / res.nodes))
+    return (
+        _io_s(read, res.read_bytes_per_s, 1 / res.nodes)
+        + compute / res.cores
+        + _io_s(write, res.write_bytes_per_s, 1 / res.nodes)
+    )
 
 
 def naive_concurrent_s(loads: Sequence[TaskLoad], res: Resources) -> float:
@@ -65,14 +68,18 @@ def naive_concurrent_s(loads: Sequence[TaskLoad], res: Resources) -> float:
     read = sum(t.read_bytes for t in loads)
     write = sum(t.write_bytes for t in loads)
     compute = sum(t.compute_s for t in loads)
-    io = (_io_s(read, res.read_bytes_per_s, 1 / res.nodes)
-          + _io_s(write, res.write_bytes_per_s, 1 / res.nodes))
+    io = _io_s(read, res.read_bytes_per_s, 1 / res.nodes) + _io_s(
+        write, res.write_bytes_per_s, 1 / res.nodes
+    )
     return max(io, compute / res.cores)
 
 
 def _task_s(load: TaskLoad, res: Resources, sharing: float) -> float:
-    return (_io_s(load.read_bytes, res.read_bytes_per_s, sharing) + load.compute_s
-            + _io_s(load.write_bytes, res.write_bytes_per_s, sharing))
+    return (
+        _io_s(load.read_bytes, res.read_bytes_per_s, sharing)
+        + load.compute_s
+        + _io_s(load.write_bytes, res.write_bytes_per_s, sharing)
+    )
 
 
 def critical_path_s(loads: Sequence[TaskLoad], res: Resources) -> float:

@@ -36,8 +36,10 @@ from advisor.planner.problem_arrays import EdgeArrays, edge_arrays
 from advisor.planner.ranks import rank_key, upward_rank
 
 NAME = "fdws"
-CITATION = "Arabnejad, Barbosa: Fairness resource sharing for dynamic workflow scheduling on "\
+CITATION = (
+    "Arabnejad, Barbosa: Fairness resource sharing for dynamic workflow scheduling on "
     "heterogeneous systems, IEEE ISPA 2012, pp. 633-639, Sec. III"
+)
 
 
 class _State:
@@ -61,9 +63,14 @@ class _State:
     def candidates(self, arrival: list[float]) -> list[int]:
         """Workflows with a ready task, best rank_r first (smallest PRT * CPL)."""
         pool = [w for w, heap in enumerate(self.ready) if heap]
-        return sorted(pool, key=lambda w: (
-            rank_key(self.remaining[w] / self.total[w] * self.critical_path[w]), arrival[w], w,
-        ))
+        return sorted(
+            pool,
+            key=lambda w: (
+                rank_key(self.remaining[w] / self.total[w] * self.critical_path[w]),
+                arrival[w],
+                w,
+            ),
+        )
 
 
 def schedule(problem: Problem) -> Plan:

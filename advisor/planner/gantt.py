@@ -17,16 +17,23 @@ def save_gantt(plan: Plan, path: str | Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise InputError("--gantt needs matplotlib",
-                         hint="pip install 'slurm-advisor[plots]'") from None
+        raise InputError(
+            "--gantt needs matplotlib", hint="pip install 'slurm-advisor[plots]'"
+        ) from None
     problem = plan.problem
     slots = sorted({(p.node, p.core) for p in plan.placements})
     row_of = {slot: row for row, slot in enumerate(slots)}
     colours: Any = plt.get_cmap("tab10")
     figure, axes = plt.subplots(figsize=(10, max(2.0, 0.3 * len(slots) + 1)))
     for p in plan.placements:
-        axes.barh(row_of[(p.node, p.core)], p.finish_s - p.start_s, left=p.start_s,
-                  color=colours(problem.workflow_of[p.task] % 10), edgecolor="black", linewidth=0.3)
+        axes.barh(
+            row_of[(p.node, p.core)],
+            p.finish_s - p.start_s,
+            left=p.start_s,
+            color=colours(problem.workflow_of[p.task] % 10),
+            edgecolor="black",
+            linewidth=0.3,
+        )
     axes.set_yticks(range(len(slots)))
     axes.set_yticklabels([f"{problem.nodes[n].name}:{c}" for n, c in slots], fontsize=7)
     axes.invert_yaxis()

@@ -35,8 +35,10 @@ from advisor.planner.ranks import rank_key, upward_rank
 from advisor.planner.timeline import SlotTable
 
 NAME = "heft"
-CITATION = "Topcuoglu, Hariri, Wu: Performance-effective and low-complexity task scheduling "\
+CITATION = (
+    "Topcuoglu, Hariri, Wu: Performance-effective and low-complexity task scheduling "
     "for heterogeneous computing, IEEE TPDS 13(3):260-274, 2002, Sec. 4.1"
+)
 
 
 class ReadyTimes:
@@ -47,8 +49,11 @@ class ReadyTimes:
         n_nodes = len(problem.nodes)
         self._comm = problem.bandwidth is not None and n_nodes >= 2
         self._bandwidth = problem.bandwidth if problem.bandwidth is not None else np.ones((0, 0))
-        self._startup = (np.zeros(n_nodes) if problem.startup_s is None
-                         else np.asarray(problem.startup_s, dtype=np.float64))
+        self._startup = (
+            np.zeros(n_nodes)
+            if problem.startup_s is None
+            else np.asarray(problem.startup_s, dtype=np.float64)
+        )
         self._n_nodes = n_nodes
         self.finish = np.zeros(problem.n_tasks)
         self.node_of = np.zeros(problem.n_tasks, dtype=np.int64)
@@ -72,8 +77,13 @@ class ReadyTimes:
         return ready
 
 
-def list_schedule(problem: Problem, priority: Sequence[float], algorithm: str,
-                  bias: FloatArray | None = None, edges: EdgeArrays | None = None) -> Plan:
+def list_schedule(
+    problem: Problem,
+    priority: Sequence[float],
+    algorithm: str,
+    bias: FloatArray | None = None,
+    edges: EdgeArrays | None = None,
+) -> Plan:
     """The list-scheduling loop HEFT and PEFT share: ready task of highest priority first.
 
     Each task goes to the node minimising finish (+ ``bias``, PEFT's OCT), the lowest node on
@@ -98,7 +108,9 @@ def list_schedule(problem: Problem, priority: Sequence[float], algorithm: str,
         if waiting[task] == 0:
             make_ready(task)
     runtime = problem.runtime_s
-    table = SlotTable([n.cores for n in problem.nodes], float(np.min(runtime)) if runtime.size else 0.0)
+    table = SlotTable(
+        [n.cores for n in problem.nodes], float(np.min(runtime)) if runtime.size else 0.0
+    )
     placements = []
     while ready_heap:
         _, task = heapq.heappop(ready_heap)
@@ -108,7 +120,8 @@ def list_schedule(problem: Problem, priority: Sequence[float], algorithm: str,
         ready = ready_at.pop(task)
         duration = runtime[task]
         node_start, slot_of = table.best_slots(
-            table.earliest_starts(ready, duration, None if bias is None else bias[task]))
+            table.earliest_starts(ready, duration, None if bias is None else bias[task])
+        )
         finish = node_start + duration
         node = int(np.argmin(finish if bias is None else finish + bias[task]))
         slot = int(slot_of[node])

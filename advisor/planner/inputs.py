@@ -29,7 +29,8 @@ def _load_input(spec: str) -> Workflow | Problem:
     if isinstance(doc, dict) and ("cases" in doc or "computation_cost" in doc):
         return parse_problem(doc, case, source=path)
     raise InputError(
-        "neither a WfFormat workflow nor a planning problem", source=path,
+        "neither a WfFormat workflow nor a planning problem",
+        source=path,
         hint="WfFormat needs 'schemaVersion' and 'workflow'; a problem 'computation_cost'",
     )
 

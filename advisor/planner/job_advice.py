@@ -50,8 +50,9 @@ def estimate_forecast(cell: Estimate, node_class: str, quantile: float, cv: floa
     if p is not None:
         q50, q90, q95, qq = (p.quantile_s(x) for x in (0.5, 0.9, 0.95, quantile))
     else:
-        q50, q90, q95, qq = (lognormal_quantile_s(cell.runtime_s, cv, x)
-                             for x in (0.5, 0.9, 0.95, quantile))
+        q50, q90, q95, qq = (
+            lognormal_quantile_s(cell.runtime_s, cv, x) for x in (0.5, 0.9, 0.95, quantile)
+        )
     return Forecast(node_class, cell.runtime_s, q50, q90, q95, quantile, qq, 0, cell.source)
 
 
@@ -79,7 +80,10 @@ class PlannedFallback(NamedTuple):
 
 
 def advise_job(
-    base_argv: Sequence[str], task: str, input_bytes: int | None, snapshot: Snapshot,
+    base_argv: Sequence[str],
+    task: str,
+    input_bytes: int | None,
+    snapshot: Snapshot,
     options: AdvisorOptions,
 ) -> tuple[CommandLine, JobAdvice]:
     """The wrapper's plan for these sbatch arguments (policy fill; the environment ignored)."""
@@ -89,8 +93,9 @@ def advise_job(
     return cmd, plan(cmd.sbatch, cmd.advisor, request, task, input_bytes, snapshot)
 
 
-def _own_class(snapshot: Snapshot, partition: Partition, members: Sequence[ClusterNode],
-               node: ClusterNode) -> Snapshot:
+def _own_class(
+    snapshot: Snapshot, partition: Partition, members: Sequence[ClusterNode], node: ClusterNode
+) -> Snapshot:
     """The snapshot with the partition narrowed to the nodes of the node's class."""
     mine = tuple(m.name for m in members if m.node_class == node.node_class) or (node.name,)
     narrowed = {**snapshot.partitions, partition.name: partition._replace(nodes=mine)}
@@ -98,8 +103,12 @@ def _own_class(snapshot: Snapshot, partition: Partition, members: Sequence[Clust
 
 
 def choose_partition(
-    node: ClusterNode, cluster: Cluster, task: str, input_bytes: int | None,
-    snapshot: Snapshot, options: AdvisorOptions,
+    node: ClusterNode,
+    cluster: Cluster,
+    task: str,
+    input_bytes: int | None,
+    snapshot: Snapshot,
+    options: AdvisorOptions,
 ) -> tuple[Partition, Snapshot]:
     """The partition for a job planned on ``node`` and the snapshot its limit comes from."""
     choices = []

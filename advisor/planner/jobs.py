@@ -43,8 +43,7 @@ def placeholder(task_id: str) -> str:
 
 def base_argv(spec: JobSpec, parent_jobs: Sequence[str]) -> tuple[str, ...]:
     """The sbatch arguments the workflow decides, with the parents' job ids given."""
-    argv = [f"--job-name={spec.task_id}", f"--partition={spec.partition}",
-            *spec.pinning.options()]
+    argv = [f"--job-name={spec.task_id}", f"--partition={spec.partition}", *spec.pinning.options()]
     if parent_jobs:
         argv.append("--dependency=afterok:" + ":".join(parent_jobs))
     if spec.command is not None:

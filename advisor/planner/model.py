@@ -61,7 +61,9 @@ class Task:
 
 def _check_number(value: float | None, what: str, source: str) -> None:
     if value is not None and (not math.isfinite(value) or value < 0):
-        raise InvalidWorkflowError(f"{what} is {value}; must be a finite number >= 0", source=source)
+        raise InvalidWorkflowError(
+            f"{what} is {value}; must be a finite number >= 0", source=source
+        )
 
 
 @dataclass(frozen=True)
@@ -89,11 +91,14 @@ class Workflow:
             _check_number(task.runtime_s, f"task {task.id!r}: runtime", self.source)
             _check_number(task.cpu_work, f"task {task.id!r}: cpu work", self.source)
             if task.cores < 1:
-                raise InvalidWorkflowError(f"task {task.id!r}: cores {task.cores} < 1", source=self.source)
+                raise InvalidWorkflowError(
+                    f"task {task.id!r}: cores {task.cores} < 1", source=self.source
+                )
         for data_file in self.files.values():
             if data_file.size_bytes < 0:
                 raise InvalidWorkflowError(
-                    f"file {data_file.id!r}: negative size {data_file.size_bytes}", source=self.source
+                    f"file {data_file.id!r}: negative size {data_file.size_bytes}",
+                    source=self.source,
                 )
         _check_number(self.recorded_makespan_s, "recorded makespan", self.source)
         object.__setattr__(self, "index", MappingProxyType(index))

@@ -21,8 +21,10 @@ from advisor.planner.problem_arrays import EdgeArrays, edge_arrays, groups, heig
 from advisor.planner.ranks import edge_mean_costs, mean_comm
 
 NAME = "peft"
-CITATION = "Arabnejad, Barbosa: List scheduling algorithm for heterogeneous systems by an "\
+CITATION = (
+    "Arabnejad, Barbosa: List scheduling algorithm for heterogeneous systems by an "
     "optimistic cost table, IEEE TPDS 25(3):682-694, 2014, Sec. 4"
+)
 
 
 def optimistic_cost_table(problem: Problem, edges: EdgeArrays | None = None) -> FloatArray:

@@ -72,7 +72,9 @@ class PlanRequest:
         """How --cpu-work becomes seconds."""
         return Work(
             load_platform(self.platform) if self.platform else None,
-            parse_flops(self.flops_per_unit, option="--flops-per-unit") if self.flops_per_unit else None,
+            parse_flops(self.flops_per_unit, option="--flops-per-unit")
+            if self.flops_per_unit
+            else None,
         )
 
 
@@ -88,11 +90,15 @@ def _problems(request: PlanRequest) -> list[Problem]:
     for item in loaded:
         if isinstance(item, Workflow):
             runtimes = planned_runtimes(item, work)
-            problems.append(to_problem(item, nodes, runtimes, request.bandwidth_bytes_s,
-                                       shared_fs=request.shared_fs))
+            problems.append(
+                to_problem(
+                    item, nodes, runtimes, request.bandwidth_bytes_s, shared_fs=request.shared_fs
+                )
+            )
         elif request.nodes is not None:
-            raise InputError("a planning problem brings its own processors; drop --nodes",
-                             source=item.source)
+            raise InputError(
+                "a planning problem brings its own processors; drop --nodes", source=item.source
+            )
         else:
             problems.append(item)
     return problems
@@ -148,7 +154,9 @@ def _estimates(loads: Sequence[TaskLoad], resources: Resources) -> dict[str, flo
 
 
 def summarise(
-    plan: Plan, request: PlanRequest, sampler: RuntimeSampler,
+    plan: Plan,
+    request: PlanRequest,
+    sampler: RuntimeSampler,
     dispatch: DispatchLatency | None = None,
 ) -> PlanSummary:
     """The summary of a plan: makespans, estimates, workflows, fairness, tasks.
@@ -160,24 +168,27 @@ def summarise(
     problem = plan.problem
     scheduler = registry.get(plan.algorithm)
     check_samples(request.samples, problem.n_tasks)
-    spread = makespan_distribution(plan, sampler, samples=request.samples, seed=request.seed,
-                                   dispatch=dispatch)
+    spread = makespan_distribution(
+        plan, sampler, samples=request.samples, seed=request.seed, dispatch=dispatch
+    )
     resources = Resources(len(problem.nodes), sum(n.cores for n in problem.nodes))
     loads = classic_loads(problem)
     rows = []
     for number, outcome in enumerate(outcomes(plan)):
         mine = [t for t in range(problem.n_tasks) if problem.workflow_of[t] == number]
         info = problem.workflows[number]
-        rows.append(WorkflowSummary(
-            name=outcome.name,
-            tasks=len(mine),
-            arrival_s=outcome.arrival_s,
-            makespan_s=outcome.makespan_s,
-            turnaround_s=outcome.turnaround_s,
-            recorded_makespan_s=info.recorded_makespan_s,
-            critical_path_s=critical_path_s(problem.subproblem(number)),
-            estimates=_estimates([loads[t] for t in mine], resources),
-        ))
+        rows.append(
+            WorkflowSummary(
+                name=outcome.name,
+                tasks=len(mine),
+                arrival_s=outcome.arrival_s,
+                makespan_s=outcome.makespan_s,
+                turnaround_s=outcome.turnaround_s,
+                recorded_makespan_s=info.recorded_makespan_s,
+                critical_path_s=critical_path_s(problem.subproblem(number)),
+                estimates=_estimates([loads[t] for t in mine], resources),
+            )
+        )
     return PlanSummary(
         algorithm=scheduler.name,
         citation=scheduler.citation,

@@ -36,7 +36,9 @@ PRESETS = {
 }
 
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKMGTP]?)(?:f|flops?)?\s*$")
+_QUANTITY = re.compile(
+    r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKMGTP]?)(?:f|flops?)?\s*$"
+)
 
 
 def parse_flops(text: str, *, option: str = "") -> float:
@@ -60,8 +62,9 @@ def load_platform(spec: str) -> Platform:
     if spec in PRESETS:
         return PRESETS[spec]
     if not Path(spec).exists():
-        raise InputError(f"no platform {spec!r}", hint="give a platform JSON file or: "
-                         + ", ".join(PRESETS))
+        raise InputError(
+            f"no platform {spec!r}", hint="give a platform JSON file or: " + ", ".join(PRESETS)
+        )
     doc = load_json(spec, "platform")
     return Platform(
         name=doc.get("name", Path(spec).stem),

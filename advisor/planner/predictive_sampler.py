@@ -39,8 +39,12 @@ class PredictiveSampler:
         return cls(params[..., 0], params[..., 1], params[..., 2], cv)
 
     def sample(
-        self, tasks: IntArray, nodes: IntArray, runtime_s: FloatArray,
-        rng: np.random.Generator, size: int,
+        self,
+        tasks: IntArray,
+        nodes: IntArray,
+        runtime_s: FloatArray,
+        rng: np.random.Generator,
+        size: int,
     ) -> FloatArray:
         """Samples (len(tasks), size): Student-t where a model spoke, lognormal elsewhere."""
         result = LognormalSampler(self.cv).sample(tasks, nodes, runtime_s, rng, size)
@@ -63,7 +67,10 @@ def _rows(matrix: RuntimeMatrix, nodes: Sequence[Node]) -> list[list[tuple[float
         for node in nodes:
             found = cells[column[node.node_class]]
             predictive = found.predictive if found is not None else None
-            row.append(nan if predictive is None
-                       else (predictive.loc_s, predictive.scale_s, predictive.dof))
+            row.append(
+                nan
+                if predictive is None
+                else (predictive.loc_s, predictive.scale_s, predictive.dof)
+            )
         rows.append(row)
     return rows

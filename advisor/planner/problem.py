@@ -155,7 +155,8 @@ class Problem:
             for parent, data in plist:
                 if not 0 <= parent < n_tasks:
                     raise InvalidWorkflowError(
-                        f"task {self.task_ids[child]!r}: unknown parent #{parent}", source=self.source
+                        f"task {self.task_ids[child]!r}: unknown parent #{parent}",
+                        source=self.source,
                     )
                 if not math.isfinite(data) or data < 0:
                     raise InvalidWorkflowError(

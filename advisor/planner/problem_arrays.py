@@ -42,16 +42,19 @@ def edge_arrays(problem: Problem) -> EdgeArrays:
     n_edges = int(counts.sum())
     in_start = np.zeros(n_tasks + 1, dtype=np.int64)
     np.cumsum(counts, out=in_start[1:])
-    in_parent = np.fromiter((p for plist in problem.parents for p, _ in plist), dtype=np.int64,
-                            count=n_edges)
-    in_data = np.fromiter((d for plist in problem.parents for _, d in plist), dtype=np.float64,
-                          count=n_edges)
+    in_parent = np.fromiter(
+        (p for plist in problem.parents for p, _ in plist), dtype=np.int64, count=n_edges
+    )
+    in_data = np.fromiter(
+        (d for plist in problem.parents for _, d in plist), dtype=np.float64, count=n_edges
+    )
     in_child = np.repeat(np.arange(n_tasks, dtype=np.int64), counts)
     by_parent = np.lexsort((in_child, in_parent))  # children increasing within a parent
     out_start = np.zeros(n_tasks + 1, dtype=np.int64)
     np.cumsum(np.bincount(in_parent, minlength=n_tasks), out=out_start[1:])
-    return EdgeArrays(in_start, in_parent, in_data, out_start, in_child[by_parent],
-                      in_data[by_parent])
+    return EdgeArrays(
+        in_start, in_parent, in_data, out_start, in_child[by_parent], in_data[by_parent]
+    )
 
 
 def heights(problem: Problem) -> IntArray:

@@ -37,8 +37,11 @@ def select_case(doc: dict[str, Any], case: str | None, source: str) -> tuple[str
     if case is None:
         if len(cases) == 1:
             return next(iter(cases.items()))
-        raise InputError("several cases; pick one with FILE#CASE", source=source,
-                         hint="cases: " + ", ".join(cases))
+        raise InputError(
+            "several cases; pick one with FILE#CASE",
+            source=source,
+            hint="cases: " + ", ".join(cases),
+        )
     if case not in cases:
         raise InputError(f"no case {case!r}", source=source, hint="cases: " + ", ".join(cases))
     return case, cases[case]
@@ -77,8 +80,11 @@ def parse_problem(doc: Any, case: str | None = None, *, source: str = "") -> Pro
     if bandwidth is None:
         bandwidth = [[1.0] * n_procs for _ in range(n_procs)]
     startup = data.get("comm_startup") or [0.0] * n_procs
-    if len(bandwidth) != n_procs or any(len(row) != n_procs for row in bandwidth) \
-            or len(startup) != n_procs:
+    if (
+        len(bandwidth) != n_procs
+        or any(len(row) != n_procs for row in bandwidth)
+        or len(startup) != n_procs
+    ):
         raise InputError("comm_bandwidth/comm_startup do not match the processors", source=where)
     return Problem(
         task_ids=tuple(task_names),

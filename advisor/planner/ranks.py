@@ -108,7 +108,6 @@ def critical_path_s(problem: Problem, edges: EdgeArrays | None = None) -> float:
     for level in groups(depths(problem)):
         counts = edges.in_start[level + 1] - edges.in_start[level]
         inputs = segments(edges.in_start[level], counts)
-        start = np.maximum(release[level],
-                           max_per_segment(finish[edges.in_parent[inputs]], counts))
+        start = np.maximum(release[level], max_per_segment(finish[edges.in_parent[inputs]], counts))
         finish[level] = start + fastest[level]
     return float(np.max(finish))

@@ -63,7 +63,6 @@ class Timeline:
         return finishes[-1] if finishes else 0.0
 
 
-
 def upward_rank(problem: Problem) -> FloatArray:
     """rank_u(i) = w_i + max over children j of (c_ij + rank_u(j)) (Topcuoglu 2002, eq. 7)."""
     weights = mean_runtime(problem)
@@ -80,8 +79,9 @@ def upward_rank(problem: Problem) -> FloatArray:
     return rank
 
 
-def data_ready(problem: Problem, task: int, finish: Sequence[float], node_of: Sequence[int],
-               release: float) -> FloatArray:
+def data_ready(
+    problem: Problem, task: int, finish: Sequence[float], node_of: Sequence[int], release: float
+) -> FloatArray:
     """When all of a task's inputs can be on each node (eq. 3's max term), at least ``release``."""
     ready = np.full(len(problem.nodes), release)
     if problem.bandwidth is None or len(problem.nodes) < 2:
@@ -112,8 +112,9 @@ def best_slot(
     return best[1], best[2], best[3], best[4]
 
 
-def list_schedule(problem: Problem, priority: Sequence[float], algorithm: str,
-                  bias: FloatArray | None = None) -> Plan:
+def list_schedule(
+    problem: Problem, priority: Sequence[float], algorithm: str, bias: FloatArray | None = None
+) -> Plan:
     """The list-scheduling loop HEFT and PEFT share: ready task of highest priority first."""
     keys = [rank_key(float(value)) for value in priority]
     release = problem.release_s
@@ -190,9 +191,14 @@ class _State:
     def candidates(self, arrival: list[float]) -> list[int]:
         """Workflows with a ready task, best rank_r first (smallest PRT * CPL)."""
         pool = [w for w, heap in enumerate(self.ready) if heap]
-        return sorted(pool, key=lambda w: (
-            rank_key(self.remaining[w] / self.total[w] * self.critical_path[w]), arrival[w], w,
-        ))
+        return sorted(
+            pool,
+            key=lambda w: (
+                rank_key(self.remaining[w] / self.total[w] * self.critical_path[w]),
+                arrival[w],
+                w,
+            ),
+        )
 
 
 def fdws(problem: Problem) -> Plan:
@@ -267,12 +273,17 @@ def _earliest_free(
 def replay_order(plan: Plan) -> list[int]:
     """Tasks by planned start, then topological position: parents and slot predecessors first."""
     position = {task: i for i, task in enumerate(plan.problem.order)}
-    return sorted(range(plan.problem.n_tasks),
-                  key=lambda t: (plan.placements[t].start_s, position[t]))
+    return sorted(
+        range(plan.problem.n_tasks), key=lambda t: (plan.placements[t].start_s, position[t])
+    )
 
 
 def sample_makespans(
-    plan: Plan, sampler: RuntimeSampler, *, samples: int = 500, seed: int = 0,
+    plan: Plan,
+    sampler: RuntimeSampler,
+    *,
+    samples: int = 500,
+    seed: int = 0,
     chunk_cells: int = 4_000_000,
 ) -> FloatArray:
     """Makespan of each sample (vectorised over samples, in chunks to bound memory)."""
@@ -287,8 +298,10 @@ def sample_makespans(
     row_of = {task: row for row, task in enumerate(order)}
     release = problem.release_s
     inputs = [
-        [(row_of[p], problem.comm_s(d, plan.placements[p].node, plan.placements[t].node))
-         for p, d in problem.parents[t]]
+        [
+            (row_of[p], problem.comm_s(d, plan.placements[p].node, plan.placements[t].node))
+            for p, d in problem.parents[t]
+        ]
         for t in order
     ]
     slot_before: list[int | None] = []

@@ -26,10 +26,12 @@ class Scheduler:
     schedule: Callable[[Problem], Plan]
 
 
-SCHEDULERS: Mapping[str, Scheduler] = MappingProxyType({
-    module.NAME: Scheduler(module.NAME, module.CITATION, module.schedule)
-    for module in (heft, peft, fdws)
-})
+SCHEDULERS: Mapping[str, Scheduler] = MappingProxyType(
+    {
+        module.NAME: Scheduler(module.NAME, module.CITATION, module.schedule)
+        for module in (heft, peft, fdws)
+    }
+)
 
 
 def get(name: str) -> Scheduler:
@@ -37,5 +39,6 @@ def get(name: str) -> Scheduler:
     try:
         return SCHEDULERS[name]
     except KeyError:
-        raise UsageError(f"unknown algorithm {name!r}",
-                         hint="choose from " + ", ".join(SCHEDULERS)) from None
+        raise UsageError(
+            f"unknown algorithm {name!r}", hint="choose from " + ", ".join(SCHEDULERS)
+        ) from None

@@ -149,7 +149,9 @@ class RunStatus:
 
 
 def compare(
-    run: WorkflowRun, jobs: Sequence[WorkflowJob], records: Sequence[JobRecord],
+    run: WorkflowRun,
+    jobs: Sequence[WorkflowJob],
+    records: Sequence[JobRecord],
     submitted: datetime,
 ) -> RunStatus:
     """Planned against actual, per job and for the whole workflow."""
@@ -162,22 +164,25 @@ def compare(
     rows = []
     for job in jobs:
         record = found.get(job.task_id)
-        rows.append(JobStatus(
-            id=job.task_id,
-            job_id=job.job_id,
-            state=record.state if record else ("NOT_SUBMITTED" if job.job_id is None
-                                               else "NOT_IN_ACCOUNTING"),
-            planned_partition=job.partition,
-            partition=record.partition if record else None,
-            nodes=tuple(record.nodes) if record else (),
-            planned_start_s=job.planned_start_s,
-            planned_finish_s=job.planned_finish_s,
-            start_s=_seconds(record.start, first) if record else None,
-            end_s=_seconds(record.end, first) if record else None,
-            elapsed_s=record.elapsed_s if record else None,
-            planned_runtime_s=job.planned_finish_s - job.planned_start_s,
-            late_s=_late(record, first, job.planned_start_s),
-        ))
+        rows.append(
+            JobStatus(
+                id=job.task_id,
+                job_id=job.job_id,
+                state=record.state
+                if record
+                else ("NOT_SUBMITTED" if job.job_id is None else "NOT_IN_ACCOUNTING"),
+                planned_partition=job.partition,
+                partition=record.partition if record else None,
+                nodes=tuple(record.nodes) if record else (),
+                planned_start_s=job.planned_start_s,
+                planned_finish_s=job.planned_finish_s,
+                start_s=_seconds(record.start, first) if record else None,
+                end_s=_seconds(record.end, first) if record else None,
+                elapsed_s=record.elapsed_s if record else None,
+                planned_runtime_s=job.planned_finish_s - job.planned_start_s,
+                late_s=_late(record, first, job.planned_start_s),
+            )
+        )
     return RunStatus(
         run=run,
         actual_makespan_s=_seconds(last, first) if done else None,
@@ -186,7 +191,8 @@ def compare(
         jobs_completed=sum(1 for r in found.values() if r.state == "COMPLETED"),
         finished=done,
         dependency_order_ok=_order_ok(jobs, found),
-        partitions_match=all(r.partition == r.planned_partition
-                             for r in rows if r.partition) if found else None,
+        partitions_match=all(r.partition == r.planned_partition for r in rows if r.partition)
+        if found
+        else None,
         jobs=tuple(rows),
     )

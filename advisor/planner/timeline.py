@@ -76,8 +76,11 @@ class GapIndex:
     def remove(self, slot: int, start: float, end: float) -> None:
         """Mark a gap used (any one of several alike: they are the same gap to every task)."""
         n = self._new
-        found = np.flatnonzero((self._new_end[:n] == end) & (self._new_start[:n] == start)
-                               & (self._new_slot[:n] == slot))
+        found = np.flatnonzero(
+            (self._new_end[:n] == end)
+            & (self._new_start[:n] == start)
+            & (self._new_slot[:n] == slot)
+        )
         if found.size:
             self._new_start[found[0]] = _DEAD
             return
@@ -88,8 +91,14 @@ class GapIndex:
                 self._start[index] = _DEAD
                 return
 
-    def lower_starts(self, start: FloatArray, ready: FloatArray, duration: FloatArray,
-                     finish_after: float, start_before: float) -> None:
+    def lower_starts(
+        self,
+        start: FloatArray,
+        ready: FloatArray,
+        duration: FloatArray,
+        finish_after: float,
+        start_before: float,
+    ) -> None:
         """Lower ``start[slot]`` to ``max(ready, gap start)`` where a gap of the slot holds it.
 
         ``ready`` and ``duration`` are per slot.  Only gaps ending at ``finish_after`` or later
@@ -98,20 +107,29 @@ class GapIndex:
         """
         first = int(np.searchsorted(self._end, finish_after, "left"))
         blocks = first // _BLOCK + np.flatnonzero(
-            self._block_start[first // _BLOCK:] <= start_before)
+            self._block_start[first // _BLOCK :] <= start_before
+        )
         if blocks.size:
             index = (blocks[:, None] * _BLOCK + np.arange(_BLOCK)).ravel()
             index = index[(index >= first) & (index < len(self._end))]
-            self._lower(start, ready, duration, self._slot[index], self._start[index],
-                        self._end[index])
+            self._lower(
+                start, ready, duration, self._slot[index], self._start[index], self._end[index]
+            )
         if self._new:
             n = self._new
-            self._lower(start, ready, duration, self._new_slot[:n], self._new_start[:n],
-                        self._new_end[:n])
+            self._lower(
+                start, ready, duration, self._new_slot[:n], self._new_start[:n], self._new_end[:n]
+            )
 
     @staticmethod
-    def _lower(start: FloatArray, ready: FloatArray, duration: FloatArray,
-               slots: np.ndarray, begins: FloatArray, ends: FloatArray) -> None:
+    def _lower(
+        start: FloatArray,
+        ready: FloatArray,
+        duration: FloatArray,
+        slots: np.ndarray,
+        begins: FloatArray,
+        ends: FloatArray,
+    ) -> None:
         at = np.maximum(ready[slots], begins)
         fits = at + duration[slots] <= ends
         if fits.any():
@@ -127,8 +145,11 @@ class GapIndex:
         end = np.concatenate((self._end[first:][keep_old], self._new_end[:n][keep_new]))
         order = np.argsort(end, kind="stable")
         self._slot, self._start, self._end = slot[order], start[order], end[order]
-        self._block_start = (np.minimum.reduceat(self._start, np.arange(0, len(end), _BLOCK))
-                             if len(end) else np.zeros(0))
+        self._block_start = (
+            np.minimum.reduceat(self._start, np.arange(0, len(end), _BLOCK))
+            if len(end)
+            else np.zeros(0)
+        )
         self._new = 0
 
 
@@ -147,8 +168,9 @@ class SlotTable:
         self.last = np.full(n_slots, _NONE)  # the last finish of each slot (-inf: empty)
         self._gaps = GapIndex(shortest)
 
-    def earliest_starts(self, ready: FloatArray, duration: FloatArray,
-                        bias: FloatArray | None = None) -> FloatArray:
+    def earliest_starts(
+        self, ready: FloatArray, duration: FloatArray, bias: FloatArray | None = None
+    ) -> FloatArray:
         """Earliest start on every slot, exact wherever the slot could give the best score.
 
         ``ready``, ``duration`` and ``bias`` are per node; the score is finish (+ ``bias``).

@@ -29,8 +29,12 @@ class RuntimeSampler(Protocol):
     """Draws runtimes of tasks on their planned nodes."""
 
     def sample(
-        self, tasks: IntArray, nodes: IntArray, runtime_s: FloatArray,
-        rng: np.random.Generator, size: int,
+        self,
+        tasks: IntArray,
+        nodes: IntArray,
+        runtime_s: FloatArray,
+        rng: np.random.Generator,
+        size: int,
     ) -> FloatArray:
         """Samples of shape (len(tasks), size); ``runtime_s`` is each task's planned runtime."""
         ...
@@ -43,8 +47,12 @@ class LognormalSampler:
     cv: float = 0.2
 
     def sample(
-        self, tasks: IntArray, nodes: IntArray, runtime_s: FloatArray,
-        rng: np.random.Generator, size: int,
+        self,
+        tasks: IntArray,
+        nodes: IntArray,
+        runtime_s: FloatArray,
+        rng: np.random.Generator,
+        size: int,
     ) -> FloatArray:
         """Samples; a zero runtime, or cv 0, stays exactly the planned runtime."""
         del tasks, nodes  # the same spread for every task and node
@@ -117,12 +125,15 @@ def replay_graph(plan: Plan) -> ReplayGraph:
     if problem.bandwidth is not None:
         paid = (sender != receiver) & (edges.in_data != 0)
         startup = np.zeros(len(problem.nodes)) if problem.startup_s is None else problem.startup_s
-        delay[paid] = startup[sender[paid]] + edges.in_data[paid] / problem.bandwidth[
-            sender[paid], receiver[paid]]
+        delay[paid] = (
+            startup[sender[paid]]
+            + edges.in_data[paid] / problem.bandwidth[sender[paid], receiver[paid]]
+        )
     # each slot's previous task, in replay order
     by_slot = np.lexsort((np.arange(n), core[tasks], node[tasks]))
-    same = (node[tasks][by_slot][1:] == node[tasks][by_slot][:-1]) & \
-        (core[tasks][by_slot][1:] == core[tasks][by_slot][:-1])
+    same = (node[tasks][by_slot][1:] == node[tasks][by_slot][:-1]) & (
+        core[tasks][by_slot][1:] == core[tasks][by_slot][:-1]
+    )
     source = np.concatenate((row_of[edges.in_parent], by_slot[:-1][same]))
     target = np.concatenate((row_of[child], by_slot[1:][same]))
     delay = np.concatenate((delay, np.zeros(int(same.sum()))))
@@ -156,8 +167,9 @@ def replay_graph(plan: Plan) -> ReplayGraph:
     return ReplayGraph(
         tasks=tasks,
         nodes=node[tasks],
-        planned_s=np.array([plan.placements[t].finish_s - plan.placements[t].start_s
-                            for t in tasks.tolist()]),
+        planned_s=np.array(
+            [plan.placements[t].finish_s - plan.placements[t].start_s for t in tasks.tolist()]
+        ),
         release_s=np.array(problem.release_s, dtype=np.float64)[tasks] if n else np.zeros(0),
         levels=tuple(levels),
         rounds=tuple(rounds),
@@ -186,15 +198,17 @@ def replay(graph: ReplayGraph, runtime: FloatArray, waits: SlurmWaits | None = N
         for waiting, sources, delays, on_slot in rounds:
             arrived = finish[sources] + delays[:, None]
             if waits is not None:
-                arrived += np.where(on_slot[:, None], waits.slot[waiting],
-                                    waits.dependency[waiting])
+                arrived += np.where(
+                    on_slot[:, None], waits.slot[waiting], waits.dependency[waiting]
+                )
             finish[waiting] = np.maximum(finish[waiting], arrived)
         finish[rows] += runtime[rows]
     return finish
 
 
-def slurm_waits(graph: ReplayGraph, dispatch: DispatchLatency, size: int,
-                rng: np.random.Generator | None) -> SlurmWaits:
+def slurm_waits(
+    graph: ReplayGraph, dispatch: DispatchLatency, size: int, rng: np.random.Generator | None
+) -> SlurmWaits:
     """Waits drawn from the measured samples (their means when ``rng`` is None)."""
     rows = len(graph.tasks)
     submitted = np.arange(rows, dtype=np.float64)[:, None] * dispatch.submit_interval_s
@@ -216,8 +230,13 @@ def _makespans(graph: ReplayGraph, runtime: FloatArray, waits: SlurmWaits | None
 
 
 def sample_makespans(
-    plan: Plan, sampler: RuntimeSampler, *, samples: int = 500, seed: int = 0,
-    chunk_cells: int = 4_000_000, dispatch: DispatchLatency | None = None,
+    plan: Plan,
+    sampler: RuntimeSampler,
+    *,
+    samples: int = 500,
+    seed: int = 0,
+    chunk_cells: int = 4_000_000,
+    dispatch: DispatchLatency | None = None,
 ) -> FloatArray:
     """Makespan of each sample (vectorised over samples and depths, in chunks to bound memory).
 
@@ -238,8 +257,9 @@ def sample_makespans(
         waits = None
         if dispatch is not None:
             waits = slurm_waits(graph, dispatch, size, slurm_rng)
-            runtime = np.maximum(0.0, runtime + dispatch.draw("overhead", len(graph.tasks),
-                                                              size, slurm_rng))
+            runtime = np.maximum(
+                0.0, runtime + dispatch.draw("overhead", len(graph.tasks), size, slurm_rng)
+            )
         result.append(_makespans(graph, runtime, waits))
     return np.concatenate(result)
 
@@ -249,13 +269,18 @@ def slurm_makespan(plan: Plan, dispatch: DispatchLatency) -> float:
     if plan.problem.n_tasks == 0:
         return 0.0
     graph = replay_graph(plan)
-    runtime = np.maximum(0.0, graph.planned_s[:, None] + dispatch.draw(
-        "overhead", len(graph.tasks), 1, None))
+    runtime = np.maximum(
+        0.0, graph.planned_s[:, None] + dispatch.draw("overhead", len(graph.tasks), 1, None)
+    )
     return float(_makespans(graph, runtime, slurm_waits(graph, dispatch, 1, None))[0])
 
 
 def makespan_distribution(
-    plan: Plan, sampler: RuntimeSampler, *, samples: int = 500, seed: int = 0,
+    plan: Plan,
+    sampler: RuntimeSampler,
+    *,
+    samples: int = 500,
+    seed: int = 0,
     dispatch: DispatchLatency | None = None,
 ) -> MakespanDistribution:
     """P50, P95 and mean of the sampled makespans (on Slurm, with ``dispatch``)."""

@@ -42,10 +42,20 @@ from advisor.errors import InvalidWorkflowError
 from advisor.planner.model import DataFile, Machine, Task, Workflow
 from advisor.validate import SchemaCheck, error_message, load_json, paused_gc
 
-SCHEMA_FILES = {"1.3": "wfcommons-schema-1.3.json", "1.4": "wfcommons-schema-1.4.json",
-                "1.5": "wfcommons-schema-1.5.json"}
-_SCHEMA_FOR_VERSION = {"1.0": "1.3", "1.1": "1.3", "1.2": "1.3", "1.3": "1.3", "1.4": "1.4",
-                       "1.5": "1.5", "1.6": "1.5"}
+SCHEMA_FILES = {
+    "1.3": "wfcommons-schema-1.3.json",
+    "1.4": "wfcommons-schema-1.4.json",
+    "1.5": "wfcommons-schema-1.5.json",
+}
+_SCHEMA_FOR_VERSION = {
+    "1.0": "1.3",
+    "1.1": "1.3",
+    "1.2": "1.3",
+    "1.3": "1.3",
+    "1.4": "1.4",
+    "1.5": "1.5",
+    "1.6": "1.5",
+}
 _CPU_WORK = re.compile(r"--cpu-work(?:\s+|=)([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)")
 
 
@@ -69,7 +79,9 @@ def is_wfformat(doc: Any) -> bool:
 def parse_workflow(doc: Any, *, source: str = "") -> Workflow:
     """Validate a parsed WfFormat document and build the ``Workflow``."""
     if not isinstance(doc, dict):
-        raise InvalidWorkflowError("not a WfFormat document (expected a JSON object)", source=source)
+        raise InvalidWorkflowError(
+            "not a WfFormat document (expected a JSON object)", source=source
+        )
     version = str(doc.get("schemaVersion", ""))
     if version not in _SCHEMA_FOR_VERSION:
         raise InvalidWorkflowError(
@@ -84,9 +96,15 @@ def parse_workflow(doc: Any, *, source: str = "") -> Workflow:
         parts = _parse_15(doc["workflow"], source=source)
     else:
         parts = _parse_13(doc["workflow"], version=version, source=source)
-    return Workflow(name=str(doc["name"]), tasks=parts.tasks, files=parts.files,
-                    machines=parts.machines, recorded_makespan_s=parts.makespan_s,
-                    source=source, schema_version=version)
+    return Workflow(
+        name=str(doc["name"]),
+        tasks=parts.tasks,
+        files=parts.files,
+        machines=parts.machines,
+        recorded_makespan_s=parts.makespan_s,
+        source=source,
+        schema_version=version,
+    )
 
 
 def read_workflow(path: str | Path) -> Workflow:
@@ -124,8 +142,9 @@ def _extension(items: Iterable[Mapping[str, Any]], task_id: str, source: str) ->
         if extra is None:
             continue
         if not isinstance(extra, Mapping):
-            raise InvalidWorkflowError(f"task {task_id!r}: 'advisor' must be an object",
-                                       source=source)
+            raise InvalidWorkflowError(
+                f"task {task_id!r}: 'advisor' must be an object", source=source
+            )
         found = {}
         for key in ("command", "task"):
             value = extra.get(key)

@@ -40,12 +40,24 @@ class BenchPlan:
 # Many short CPU repetitions: a VM's speed drifts over seconds, and the median of many short
 # samples drifts less than a few long ones (measured: medians of 15 x 0.05 s within 4 %).
 QUICK = BenchPlan(
-    cpu_reps=15, cpu_rep_s=0.05, cpu_all_reps=9, memory_mib=64, memory_reps=5, memory_rep_s=0.05,
-    io=IoPlan(file_mib=16, reps=3, rand_rep_s=0.1, rand_max_ops=2000), sysbench_events=200,
+    cpu_reps=15,
+    cpu_rep_s=0.05,
+    cpu_all_reps=9,
+    memory_mib=64,
+    memory_reps=5,
+    memory_rep_s=0.05,
+    io=IoPlan(file_mib=16, reps=3, rand_rep_s=0.1, rand_max_ops=2000),
+    sysbench_events=200,
 )
 FULL = BenchPlan(
-    cpu_reps=31, cpu_rep_s=0.2, cpu_all_reps=15, memory_mib=256, memory_reps=7, memory_rep_s=0.3,
-    io=IoPlan(file_mib=128, reps=5, rand_rep_s=0.5, rand_max_ops=20000), sysbench_events=2000,
+    cpu_reps=31,
+    cpu_rep_s=0.2,
+    cpu_all_reps=15,
+    memory_mib=256,
+    memory_reps=7,
+    memory_rep_s=0.3,
+    io=IoPlan(file_mib=128, reps=5, rand_rep_s=0.5, rand_max_ops=20000),
+    sysbench_events=2000,
 )
 
 
@@ -75,8 +87,12 @@ class BenchReport:
             "duration_s": round(self.duration_s, 3),
             "hardware": dict(self.hardware),
             "results": {
-                metric: {"value": f.value, "spread": f.spread, "unit": f.unit,
-                         "samples": list(f.samples)}
+                metric: {
+                    "value": f.value,
+                    "spread": f.spread,
+                    "unit": f.unit,
+                    "samples": list(f.samples),
+                }
                 for metric, f in self.figures.items()
             },
             "run_id": run_id,
@@ -89,8 +105,12 @@ class BenchReport:
 
 def run_from_bench_output(doc: Mapping[str, Any], source: str) -> BenchRun:
     """A validated bench-output document as a run to store (e.g. collected by ``profile``)."""
-    hardware = {**doc["hardware"], "dir": doc["dir"], "quick": doc["quick"],
-                "io_cache_bypass": doc["io_cache_bypass"]}
+    hardware = {
+        **doc["hardware"],
+        "dir": doc["dir"],
+        "quick": doc["quick"],
+        "io_cache_bypass": doc["io_cache_bypass"],
+    }
     return BenchRun(
         node=doc["node"],
         tool=doc["tool"],

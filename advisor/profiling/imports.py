@@ -69,7 +69,9 @@ def read_node_import(
     seen: set[str] = set()
     for index, entry in enumerate(entries):
         if entry["name"] in seen:
-            raise InputError(f"$.nodes[{index}].name: {entry['name']!r} appears twice", source=str(path))
+            raise InputError(
+                f"$.nodes[{index}].name: {entry['name']!r} appears twice", source=str(path)
+            )
         seen.add(entry["name"])
     scored = {e["name"]: _scores(e) for e in entries if "same_hardware_as" not in e}
     tools = {
@@ -81,27 +83,45 @@ def read_node_import(
     for index, entry in enumerate(entries):
         name = entry["name"]
         if "same_hardware_as" not in entry:
-            runs.append(BenchRun(node=name, tool=tools[name], source=source,
-                                 results=scored[name], hardware=_hardware(entry, labels),
-                                 measured_at=entry.get("measured_at")))
+            runs.append(
+                BenchRun(
+                    node=name,
+                    tool=tools[name],
+                    source=source,
+                    results=scored[name],
+                    hardware=_hardware(entry, labels),
+                    measured_at=entry.get("measured_at"),
+                )
+            )
             continue
-        twin = ClockTwin(name, entry["same_hardware_as"], float(entry["cpu_clock_ghz"]),
-                         float(entry["reference_cpu_clock_ghz"]))
+        twin = ClockTwin(
+            name,
+            entry["same_hardware_as"],
+            float(entry["cpu_clock_ghz"]),
+            float(entry["reference_cpu_clock_ghz"]),
+        )
         base = scored.get(twin.same_hardware_as)
         if base is None and known_scores and twin.same_hardware_as in known_scores:
-            base = {m: Measurement(v, None, METRICS.get(m, ""))
-                    for m, v in known_scores[twin.same_hardware_as].items()}
+            base = {
+                m: Measurement(v, None, METRICS.get(m, ""))
+                for m, v in known_scores[twin.same_hardware_as].items()
+            }
         if base is None:
             raise InputError(
                 f"$.nodes[{index}].same_hardware_as: {twin.same_hardware_as!r} has no scores "
                 "in this file nor in the cache",
                 source=str(path),
             )
-        runs.append(BenchRun(node=name, tool=tools.get(twin.same_hardware_as, "imported"),
-                             source=source,
-                             results=twin_scores(twin, base),
-                             hardware={**_hardware(entry, labels), **twin.hardware()},
-                             measured_at=entry.get("measured_at")))
+        runs.append(
+            BenchRun(
+                node=name,
+                tool=tools.get(twin.same_hardware_as, "imported"),
+                source=source,
+                results=twin_scores(twin, base),
+                hardware={**_hardware(entry, labels), **twin.hardware()},
+                measured_at=entry.get("measured_at"),
+            )
+        )
     return _dated(runs, path)
 
 

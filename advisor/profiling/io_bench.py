@@ -138,7 +138,13 @@ def _seq_read(fd: int, block: mmap.mmap, blocks: int, direct: bool, clock: Clock
 
 
 def _rand_read(
-    fd: int, page: mmap.mmap, pages: int, plan: IoPlan, rng: random.Random, direct: bool, clock: Clock
+    fd: int,
+    page: mmap.mmap,
+    pages: int,
+    plan: IoPlan,
+    rng: random.Random,
+    direct: bool,
+    clock: Clock,
 ) -> float:
     """Reads per second of distinct random pages, until rand_max_ops or rand_rep_s."""
     if not direct:

@@ -78,7 +78,12 @@ def cpu_single(
     return summarize(samples, "events/s"), batch
 
 
-def _all_core_worker(barrier: Barrier, results: multiprocessing.Queue, reps: int, batch: int) -> None:  # type: ignore[type-arg]
+def _all_core_worker(
+    barrier: Barrier,
+    results: multiprocessing.Queue,  # type: ignore[type-arg]
+    reps: int,
+    batch: int,
+) -> None:
     for rep in range(reps):
         barrier.wait(_WORKER_WAIT_S)
         results.put((rep, batch / _timed(prime_event, batch, time.process_time)))
@@ -114,7 +119,9 @@ def cpu_all(workers: int, reps: int, batch: int) -> Figure:
     return summarize(rates, "events/s")
 
 
-def memory_copy(size_mib: int, reps: int, rep_s: float, *, clock: Clock = time.process_time) -> Figure:
+def memory_copy(
+    size_mib: int, reps: int, rep_s: float, *, clock: Clock = time.process_time
+) -> Figure:
     """Copy bandwidth of a size_mib array in MiB/s, counting bytes read plus written (STREAM).
 
     The array should be several times the last-level cache, or the figure is the cache's.

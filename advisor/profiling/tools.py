@@ -99,33 +99,86 @@ class ToolRunner:
 
     def sysbench_cpu(self, threads: int, events: int, reps: int) -> Figure:
         """events/s of ``sysbench cpu`` (at most 1 s per repetition)."""
-        argv = ["sysbench", "cpu", f"--cpu-max-prime={MAX_PRIME}", f"--threads={threads}",
-                "--time=1", f"--events={events}", "run"]
+        argv = [
+            "sysbench",
+            "cpu",
+            f"--cpu-max-prime={MAX_PRIME}",
+            f"--threads={threads}",
+            "--time=1",
+            f"--events={events}",
+            "run",
+        ]
         return summarize([parse_sysbench_cpu(self._output(argv)) for _ in range(reps)], "events/s")
 
     def sysbench_memory(self, size_mib: int, reps: int) -> Figure:
         """MiB/s of ``sysbench memory`` (1 MiB blocks, writes)."""
-        argv = ["sysbench", "memory", "--memory-block-size=1M", f"--memory-total-size={size_mib}M",
-                "--memory-oper=write", "--threads=1", "--time=0", "run"]
+        argv = [
+            "sysbench",
+            "memory",
+            "--memory-block-size=1M",
+            f"--memory-total-size={size_mib}M",
+            "--memory-oper=write",
+            "--threads=1",
+            "--time=0",
+            "run",
+        ]
         return summarize([parse_sysbench_memory(self._output(argv)) for _ in range(reps)], "MiB/s")
 
     def fio(self, directory: Path, plan: IoPlan, *, direct: bool) -> tuple[Figure, Figure, Figure]:
         """Sequential write and read (MiB/s) and random 4 KiB reads (IOPS) with fio."""
         path = test_file_path(directory)
-        common = [f"--filename={path}", f"--size={plan.file_mib}M", f"--direct={int(direct)}",
-                  "--ioengine=psync", "--output-format=json"]
+        common = [
+            f"--filename={path}",
+            f"--size={plan.file_mib}M",
+            f"--direct={int(direct)}",
+            "--ioengine=psync",
+            "--output-format=json",
+        ]
         rand_ms = max(1, round(plan.rand_rep_s * 1000))
         try:
-            writes = [parse_fio(self._output(["fio", "--name=advisor-seq", "--rw=write", "--bs=1M",
-                                              "--end_fsync=1", *common]), "write", "bw")
-                      for _ in range(plan.reps)]
-            reads = [parse_fio(self._output(["fio", "--name=advisor-seq", "--rw=read", "--bs=1M",
-                                             *common]), "read", "bw")
-                     for _ in range(plan.reps)]
-            rands = [parse_fio(self._output(["fio", "--name=advisor-rand", "--rw=randread",
-                                             "--bs=4k", f"--runtime={rand_ms}ms", "--time_based",
-                                             *common]), "read", "iops")
-                     for _ in range(plan.reps)]
+            writes = [
+                parse_fio(
+                    self._output(
+                        [
+                            "fio",
+                            "--name=advisor-seq",
+                            "--rw=write",
+                            "--bs=1M",
+                            "--end_fsync=1",
+                            *common,
+                        ]
+                    ),
+                    "write",
+                    "bw",
+                )
+                for _ in range(plan.reps)
+            ]
+            reads = [
+                parse_fio(
+                    self._output(["fio", "--name=advisor-seq", "--rw=read", "--bs=1M", *common]),
+                    "read",
+                    "bw",
+                )
+                for _ in range(plan.reps)
+            ]
+            rands = [
+                parse_fio(
+                    self._output(
+                        [
+                            "fio",
+                            "--name=advisor-rand",
+                            "--rw=randread",
+                            "--bs=4k",
+                            f"--runtime={rand_ms}ms",
+                            "--time_based",
+                            *common,
+                        ]
+                    ),
+                    "read",
+                    "iops",
+                )
+                for _ in range(plan.reps)
+            ]
         finally:
             path.unlink(missing_ok=True)
         return summarize(writes, "MiB/s"), summarize(reads, "MiB/s"), summarize(rands, "IOPS")

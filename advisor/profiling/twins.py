@@ -66,7 +66,11 @@ def clock_twins(runs: Mapping[str, RunInfo]) -> dict[str, ClockTwin]:
     twins = {}
     for node, run in runs.items():
         hw = run.hardware
-        if hw.get("same_hardware_as") and hw.get("cpu_clock_ghz") and hw.get("reference_cpu_clock_ghz"):
+        if (
+            hw.get("same_hardware_as")
+            and hw.get("cpu_clock_ghz")
+            and hw.get("reference_cpu_clock_ghz")
+        ):
             twins[node] = ClockTwin(
                 node=node,
                 same_hardware_as=str(hw["same_hardware_as"]),

@@ -22,7 +22,9 @@ from advisor.store.connection import Store
 from advisor.store.node_classes import latest_runs
 
 
-def _ratios(reference: Mapping[str, float] | None, scores: Mapping[str, float]) -> NodeRatios | None:
+def _ratios(
+    reference: Mapping[str, float] | None, scores: Mapping[str, float]
+) -> NodeRatios | None:
     if reference is None or not scores:
         return None
     return node_ratios(reference, scores)
@@ -39,7 +41,9 @@ def _age_s(measured_at: str, now: datetime) -> int:
     return max(0, int((now - when).total_seconds()))
 
 
-def pick_reference(requested: str | None, known: list[str], scores: Mapping[str, Any]) -> str | None:
+def pick_reference(
+    requested: str | None, known: list[str], scores: Mapping[str, Any]
+) -> str | None:
     """The requested reference, checked; by default the first node (by name) with scores."""
     if requested is None:
         return next((name for name in known if scores.get(name)), None)
@@ -47,8 +51,10 @@ def pick_reference(requested: str | None, known: list[str], scores: Mapping[str,
         shown = ", ".join(known[:20]) or "none (run 'advisor profile' or 'advisor nodes import')"
         raise InputError(f"--reference: unknown node {requested!r}", hint=f"known nodes: {shown}")
     if not scores.get(requested):
-        raise InputError(f"--reference: node {requested!r} has no benchmark scores",
-                         hint="profile it first ('advisor profile --nodes NODE')")
+        raise InputError(
+            f"--reference: node {requested!r} has no benchmark scores",
+            hint="profile it first ('advisor profile --nodes NODE')",
+        )
     return requested
 
 
@@ -141,7 +147,9 @@ class NodesView:
         return doc
 
 
-def load_nodes_view(store: Store, *, reference: str | None = None, now: datetime | None = None) -> NodesView:
+def load_nodes_view(
+    store: Store, *, reference: str | None = None, now: datetime | None = None
+) -> NodesView:
     """Every node known from the cluster snapshot or from benchmarks, and the classes."""
     now = now or datetime.now(UTC)
     cluster = {node.name: node for node in load_nodes(store)}
@@ -155,25 +163,27 @@ def load_nodes_view(store: Store, *, reference: str | None = None, now: datetime
     rows = []
     for name in names:
         node, run, twin = cluster.get(name), runs.get(name), twins.get(name)
-        rows.append(NodeView(
-            name=name,
-            node_class=classes.get(name, name),
-            in_cluster=node is not None,
-            partitions=tuple(node.partitions) if node else (),
-            state=node.state if node else None,
-            cpus=node.cpus if node else None,
-            memory_mb=node.memory_mb if node else None,
-            features=tuple(node.features) if node else (),
-            cpu_model=run.hardware.get("cpu_model") if run else None,
-            measured_at=run.measured_at if run else None,
-            age_s=_age_s(run.measured_at, now) if run else None,
-            source=run.source if run else None,
-            tool=run.tool if run else None,
-            scores=dict(sorted(scores.get(name, {}).items())),
-            ratios=_ratios(ref_scores, scores.get(name, {})),
-            same_hardware_as=twin.same_hardware_as if twin else None,
-            clock_ratio=twin.clock_ratio if twin else None,
-        ))
+        rows.append(
+            NodeView(
+                name=name,
+                node_class=classes.get(name, name),
+                in_cluster=node is not None,
+                partitions=tuple(node.partitions) if node else (),
+                state=node.state if node else None,
+                cpus=node.cpus if node else None,
+                memory_mb=node.memory_mb if node else None,
+                features=tuple(node.features) if node else (),
+                cpu_model=run.hardware.get("cpu_model") if run else None,
+                measured_at=run.measured_at if run else None,
+                age_s=_age_s(run.measured_at, now) if run else None,
+                source=run.source if run else None,
+                tool=run.tool if run else None,
+                scores=dict(sorted(scores.get(name, {}).items())),
+                ratios=_ratios(ref_scores, scores.get(name, {})),
+                same_hardware_as=twin.same_hardware_as if twin else None,
+                clock_ratio=twin.clock_ratio if twin else None,
+            )
+        )
     return NodesView(
         reference=reference,
         generated_at=now.replace(microsecond=0).isoformat(),
@@ -182,7 +192,9 @@ def load_nodes_view(store: Store, *, reference: str | None = None, now: datetime
     )
 
 
-def nodes_view(store: Store, *, reference: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+def nodes_view(
+    store: Store, *, reference: str | None = None, now: datetime | None = None
+) -> dict[str, Any]:
     """The schemas/nodes-output.json document (without ``imported``)."""
     return load_nodes_view(store, reference=reference, now=now).to_json()
 
@@ -201,17 +213,21 @@ def _classes(
             metric: float(statistics.median(s[metric] for _, s in group if metric in s))
             for metric in metrics
         }
-        out.append(ClassView(
-            name=node_class,
-            nodes=tuple(name for name, _ in group),
-            profiled=sum(1 for _, scores in group if scores),
-            scores=medians,
-            ratios=_ratios(reference, medians),
-        ))
+        out.append(
+            ClassView(
+                name=node_class,
+                nodes=tuple(name for name, _ in group),
+                profiled=sum(1 for _, scores in group if scores),
+                scores=medians,
+                ratios=_ratios(reference, medians),
+            )
+        )
     return tuple(out)
 
 
-def class_rows(rows: list[dict[str, Any]], reference: Mapping[str, float] | None) -> list[dict[str, Any]]:
+def class_rows(
+    rows: list[dict[str, Any]], reference: Mapping[str, float] | None
+) -> list[dict[str, Any]]:
     """Per class: its nodes, the median of their scores per metric, and the ratios of those."""
     found = _classes([(row["name"], row["node_class"], row["scores"]) for row in rows], reference)
     return [c.to_json() for c in found]

@@ -133,9 +133,7 @@ def simulate(
         start[job] = now
         duration = spec.run_s
         if spec.ceiling_s is not None and spec.limit_s < spec.ceiling_s:
-            raised, final = raises_for(
-                now, spec.limit_s, spec.run_s, spec.ceiling_s, poll_s=poll_s
-            )
+            raised, final = raises_for(now, spec.limit_s, spec.run_s, spec.ceiling_s, poll_s=poll_s)
             for moment, higher in raised:
                 heapq.heappush(events, (moment, _RAISE, job, higher))
             raises += len(raised)

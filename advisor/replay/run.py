@@ -390,4 +390,7 @@ def limit_series(
             out.append((float(max(1, job.run_s or 0)), float(limit), timed_out))
         return out
 
-    return {"the users' limits": points(UserRequest.name), "the advisor's": points(AdvisorPolicy.name)}
+    return {
+        "the users' limits": points(UserRequest.name),
+        "the advisor's": points(AdvisorPolicy.name),
+    }

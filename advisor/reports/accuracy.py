@@ -126,9 +126,7 @@ def score_jobs(
 
     user_models: per user, the models as that user sees them (default: everyone sees models).
     """
-    predictors = {
-        user: ModelPredictor(seen, scores) for user, seen in (user_models or {}).items()
-    }
+    predictors = {user: ModelPredictor(seen, scores) for user, seen in (user_models or {}).items()}
     shared = ModelPredictor(models, scores)
     wanted = [
         (job, job.advice, job.advice.predicted_s, job.advice.quantile)
@@ -144,7 +142,15 @@ def score_jobs(
         quantiles = _told(advice, job.node_class)
         if quantiles is None and task_models is not None:
             hint = advice.input_bytes or predictor.default_input_bytes(job.task) or 0
-            key = (job.user, job.task, stored_s, quantile, advice.node_classes, job.node_class, hint)
+            key = (
+                job.user,
+                job.task,
+                stored_s,
+                quantile,
+                advice.node_classes,
+                job.node_class,
+                hint,
+            )
             if key not in cache:
                 cache[key] = job_quantiles(
                     _forecaster(predictor, job.task, quantile),
@@ -241,8 +247,13 @@ class AccuracyReport:
 
 
 def accuracy_report(
-    store: Store, selection: Selection, *, by: Sequence[str] = DEFAULT_BY, shape: Shape | None = None,
-    now: datetime, progress: Progress | None = None,
+    store: Store,
+    selection: Selection,
+    *,
+    by: Sequence[str] = DEFAULT_BY,
+    shape: Shape | None = None,
+    now: datetime,
+    progress: Progress | None = None,
 ) -> AccuracyReport:
     """The schemas/report-accuracy.json document."""
     jobs = load_jobs(store, selection)

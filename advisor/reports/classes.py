@@ -39,19 +39,26 @@ def class_factors(rows: Sequence[TaskModelRow]) -> dict[str, dict[str, float]]:
     return out
 
 
-def with_stored_classes(view: Mapping[str, Any], stored: Mapping[str, str | None]) -> dict[str, Any]:
+def with_stored_classes(
+    view: Mapping[str, Any], stored: Mapping[str, str | None]
+) -> dict[str, Any]:
     """The view with each node in the class stored in the cache, where one is stored.
 
     The task models and the accounting reports key on the stored class (nodes.node_class);
     the view derives classes from hardware, which agrees after ``advisor profile`` but not
     after a class was set otherwise.  The class medians and ratios are recomputed to match.
     """
-    nodes = [dict(node, node_class=stored.get(node["name"]) or node["node_class"]) for node in view["nodes"]]
+    nodes = [
+        dict(node, node_class=stored.get(node["name"]) or node["node_class"])
+        for node in view["nodes"]
+    ]
     reference = next((n["scores"] for n in nodes if n["name"] == view["reference"]), None)
     return {**view, "nodes": nodes, "classes": view_class_rows(nodes, reference)}
 
 
-def class_rows(view: Mapping[str, Any], factors: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
+def class_rows(
+    view: Mapping[str, Any], factors: Mapping[str, Mapping[str, float]]
+) -> list[dict[str, Any]]:
     """One row per class of an advisor.profiling.view document, with the task factors on it."""
     members: dict[str, list[Mapping[str, Any]]] = {}
     for node in view["nodes"]:
@@ -84,8 +91,12 @@ def class_rows(view: Mapping[str, Any], factors: Mapping[str, Mapping[str, float
 
 
 def nodes_report(
-    store: Store, *, partition: str | None = None, task: str | None = None,
-    shape: Shape | None = None, now: datetime,
+    store: Store,
+    *,
+    partition: str | None = None,
+    task: str | None = None,
+    shape: Shape | None = None,
+    now: datetime,
 ) -> Report:
     """The schemas/report-nodes.json document."""
     view = with_stored_classes(nodes_view(store, now=now), load_node_classes(store))

@@ -88,4 +88,3 @@ class Report:
 def generated_at(now: datetime) -> str:
     """When a report was made, to the second."""
     return now.replace(microsecond=0).isoformat()
-

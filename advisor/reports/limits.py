@@ -63,7 +63,9 @@ def _advised_figures(jobs: Sequence[JobView]) -> dict[str, Any]:
         "advised_applied": sum(1 for _, a in pairs if a.applied),
         "advised_limit_h": hours(limit_s),
         "advised_time_eff": ratio(sum(j.elapsed_s for j, _ in pairs), limit_s),
-        "advised_unused_core_h": hours(sum(_unused_s(j.cpus, a.limit_s, j.elapsed_s) for j, a in pairs)),
+        "advised_unused_core_h": hours(
+            sum(_unused_s(j.cpus, a.limit_s, j.elapsed_s) for j, a in pairs)
+        ),
         "saved_core_h": hours(saved),
         "advised_kills": len(kills),
         "lost_core_h": hours(sum(j.cpus * min(j.elapsed_s, a.limit_s) for j, a in kills)),
@@ -103,7 +105,11 @@ class LimitsReport:
 
 
 def limits_report(
-    store: Store, selection: Selection, *, by: Sequence[str] = DEFAULT_BY, shape: Shape | None = None,
+    store: Store,
+    selection: Selection,
+    *,
+    by: Sequence[str] = DEFAULT_BY,
+    shape: Shape | None = None,
     now: datetime,
 ) -> LimitsReport:
     """The schemas/report-limits.json document, and the jobs behind it (for the scatter plot)."""

@@ -78,9 +78,14 @@ def save_error_cdf(errors: Mapping[str, Sequence[float]], path: str | Path, *, t
     drawn = [(method, values) for method, values in sorted(errors.items()) if values]
     for index, (method, values) in enumerate(drawn):
         xs, ys = cdf_points(values)
-        axes.step([xs[0], *xs], [0.0, *ys], where="post", linewidth=1.8,
-                  linestyle=_LINE_STYLES[index % len(_LINE_STYLES)],
-                  label=f"{method} (n={len(values)}, median {100 * (median(values) or 0):.1f} %)")
+        axes.step(
+            [xs[0], *xs],
+            [0.0, *ys],
+            where="post",
+            linewidth=1.8,
+            linestyle=_LINE_STYLES[index % len(_LINE_STYLES)],
+            label=f"{method} (n={len(values)}, median {100 * (median(values) or 0):.1f} %)",
+        )
     for share in (50, 90):
         axes.axhline(share, color="grey", linewidth=0.6, linestyle=":")
     axes.set_xscale("log")
@@ -93,15 +98,23 @@ def save_error_cdf(errors: Mapping[str, Sequence[float]], path: str | Path, *, t
     if axes.get_legend_handles_labels()[0]:
         axes.legend(loc="lower right", fontsize=8, title="method", title_fontsize=8)
     else:
-        axes.text(0.5, 0.5, "no completed advised jobs in the selection", ha="center",
-                  transform=axes.transAxes)
+        axes.text(
+            0.5,
+            0.5,
+            "no completed advised jobs in the selection",
+            ha="center",
+            transform=axes.transAxes,
+        )
     figure.tight_layout()
     save_figure(plt, figure, path)
 
 
 def limit_points(jobs: Sequence[JobView]) -> dict[str, list[tuple[float, float, bool]]]:
     """(runtime s, limit s, timed out) per series: limits without the advisor, and the advisor's."""
-    out: dict[str, list[tuple[float, float, bool]]] = {"limit without the advisor": [], "advisor's limit": []}
+    out: dict[str, list[tuple[float, float, bool]]] = {
+        "limit without the advisor": [],
+        "advisor's limit": [],
+    }
     for job in jobs:
         runtime = float(max(1, job.elapsed_s))
         advice = job.advice
@@ -110,7 +123,9 @@ def limit_points(jobs: Sequence[JobView]) -> dict[str, list[tuple[float, float, 
             killed = job.timed_out and (advice is None or not advice.applied)
             out["limit without the advisor"].append((runtime, float(without), killed))
         if advice is not None:
-            out["advisor's limit"].append((runtime, float(advice.limit_s), job.timed_out and advice.applied))
+            out["advisor's limit"].append(
+                (runtime, float(advice.limit_s), job.timed_out and advice.applied)
+            )
     return out
 
 
@@ -118,7 +133,9 @@ def _time_axis(plt: Any, axis: Any, low: float, high: float) -> None:
     axis.set_minor_formatter(plt.NullFormatter())
     ticks = [(s, label) for s, label in _TIME_TICKS if low <= s <= high]
     if len(ticks) < 3:
-        ticks = [(s, label) for s, label in _FINE_TICKS if low <= s <= high] or list(_TIME_TICKS[:2])
+        ticks = [(s, label) for s, label in _FINE_TICKS if low <= s <= high] or list(
+            _TIME_TICKS[:2]
+        )
     axis.set_ticks([s for s, _ in ticks])
     axis.set_ticklabels([label for _, label in ticks])
 
@@ -141,11 +158,26 @@ def save_limit_series(
         ran = [p for p in points if not p[2]]
         killed = [p for p in points if p[2]]
         if ran:
-            axes.scatter([p[0] for p in ran], [p[1] for p in ran], s=size, alpha=0.45, color=colour,
-                         edgecolors="none", label=f"{name} ({len(points)} jobs)", rasterized=True)
+            axes.scatter(
+                [p[0] for p in ran],
+                [p[1] for p in ran],
+                s=size,
+                alpha=0.45,
+                color=colour,
+                edgecolors="none",
+                label=f"{name} ({len(points)} jobs)",
+                rasterized=True,
+            )
         if killed:
-            axes.scatter([p[0] for p in killed], [p[1] for p in killed], s=36, marker="x",
-                         color=colour, linewidths=1.2, label=f"{name}: killed at it ({len(killed)})")
+            axes.scatter(
+                [p[0] for p in killed],
+                [p[1] for p in killed],
+                s=36,
+                marker="x",
+                color=colour,
+                linewidths=1.2,
+                label=f"{name}: killed at it ({len(killed)})",
+            )
     axes.plot([low, high], [low, high], color="black", linewidth=1, label="limit = runtime")
     axes.set_xscale("log")
     axes.set_yscale("log")

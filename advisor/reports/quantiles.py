@@ -39,7 +39,9 @@ class Quantiles(NamedTuple):
     input_bytes: float | None  # None: scaled, no size reproduced the stored quantile
 
 
-def implied_input(quantile_at: Callable[[float], float | None], target_s: float, hint: float) -> float | None:
+def implied_input(
+    quantile_at: Callable[[float], float | None], target_s: float, hint: float
+) -> float | None:
     """The input size whose quantile is target_s, or None when no size in [0, 2^64·hint] gives it."""
     low_value = quantile_at(0.0)
     if low_value is None:
@@ -75,7 +77,11 @@ def _regula_falsi(
         return None
     stale = 0
     for _ in range(_STEPS):
-        middle = (low * f_high - high * f_low) / (f_high - f_low) if f_high != f_low else 0.5 * (low + high)
+        middle = (
+            (low * f_high - high * f_low) / (f_high - f_low)
+            if f_high != f_low
+            else 0.5 * (low + high)
+        )
         f_middle = _gap(quantile_at, middle, target_s)
         if f_middle is None:
             return None
@@ -92,14 +98,20 @@ def _regula_falsi(
     return 0.5 * (low + high)
 
 
-def _gap(quantile_at: Callable[[float], float | None], size: float, target_s: float) -> float | None:
+def _gap(
+    quantile_at: Callable[[float], float | None], size: float, target_s: float
+) -> float | None:
     value = quantile_at(size)
     return None if value is None else value - target_s
 
 
 def _from(forecast: Forecast, scale: float, size: float | None) -> Quantiles:
     return Quantiles(
-        forecast.p50_s * scale, forecast.p90_s * scale, forecast.p95_s * scale, forecast.node_class, size
+        forecast.p50_s * scale,
+        forecast.p90_s * scale,
+        forecast.p95_s * scale,
+        forecast.node_class,
+        size,
     )
 
 

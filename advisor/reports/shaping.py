@@ -35,11 +35,15 @@ def parse_by(text: str, allowed: Sequence[str], *, option: str = "--by") -> tupl
     if not keys or unknown:
         # quoted when not printable: '\x1e' split the one-line message for str.splitlines()
         shown = ", ".join(k if k.isprintable() else repr(k) for k in unknown) or "nothing"
-        raise UsageError(f"{option}: cannot group by {shown}", hint=f"choose from: {', '.join(allowed)}")
+        raise UsageError(
+            f"{option}: cannot group by {shown}", hint=f"choose from: {', '.join(allowed)}"
+        )
     return tuple(dict.fromkeys(keys))
 
 
-def group(items: Iterable[T], key: Callable[[T], tuple[str, ...]]) -> dict[tuple[str, ...], list[T]]:
+def group(
+    items: Iterable[T], key: Callable[[T], tuple[str, ...]]
+) -> dict[tuple[str, ...], list[T]]:
     """Items by key, keys in sorted order."""
     groups: dict[tuple[str, ...], list[T]] = {}
     for item in items:
@@ -82,15 +86,21 @@ def grouped_document(
 def _column(name: str, columns: Sequence[str]) -> str:
     key = name.removesuffix("_%")
     if key not in columns:
-        raise UsageError(f"--sort: no column {name!r} in this report", hint=f"columns: {', '.join(columns)}")
+        raise UsageError(
+            f"--sort: no column {name!r} in this report", hint=f"columns: {', '.join(columns)}"
+        )
     return key
 
 
 def _numeric(values: Iterable[Any]) -> bool:
-    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values if v is not None)
+    return all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in values if v is not None
+    )
 
 
-def shape_rows(rows: Sequence[Mapping[str, Any]], shape: Shape, columns: Sequence[str]) -> list[dict[str, Any]]:
+def shape_rows(
+    rows: Sequence[Mapping[str, Any]], shape: Shape, columns: Sequence[str]
+) -> list[dict[str, Any]]:
     """The rows sorted by shape.sort (see the module docstring) and cut to shape.top."""
     out = [dict(row) for row in rows]
     if shape.sort is not None:
@@ -98,8 +108,9 @@ def shape_rows(rows: Sequence[Mapping[str, Any]], shape: Shape, columns: Sequenc
         present = [row for row in out if row.get(key) is not None]
         missing = [row for row in out if row.get(key) is None]
         numeric = _numeric(row[key] for row in present)
-        present.sort(key=lambda row: row[key] if numeric else str(row[key]),
-                     reverse=numeric != shape.reverse)
+        present.sort(
+            key=lambda row: row[key] if numeric else str(row[key]), reverse=numeric != shape.reverse
+        )
         out = present + missing
     elif shape.reverse:
         out.reverse()

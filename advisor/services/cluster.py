@@ -91,7 +91,9 @@ def limit_text(seconds: int | None) -> str:
     return "UNLIMITED" if seconds is None else format_duration(seconds)
 
 
-def show_cluster(backend: SlurmBackend, *, save: bool = False, db: str | None = None) -> ClusterView:
+def show_cluster(
+    backend: SlurmBackend, *, save: bool = False, db: str | None = None
+) -> ClusterView:
     """Fetch the cluster; with save store the snapshot in the cache at db (opened only then)."""
     partitions, nodes = fetch_cluster(backend)
     if save:

@@ -143,7 +143,9 @@ def _published(request: DoctorRequest) -> Check:
         return Check("published copy", WARN, f"{path} is a working cache, not a copy", todo)
     cache = db_location(request.db)
     if os.path.exists(cache) and os.path.getmtime(cache) - path.stat().st_mtime > 3600:
-        return Check("published copy", WARN, f"{path} is older than the cache by over an hour", todo)
+        return Check(
+            "published copy", WARN, f"{path} is older than the cache by over an hour", todo
+        )
     return Check("published copy", OK, f"{path}, readable by every user")
 
 
@@ -157,7 +159,9 @@ def _export(request: DoctorRequest) -> Check:
         return Check("limits export", FAIL, f"no limits file at {path}", todo)
     why = unreadable_for(path, request.slurm_user)
     if why:
-        return Check("limits export", FAIL, f"{path}: {why}", f"chmod 0644 {path} (and its directories)")
+        return Check(
+            "limits export", FAIL, f"{path}: {why}", f"chmod 0644 {path} (and its directories)"
+        )
     try:
         load_json(path, "export")
     except AdvisorError as error:

@@ -83,10 +83,14 @@ def estimate_workflow(
     check_node_counts(nodes, cores)
     workflow = load_workflow(spec)
     spec_platform = load_platform(platform)
-    work = Work(spec_platform, parse_flops(flops_per_unit, option="--flops-per-unit") if flops_per_unit else None)
+    work = Work(
+        spec_platform,
+        parse_flops(flops_per_unit, option="--flops-per-unit") if flops_per_unit else None,
+    )
     loads = task_loads(workflow, work)
-    resources = Resources(nodes, nodes * cores, spec_platform.read_bytes_per_s,
-                          spec_platform.write_bytes_per_s)
+    resources = Resources(
+        nodes, nodes * cores, spec_platform.read_bytes_per_s, spec_platform.write_bytes_per_s
+    )
     total_flops = sum(
         task.cpu_work * work.flops_per_unit
         if task.cpu_work is not None and work.flops_per_unit is not None

@@ -121,8 +121,7 @@ def _users(users: Mapping[str, UserLimits], cap: int) -> tuple[dict[str, Any], i
         kept += len(names)
         found[user] = {
             "tasks": {
-                name_key(user, task): {"partitions": _minutes(mine.tasks[task])}
-                for task in names
+                name_key(user, task): {"partitions": _minutes(mine.tasks[task])} for task in names
             },
             "partitions": _minutes(mine.partitions),
         }

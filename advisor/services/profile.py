@@ -109,8 +109,10 @@ def select_targets(
     by_part = {p.name: p for p in partitions}
     unknown = [name for name in request.partitions if name not in by_part]
     if unknown:
-        raise InputError(f"--partition: unknown partition {unknown[0]!r}",
-                         hint=f"partitions: {', '.join(sorted(by_part)) or 'none'}")
+        raise InputError(
+            f"--partition: unknown partition {unknown[0]!r}",
+            hint=f"partitions: {', '.join(sorted(by_part)) or 'none'}",
+        )
     chosen = [by_part[name] for name in request.partitions] or list(partitions)
     in_parts = list(dict.fromkeys(node for p in chosen for node in p.nodes))
     names = list(expand_hostlist(request.nodes)) if request.nodes else in_parts
@@ -154,7 +156,9 @@ def parse_step_output(node: str, stdout: str) -> BenchRun:
     return run_from_bench_output(doc, "profile")
 
 
-def profile_node(backend: CliBackend, target: Target, request: ProfileRequest, token: str) -> NodeOutcome:
+def profile_node(
+    backend: CliBackend, target: Target, request: ProfileRequest, token: str
+) -> NodeOutcome:
     """Benchmark one node through Slurm; every failure becomes the outcome's error."""
     if target.problem:
         return NodeOutcome(target.node, target.partition, error=target.problem)
@@ -168,9 +172,14 @@ def profile_node(backend: CliBackend, target: Target, request: ProfileRequest, t
             job_name=f"advisor-profile-{token}-{target.node}",
         )
         if result.returncode != 0:
-            return NodeOutcome(target.node, target.partition,
-                               error=step_error(result.stdout, result.stderr, result.returncode))
-        return NodeOutcome(target.node, target.partition, run=parse_step_output(target.node, result.stdout))
+            return NodeOutcome(
+                target.node,
+                target.partition,
+                error=step_error(result.stdout, result.stderr, result.returncode),
+            )
+        return NodeOutcome(
+            target.node, target.partition, run=parse_step_output(target.node, result.stdout)
+        )
     except AdvisorError as error:
         return NodeOutcome(target.node, target.partition, error=error.one_line())
 
@@ -221,7 +230,14 @@ def profile_cluster(
         run_ids, classes = record_runs(store, [o.run for o in stored if o.run is not None])
     ids = {o.node: run_id for o, run_id in zip(stored, run_ids, strict=True)}
     order = {t.node: index for index, t in enumerate(targets)}
-    return Profiled(tuple(sorted(
-        (replace(o, run_id=ids.get(o.node), node_class=classes.get(o.node)) for o in outcomes),
-        key=lambda o: order[o.node],
-    )))
+    return Profiled(
+        tuple(
+            sorted(
+                (
+                    replace(o, run_id=ids.get(o.node), node_class=classes.get(o.node))
+                    for o in outcomes
+                ),
+                key=lambda o: order[o.node],
+            )
+        )
+    )

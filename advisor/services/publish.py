@@ -107,7 +107,9 @@ def publish_copy(
     except sqlite3.Error as error:
         raise cache_error(store.path, error) from None
     if published:
-        raise AdvisorError(f"cache {store.path} is itself a published copy; publish the working cache")
+        raise AdvisorError(
+            f"cache {store.path} is itself a published copy; publish the working cache"
+        )
     directory = path.parent if str(path.parent) else Path(".")
     try:
         handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
@@ -137,6 +139,7 @@ def publish_copy(
 
 def _build(tmp: Path, source: str, since: str) -> tuple[int, int, str]:
     """Fill the empty file tmp from the cache at source; (schema version, models, journal)."""
+
     def uri(file: str | Path, query: str = "") -> str:
         return f"file://{percent_encode(os.path.realpath(file), safe='/')}{query}"
 

@@ -185,20 +185,39 @@ def _job_row(job: JobSpec, job_id: int | None, argv: tuple[str, ...]) -> Submitt
 
 
 def _summary(
-    found: ClusterPlan, rows: list[SubmittedJob], run_id: int | None, state: str,
-    cluster: str | None, warnings: list[str] | None = None,
+    found: ClusterPlan,
+    rows: list[SubmittedJob],
+    run_id: int | None,
+    state: str,
+    cluster: str | None,
+    warnings: list[str] | None = None,
 ) -> Submission:
     workflow = found.workflows[0]
-    return Submission(run_id, state, workflow.name, workflow.source, cluster, found.summary,
-                      tuple(rows), tuple(warnings or ()))
+    return Submission(
+        run_id,
+        state,
+        workflow.name,
+        workflow.source,
+        cluster,
+        found.summary,
+        tuple(rows),
+        tuple(warnings or ()),
+    )
 
 
 def _workflow_job(job: JobSpec) -> WorkflowJob:
     return WorkflowJob(
-        task_id=job.task_id, task=job.model_task, parents=job.parents, node=job.node,
-        node_class=job.node_class, partition=job.partition, planned_start_s=job.start_s,
-        planned_finish_s=job.finish_s, constraint=job.pinning.constraint,
-        nodelist=job.pinning.nodelist, limit_s=job.limit_s,
+        task_id=job.task_id,
+        task=job.model_task,
+        parents=job.parents,
+        node=job.node,
+        node_class=job.node_class,
+        partition=job.partition,
+        planned_start_s=job.start_s,
+        planned_finish_s=job.finish_s,
+        constraint=job.pinning.constraint,
+        nodelist=job.pinning.nodelist,
+        limit_s=job.limit_s,
     )
 
 
@@ -212,10 +231,14 @@ def _submitted(found: ClusterPlan, store: Store, side: SideEffects) -> Submissio
     order = submission_order(found)
     cluster = side.cluster()
     run = WorkflowRun(
-        name=found.workflows[0].name, source=found.workflows[0].source,
-        algorithm=found.summary.algorithm, user=side.user(),
-        planned_makespan_s=found.summary.makespan_s, p50_s=found.summary.p50_s,
-        p95_s=found.summary.p95_s, cluster=cluster,
+        name=found.workflows[0].name,
+        source=found.workflows[0].source,
+        algorithm=found.summary.algorithm,
+        user=side.user(),
+        planned_makespan_s=found.summary.makespan_s,
+        p50_s=found.summary.p50_s,
+        p95_s=found.summary.p95_s,
+        cluster=cluster,
     )
     run_id = start_run(store, run, [_workflow_job(found.jobs[t]) for t in order])
     job_ids: dict[str, int] = {}
@@ -234,7 +257,8 @@ def _submitted(found: ClusterPlan, store: Store, side: SideEffects) -> Submissio
             raise SlurmCommandError(
                 f"task {job.task_id!r}: sbatch failed (run {run_id}; jobs submitted so far: "
                 f"{so_far})",
-                argv=("sbatch", *done.argv), stderr=done.result.stderr,
+                argv=("sbatch", *done.argv),
+                stderr=done.result.stderr,
                 returncode=done.result.returncode,
                 hint="scancel the jobs listed, fix the cause and submit again",
             )
@@ -246,7 +270,10 @@ def _submitted(found: ClusterPlan, store: Store, side: SideEffects) -> Submissio
 
 
 def workflow_status(
-    db: str | None, run_id: int | None = None, *, accounting: Accounting = _sacct,
+    db: str | None,
+    run_id: int | None = None,
+    *,
+    accounting: Accounting = _sacct,
     now: Callable[[], datetime] = datetime.now,
 ) -> RunStatus:
     """The comparison for a run (the newest when run_id is None)."""

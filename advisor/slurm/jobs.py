@@ -99,6 +99,4 @@ def running_jobs(commands: SlurmCommands) -> list[RunningJob]:
 
 def set_time_limit(commands: SlurmCommands, job_id: int, limit_s: int) -> None:
     """``scontrol update JobId=N TimeLimit=...``: needs an operator (SlurmUser, root, operator)."""
-    commands.run(
-        ["scontrol", "update", f"JobId={job_id}", f"TimeLimit={format_duration(limit_s)}"]
-    )
+    commands.run(["scontrol", "update", f"JobId={job_id}", f"TimeLimit={format_duration(limit_s)}"])

@@ -102,9 +102,7 @@ def canonical_field(name: str) -> str:
     return FIELD_NAMES.get(stripped.lower(), stripped)
 
 
-def missing_fields(
-    fields: Sequence[str], needs: Sequence[tuple[str, ...]] = NEEDED
-) -> list[str]:
+def missing_fields(fields: Sequence[str], needs: Sequence[tuple[str, ...]] = NEEDED) -> list[str]:
     """The needed fields a field list lacks, as messages name them (``Elapsed (or ElapsedRaw)``)."""
     present = set(fields)
     return [
@@ -437,5 +435,7 @@ def parse_sacct_records(
         try:
             records.append(reader.record(values, where=source))
         except InputError as error:
-            problems.append(f"{source} record {number}: {error.message.removeprefix(source + ': ')}")
+            problems.append(
+                f"{source} record {number}: {error.message.removeprefix(source + ': ')}"
+            )
     return SacctRows(records, problems)

@@ -103,7 +103,10 @@ class Store:
         try:
             if memory:
                 conn = sqlite3.connect(
-                    ":memory:", isolation_level=None, check_same_thread=False, timeout=busy_timeout_s
+                    ":memory:",
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=busy_timeout_s,
                 )
             elif readonly:
                 if where is None or not os.path.exists(where):
@@ -211,7 +214,11 @@ class Store:
 
         version = self.version
         app_id = int(self.conn.execute("PRAGMA application_id").fetchone()[0])
-        if version == 0 and app_id == 0 and self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+        if (
+            version == 0
+            and app_id == 0
+            and self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        ):
             raise CacheError(f"{self.path}: not a slurm-advisor cache (it has foreign tables)")
         for number in range(version, SCHEMA_VERSION):
             with self.write():

@@ -84,4 +84,3 @@ def observation_counts(store: Store, task: str | None = None) -> dict[str, dict[
         {"task": task},
     )
     return {row["task"]: row for row in rows}
-

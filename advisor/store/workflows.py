@@ -64,17 +64,41 @@ def start_run(store: Store, run: WorkflowRun, jobs: Sequence[WorkflowJob]) -> in
             """INSERT INTO workflow_runs (created_at, name, source, algorithm, user, cluster,
                  planned_makespan_s, p50_s, p95_s, state)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (run.created_at or utc_now(), run.name, run.source, run.algorithm, run.user,
-             run.cluster, run.planned_makespan_s, run.p50_s, run.p95_s, run.state),
+            (
+                run.created_at or utc_now(),
+                run.name,
+                run.source,
+                run.algorithm,
+                run.user,
+                run.cluster,
+                run.planned_makespan_s,
+                run.p50_s,
+                run.p95_s,
+                run.state,
+            ),
         )
         run_id = int(cursor.lastrowid or 0)
         store.conn.executemany(
             f"INSERT INTO workflow_jobs (run_id, {_JOB_COLUMNS}) "  # noqa: S608 (constant columns)
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (run_id, position, j.task_id, j.task, json.dumps(list(j.parents)), j.node,
-                 j.node_class, j.partition, j.constraint, j.nodelist, j.planned_start_s,
-                 j.planned_finish_s, j.limit_s, json.dumps(list(j.argv)), j.job_id)
+                (
+                    run_id,
+                    position,
+                    j.task_id,
+                    j.task,
+                    json.dumps(list(j.parents)),
+                    j.node,
+                    j.node_class,
+                    j.partition,
+                    j.constraint,
+                    j.nodelist,
+                    j.planned_start_s,
+                    j.planned_finish_s,
+                    j.limit_s,
+                    json.dumps(list(j.argv)),
+                    j.job_id,
+                )
                 for position, j in enumerate(jobs)
             ],
         )
@@ -96,7 +120,9 @@ def finish_run(store: Store, run_id: int, state: str) -> None:
         store.conn.execute("UPDATE workflow_runs SET state = ? WHERE id = ?", (state, run_id))
 
 
-def load_run(store: Store, run_id: int | None = None) -> tuple[WorkflowRun, list[WorkflowJob]] | None:
+def load_run(
+    store: Store, run_id: int | None = None
+) -> tuple[WorkflowRun, list[WorkflowJob]] | None:
     """A run (the newest when run_id is None) and its jobs in submission order; None if absent."""
     runs = store.query(
         "SELECT * FROM workflow_runs WHERE (? IS NULL OR id = ?) ORDER BY id DESC LIMIT 1",
@@ -106,17 +132,33 @@ def load_run(store: Store, run_id: int | None = None) -> tuple[WorkflowRun, list
         return None
     row = runs[0]
     run = WorkflowRun(
-        name=row["name"], source=row["source"], algorithm=row["algorithm"], user=row["user"],
-        planned_makespan_s=row["planned_makespan_s"], p50_s=row["p50_s"], p95_s=row["p95_s"],
-        cluster=row["cluster"], state=row["state"], id=row["id"], created_at=row["created_at"],
+        name=row["name"],
+        source=row["source"],
+        algorithm=row["algorithm"],
+        user=row["user"],
+        planned_makespan_s=row["planned_makespan_s"],
+        p50_s=row["p50_s"],
+        p95_s=row["p95_s"],
+        cluster=row["cluster"],
+        state=row["state"],
+        id=row["id"],
+        created_at=row["created_at"],
     )
     jobs = [
         WorkflowJob(
-            task_id=j["task_id"], task=j["task"], parents=tuple(json.loads(j["parents"])),
-            node=j["node"], node_class=j["node_class"], partition=j["partition"],
-            planned_start_s=j["planned_start_s"], planned_finish_s=j["planned_finish_s"],
-            argv=tuple(json.loads(j["argv"])), constraint=j["slurm_constraint"],
-            nodelist=j["nodelist"], limit_s=j["limit_s"], job_id=j["job_id"],
+            task_id=j["task_id"],
+            task=j["task"],
+            parents=tuple(json.loads(j["parents"])),
+            node=j["node"],
+            node_class=j["node_class"],
+            partition=j["partition"],
+            planned_start_s=j["planned_start_s"],
+            planned_finish_s=j["planned_finish_s"],
+            argv=tuple(json.loads(j["argv"])),
+            constraint=j["slurm_constraint"],
+            nodelist=j["nodelist"],
+            limit_s=j["limit_s"],
+            job_id=j["job_id"],
         )
         for j in store.query(
             "SELECT * FROM workflow_jobs WHERE run_id = ? ORDER BY position", (row["id"],)
@@ -127,9 +169,13 @@ def load_run(store: Store, run_id: int | None = None) -> tuple[WorkflowRun, list
 
 def recent_runs(store: Store, limit: int) -> list[tuple[WorkflowRun, list[WorkflowJob]]]:
     """The newest ``limit`` runs that were submitted whole, newest first, with their jobs."""
-    ids = [row["id"] for row in store.query(
-        "SELECT id FROM workflow_runs WHERE state = 'submitted' ORDER BY id DESC LIMIT ?",
-        (limit,))]
+    ids = [
+        row["id"]
+        for row in store.query(
+            "SELECT id FROM workflow_runs WHERE state = 'submitted' ORDER BY id DESC LIMIT ?",
+            (limit,),
+        )
+    ]
     found = [load_run(store, run_id) for run_id in ids]
     return [item for item in found if item is not None]
 
@@ -141,11 +187,12 @@ def accounting_times(
     found: dict[int, tuple[str, str | None, str | None, str | None]] = {}
     wanted = list(dict.fromkeys(job_ids))
     for begin in range(0, len(wanted), 500):  # SQLite's bound on host parameters
-        part = wanted[begin:begin + 500]
+        part = wanted[begin : begin + 500]
         marks = ",".join("?" * len(part))
         for row in store.query(
             f"SELECT job_id_raw, state, submit, start, end FROM accounting_jobs "  # noqa: S608 - placeholders only
-            f"WHERE job_id_raw IN ({marks})", tuple(part)
+            f"WHERE job_id_raw IN ({marks})",
+            tuple(part),
         ):
             found[int(row["job_id_raw"])] = (row["state"], row["submit"], row["start"], row["end"])
     return found

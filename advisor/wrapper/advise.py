@@ -215,7 +215,9 @@ def _guarded(
             "kept", None, None, f"--time {user_time} kept: guarded needs a finite --time", high
         )
     if current <= high:
-        return Decision("kept", None, None, f"--time {user_time} is already within the advice", high)
+        return Decision(
+            "kept", None, None, f"--time {user_time} is already within the advice", high
+        )
     request = whole_minutes_s(current)  # Slurm rounds a limit up to whole minutes
     return Decision(
         "guarded", high, time_min,
@@ -270,7 +272,9 @@ class JobAdvice(NamedTuple):
         return Tag("wrapper", "", 0, self.options.quantile, self.task, self.measured_bytes)
 
 
-def _added(request: JobRequest, decision: Decision, tag: Tag, picked: str | None) -> tuple[str, ...]:
+def _added(
+    request: JobRequest, decision: Decision, tag: Tag, picked: str | None
+) -> tuple[str, ...]:
     """The options the decision adds (``tag``: JobAdvice.tag, completed here by the decision)."""
     added = []
     if picked is not None:
@@ -413,6 +417,7 @@ def pick_earliest(
     if len(usable) < 2 or current.decision.action not in ("set", "lowered", "guarded"):
         return current
     from datetime import timedelta
+
     estimates = []
     for limit in usable:
         single = current.decision._replace(

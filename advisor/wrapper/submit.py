@@ -134,9 +134,7 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> JobAdvice:
     directives = read_directives(text, source=source) if text is not None else None
     if directives is not None:
         script_options, _ = parse_options(directives.words)
-    translated, refused = translated_options(
-        text, source, sbatch.options, script_options, side.env
-    )
+    translated, refused = translated_options(text, source, sbatch.options, script_options, side.env)
     request = job_request(sbatch.options, side.env, script_options, translated)
     task = task_name(cmd.advisor.task, request, sbatch.script if stdin is None else "sbatch")
     names = {o.name for o in sbatch.options}

@@ -250,4 +250,3 @@ def translate_directives(text: str, *, source: str = "script") -> Translated:
         except _Refused as refused:
             return Translated((), dialect.magic, f"{dialect.magic} {refused.args[0]!r}")
     return Translated()
-

@@ -48,7 +48,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """
     from tests.helpers.hostile import COUNTS
 
-    if not COUNTS or not (os.environ.get("ADVISOR_FUZZ_EXAMPLES") or os.environ.get("ADVISOR_FUZZ_SCALE")):
+    if not COUNTS or not (
+        os.environ.get("ADVISOR_FUZZ_EXAMPLES") or os.environ.get("ADVISOR_FUZZ_SCALE")
+    ):
         return
     terminalreporter.section("fuzz counts (exact calls per test and outcome)")
     for (test, label), calls in sorted(COUNTS.items()):

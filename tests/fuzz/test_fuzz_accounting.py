@@ -87,7 +87,10 @@ def ingested(store: Store, path: Path, kind: str) -> object:
 def test_swf_files_for_update_and_replay(
     store: Store, scratch: Path, lines: list[str], header: list[str], junk: bytes
 ) -> None:
-    path = write(scratch / "log.swf", "\n".join([*header, *lines]).encode("utf-8", "surrogateescape") + b"\n" + junk)
+    path = write(
+        scratch / "log.swf",
+        "\n".join([*header, *lines]).encode("utf-8", "surrogateescape") + b"\n" + junk,
+    )
     ingested(store, path, "swf")
     jobs = outcome(replay_log, path)
     if not isinstance(jobs, InputError):
@@ -100,9 +103,17 @@ def replay_log(path: Path) -> list[object]:
 
 
 @budget(150)
-@given(text=st.one_of(sacct_dump(), st.binary(max_size=80).map(lambda b: SACCT_HEADER.encode() + b"\n" + b)))
+@given(
+    text=st.one_of(
+        sacct_dump(), st.binary(max_size=80).map(lambda b: SACCT_HEADER.encode() + b"\n" + b)
+    )
+)
 @example(text=SACCT_HEADER + "\n" + SACCT_ROWS[0].replace("|parsable|", "|p\udcffn|"))
-@example(text=SACCT_HEADER + "\n" + SACCT_ROWS[0].replace("||advisor", "|advisor:x,action=set,limit=1,task=%FF|advisor"))
+@example(
+    text=SACCT_HEADER
+    + "\n"
+    + SACCT_ROWS[0].replace("||advisor", "|advisor:x,action=set,limit=1,task=%FF|advisor")
+)
 def test_sacct_dumps_for_update(store: Store, scratch: Path, text: str | bytes) -> None:
     ingested(store, write(scratch / "dump.txt", text), "sacct")
 
@@ -112,16 +123,24 @@ def test_job_names_and_comments_that_are_not_utf8_do_not_stop_accounting(store: 
     # UnicodeEncodeError, so one user's job name stopped 'advisor update' for the whole site
     # (and again at every run: the watermark never moved).  A comment's tag 'task=%FF' did the
     # same even in a saved dump.
-    row = SACCT_ROWS[0].replace("|parsable|", "|p\udcffn|").replace("||advisor", "|advisor:x,action=set,limit=1,task=%FF|advisor")
+    row = (
+        SACCT_ROWS[0]
+        .replace("|parsable|", "|p\udcffn|")
+        .replace("||advisor", "|advisor:x,action=set,limit=1,task=%FF|advisor")
+    )
     job = parse_sacct_line(row)
     assert job.name == "p\ufffdn"
     with store.write():
         Ingestor(store).add([job._replace(job_id="90001", job_id_raw=90001)])
-    tasks = {r["task"] for r in store.query("SELECT task FROM observations WHERE source_key = '90001'")}
+    tasks = {
+        r["task"] for r in store.query("SELECT task FROM observations WHERE source_key = '90001'")
+    }
     assert tasks == {"\ufffd"}
 
 
-def test_dates_past_the_year_9999_are_refused_or_the_epoch_ignored(store: Store, scratch: Path) -> None:
+def test_dates_past_the_year_9999_are_refused_or_the_epoch_ignored(
+    store: Store, scratch: Path
+) -> None:
     # Regression: submit 251702300800 s (year 9946) after the epoch raised OverflowError in
     # datetime arithmetic; an epoch near the year 9999 did the same with ordinary times.
     far = SWF_LINES[0].replace("1 0 10", "1 251702300800 10", 1)
@@ -143,8 +162,7 @@ def test_every_hostile_number_in_every_swf_field(number: str) -> None:
 
 SACCT_JSON = json.loads(capture("sacct.json").body)
 PUBLIC_JSON = [
-    json.loads(path.read_text())
-    for path in sorted((TEST_DATA / "slurm" / "public").glob("*.json"))
+    json.loads(path.read_text()) for path in sorted((TEST_DATA / "slurm" / "public").glob("*.json"))
 ]
 #: One job of each layout (21.08 to 25.05): mutated one value at a time.
 JSON_DOCS = [{**SACCT_JSON, "jobs": SACCT_JSON["jobs"][:3]}, *PUBLIC_JSON]
@@ -220,7 +238,9 @@ def test_separators_in_names_keep_every_record_and_the_record(scratch: Path, cas
 @given(jobs=st.lists(st.sampled_from(REAL_JOBS), min_size=1, max_size=6),
        names=st.lists(st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))),
                       min_size=6, max_size=6))  # fmt: skip
-def test_live_sacct_records_are_exact_whatever_the_names(jobs: list[JobRecord], names: list[str]) -> None:
+def test_live_sacct_records_are_exact_whatever_the_names(
+    jobs: list[JobRecord], names: list[str]
+) -> None:
     """The live query: any text in names and comments (delimiter bytes, line breaks) is kept."""
     delimiter = sacct_delimiter()
     hostile = [job._replace(name=names[i], comment=names[-1 - i]) for i, job in enumerate(jobs)]
@@ -237,6 +257,7 @@ def test_root_update_never_fails_because_of_one_record(
     jobs: list[JobRecord], broken: list[tuple[int, int, str]]
 ) -> None:
     """Records with any field broken are skipped and named; the others are stored; exit 0."""
+
     def sacct(argv: Sequence[str], timeout_s: float, stdin: str | None) -> CommandResult:
         delimiter = next(a for a in argv if a.startswith("--delimiter=")).split("=", 1)[1]
         rows = [format_sacct_row(job, delimiter=delimiter).split(delimiter) for job in jobs]
@@ -251,7 +272,9 @@ def test_root_update_never_fails_because_of_one_record(
         json.dumps(result.to_json(), allow_nan=False)
     intact = {job.job_id for i, job in enumerate(jobs) if all(row != i for row, _, _ in broken)}
     assert result.stored + result.already_stored >= len(intact)
-    assert len(result.warnings) == sum(result.skipped.get(k, 0) for k in ("malformed", "unknown_state"))
+    assert len(result.warnings) == sum(
+        result.skipped.get(k, 0) for k in ("malformed", "unknown_state")
+    )
 
 
 @budget(400)

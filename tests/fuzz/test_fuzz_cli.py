@@ -43,7 +43,9 @@ pytestmark = pytest.mark.fuzz
 
 FORK = json.loads((TEST_DATA / "workflows" / "fork-1.4.json").read_text())
 SWF_OK = "1 0 10 100 4 -1 -1 4 3600 -1 1 7 1 3 1 1 -1 -1"
-SACCT_HEADER = "JobIDRaw|JobID|JobName|User|Partition|Elapsed|ElapsedRaw|Timelimit|State|End|Cluster"
+SACCT_HEADER = (
+    "JobIDRaw|JobID|JobName|User|Partition|Elapsed|ElapsedRaw|Timelimit|State|End|Cluster"
+)
 SACCT_OK = "5|5|j|alice|cpu|00:01:00|60|00:05:00|COMPLETED|2026-01-01T00:00:00|c"
 
 
@@ -92,7 +94,9 @@ CASES: list[tuple[str, list[str], str, str | bytes]] = [
 
 def _rows(db: Path) -> dict[str, int]:
     with Store.open(db, readonly=True) as store:
-        tables = [r["name"] for r in store.query("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        tables = [
+            r["name"] for r in store.query("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
         return {t: store.query(f'SELECT count(*) AS n FROM "{t}"')[0]["n"] for t in tables}  # noqa: S608
 
 
@@ -150,9 +154,13 @@ def test_a_job_name_that_is_not_utf8_does_not_refuse_the_dump(
     row = b"6|6|\xff|a|cpu|00:00:01|1|1|COMPLETED|2026-01-01T00:00:01|c\n"
     path = write(tmp_path / "dump.txt", (SACCT_HEADER + "\n" + SACCT_OK + "\n").encode() + row)
     db = tmp_path / "cache.db"
-    assert main(["update", "--sacct-file", str(path), "--db", str(db)]) == 0, capsys.readouterr().err
+    assert main(["update", "--sacct-file", str(path), "--db", str(db)]) == 0, (
+        capsys.readouterr().err
+    )
     with Store.open(db, readonly=True) as store:
-        names = {r["job_id"]: r["name"] for r in store.query("SELECT job_id, name FROM accounting_jobs")}
+        names = {
+            r["job_id"]: r["name"] for r in store.query("SELECT job_id, name FROM accounting_jobs")
+        }
     assert names == {"5": "j", "6": "\ufffd"}
 
 
@@ -162,7 +170,9 @@ def test_a_bad_file_among_good_ones_imports_nothing(
     good = write(tmp_path / "good.json", '{"runs": [{"task": "new", "runtime_s": 1}]}')
     bad = write(tmp_path / "bad.json", '{"runs": [{"task": "new", "runtime_s": 1e400}]}')
     before = _rows(cache)
-    assert main(["runs", "import", "--format", "json", str(good), str(bad), "--db", str(cache)]) == 2
+    assert (
+        main(["runs", "import", "--format", "json", str(good), str(bad), "--db", str(cache)]) == 2
+    )
     assert str(bad) in capsys.readouterr().err
     assert _rows(cache) == before
 
@@ -170,7 +180,9 @@ def test_a_bad_file_among_good_ones_imports_nothing(
 def test_predict_queries_with_absurd_numbers(
     cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    queries = write(tmp_path / "q.csv", "task,node,input_bytes\nNFCORE_BACASS_BACASS_FASTQC,n2-node-7,1e300\n")
+    queries = write(
+        tmp_path / "q.csv", "task,node,input_bytes\nNFCORE_BACASS_BACASS_FASTQC,n2-node-7,1e300\n"
+    )
     assert main(["predict", "--queries", str(queries), "--db", str(cache)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert str(queries) in line and ":2" in line
@@ -262,7 +274,10 @@ OPTION_COMMANDS: dict[str, tuple[list[str], list[str], tuple[str, ...]]] = {
 def learned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cache with runs and fitted models, copied afresh for every example."""
     db = tmp_path_factory.mktemp("learned") / "cache.db"
-    lotaru = [str(TEST_DATA / "imports" / f"lotaru_{m}_eager_excerpt.csv") for m in ("local", "wallyRedCpu")]
+    lotaru = [
+        str(TEST_DATA / "imports" / f"lotaru_{m}_eager_excerpt.csv")
+        for m in ("local", "wallyRedCpu")
+    ]
     for words in (["runs", "import", "--format", "nextflow", str(TEST_DATA / "imports" / "trace.txt")],
                   ["runs", "import", "--format", "lotaru", *lotaru], ["learn"]):  # fmt: skip
         with contextlib.redirect_stdout(io.StringIO()):
@@ -307,7 +322,11 @@ def test_any_file_through_the_command_line(
     argv += [str(path) if w == "{file}" else w for w in words]
     if "{file}" not in words:
         argv.append(str(path))
-    db = _fresh(learned, scratch) if words[0] in {"runs", "nodes", "update", "replay", "predict"} else None
+    db = (
+        _fresh(learned, scratch)
+        if words[0] in {"runs", "nodes", "update", "replay", "predict"}
+        else None
+    )
     named = (str(path), "--") if words[0] in {"plan", "estimate"} else (str(path),)
     through_main(argv, db, named, command)
 
@@ -323,9 +342,15 @@ def test_any_option_value_through_the_command_line(
     argv = [f"--format={data.draw(st.sampled_from(FORMATS), label='format')}"]
     argv += [w.replace("{tmp}", str(scratch)) for w in before]
     values = [data.draw(_value, label=option) for option in chosen]
-    argv += [f"{o}={v}" for o, v in zip(chosen, values, strict=True)]  # '=': values may start with '-'
+    argv += [
+        f"{o}={v}" for o, v in zip(chosen, values, strict=True)
+    ]  # '=': values may start with '-'
     argv += after
-    db = _fresh(learned, scratch) if before[0] in {"report", "update", "export", "predict", "runs", "nodes"} else None
+    db = (
+        _fresh(learned, scratch)
+        if before[0] in {"report", "update", "export", "predict", "runs", "nodes"}
+        else None
+    )
     # the message names the option, the value itself (an unknown task, node or partition), or
     # the workflow file the value did not fit
     files = [w for w in argv if w.startswith("/")]
@@ -362,7 +387,9 @@ OPTION_REGRESSIONS: list[tuple[str, list[str], str]] = [
 
 @pytest.mark.parametrize(("argv", "named"), [c[1:] for c in OPTION_REGRESSIONS],
                          ids=[c[0] for c in OPTION_REGRESSIONS])  # fmt: skip
-def test_option_values_the_fuzzers_found(learned: Path, tmp_path: Path, argv: list[str], named: str) -> None:
+def test_option_values_the_fuzzers_found(
+    learned: Path, tmp_path: Path, argv: list[str], named: str
+) -> None:
     db = _fresh(learned, tmp_path) if argv[0] in {"report", "predict", "runs"} else None
     code = through_main(argv, db, (named,))
     assert code == (0 if not named else 2)
@@ -371,9 +398,16 @@ def test_option_values_the_fuzzers_found(learned: Path, tmp_path: Path, argv: li
 def test_a_task_name_that_is_not_utf8_finds_its_stored_runs(learned: Path, tmp_path: Path) -> None:
     # The name reaches the cache as storable text, so a query with the same bytes finds it.
     db = _fresh(learned, tmp_path)
-    assert through_main(["runs", "import", "--format=nextflow", "--workflow=w\udcff", TRACE_PATH], db, ()) == 0
+    assert (
+        through_main(
+            ["runs", "import", "--format=nextflow", "--workflow=w\udcff", TRACE_PATH], db, ()
+        )
+        == 0
+    )
     with Store.open(db, readonly=True) as store:
-        assert {"w\ufffd"} <= {r["workflow"] for r in store.query("SELECT workflow FROM observations")}
+        assert {"w\ufffd"} <= {
+            r["workflow"] for r in store.query("SELECT workflow FROM observations")
+        }
 
 
 def test_a_platform_whose_rates_make_infinite_estimates_is_an_input_error(tmp_path: Path) -> None:
@@ -382,5 +416,15 @@ def test_a_platform_whose_rates_make_infinite_estimates_is_an_input_error(tmp_pa
     platform = write(tmp_path / "platform.json", json.dumps({
         "name": "summit", "flops_per_core": 61542441882.6, "read_bytes_per_s": 2.2250738585072014e-308,
         "write_bytes_per_s": 4283134920.6}))  # fmt: skip
-    argv = ["--format=json", "estimate", "--platform", str(platform), "--nodes", "2", "--cores", "2", FORK_PATH]
+    argv = [
+        "--format=json",
+        "estimate",
+        "--platform",
+        str(platform),
+        "--nodes",
+        "2",
+        "--cores",
+        "2",
+        FORK_PATH,
+    ]
     assert through_main(argv, None, (str(platform),)) == 2

@@ -149,11 +149,12 @@ def test_absurd_lotaru_numbers_never_reach_the_cache(
 @pytest.mark.parametrize(
     "number", ["18446744073709551616", "1e400", "-1e400", "1" * 5000, "9223372036854775808"]
 )
-def test_json_numbers_beyond_64_bits_or_floats_are_input_errors(
-    scratch: Path, number: str
-) -> None:
+def test_json_numbers_beyond_64_bits_or_floats_are_input_errors(scratch: Path, number: str) -> None:
     # Regression: 1e400 became float inf, 5000 digits raised ValueError, 2**64 overflowed SQLite.
-    path = write(scratch / "runs.json", f'{{"runs": [{{"task": "a", "runtime_s": 1, "input_bytes": {number}}}]}}')
+    path = write(
+        scratch / "runs.json",
+        f'{{"runs": [{{"task": "a", "runtime_s": 1, "input_bytes": {number}}}]}}',
+    )
     assert str(path) in rejected(read_task_runs, path).message
 
 
@@ -173,7 +174,9 @@ def test_query_counts_beyond_64_bits_are_input_errors(scratch: Path, value: str)
 # --- compressed inputs (--input of predict and sbatch): measured uncompressed ------------------
 
 _COMPRESS: dict[str, Callable[[bytes], bytes]] = {
-    "gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress
+    "gz": gzip.compress,
+    "bz2": bz2.compress,
+    "xz": lzma.compress,
 }
 
 

@@ -79,7 +79,9 @@ class Flat:
     def default_input_bytes(self, task: str) -> int | None:
         return None
 
-    def forecast(self, task: str, input_bytes: int | None, node_class: str, quantile: float) -> Forecast | None:
+    def forecast(
+        self, task: str, input_bytes: int | None, node_class: str, quantile: float
+    ) -> Forecast | None:
         s = self.seconds[task]
         return Forecast(node_class, s, s, s, s, quantile, s, 50, "fake")
 
@@ -90,7 +92,9 @@ PARTITIONS = {
 }
 
 byte_names = st.binary(min_size=1, max_size=40).map(lambda b: b.decode("utf-8", "surrogateescape"))
-long_names = st.tuples(st.sampled_from(["a", "é", "%", "x"]), st.integers(900, 2600)).map(lambda p: p[0] * p[1])
+long_names = st.tuples(st.sampled_from(["a", "é", "%", "x"]), st.integers(900, 2600)).map(
+    lambda p: p[0] * p[1]
+)
 job_names = st.one_of(st.sampled_from([s for s in HOSTILE_STRINGS if s]), byte_names, long_names,
                       st.text(min_size=1, max_size=30))  # fmt: skip
 users = st.sampled_from(["alice", "bob", "users", "é", ""])
@@ -104,7 +108,11 @@ def exports(draw: st.DrawFn) -> tuple[dict[str, Any], str, list[str]]:
     seconds = {t: float(draw(st.integers(1, 10**7))) for t in tasks}
     snapshot = Snapshot(PARTITIONS, {"c1": "small", "f1": "big"}, Flat(seconds), tuple(tasks))
     mine, used = {}, list(tasks)
-    for user in draw(st.lists(st.sampled_from(["alice", "bob", "users", "é"]), min_size=1, max_size=2, unique=True)):
+    for user in draw(
+        st.lists(
+            st.sampled_from(["alice", "bob", "users", "é"]), min_size=1, max_size=2, unique=True
+        )
+    ):
         names = draw(st.lists(job_names, max_size=4, unique=True))
         used += names
         minutes = st.integers(1, 10**6)
@@ -131,9 +139,13 @@ def jobs(draw: st.DrawFn, known: list[str]) -> dict[str, Any]:
         "user": draw(st.sampled_from(["alice", "bob"]) if draw(st.integers(0, 3)) else users),
         "name": name,
         "comment": comment,
-        "partition": draw(st.sampled_from(["-", "-", "cpu", "fat", "cpu,fat", "fat,cpu", "inf", "gpu", "cpu,inf"])),
+        "partition": draw(
+            st.sampled_from(["-", "-", "cpu", "fat", "cpu,fat", "fat,cpu", "inf", "gpu", "cpu,inf"])
+        ),
         "time_limit": draw(st.sampled_from([NO_VAL, NO_VAL, NO_VAL, 5])),
-        "time_min": draw(st.sampled_from([NO_VAL, NO_VAL, 1, 30, 59, 60, 61, 600, 1440, 1441, 5000])),
+        "time_min": draw(
+            st.sampled_from([NO_VAL, NO_VAL, 1, 30, 59, 60, 61, 600, 1440, 1441, 5000])
+        ),
     }
 
 
@@ -148,7 +160,9 @@ def run_plugin(tmp: Path, text: str, batch: list[dict[str, Any]]) -> list[dict[s
     plugin = tmp / "job_submit.lua"
     if not plugin.exists():
         source = (REPO / "slurm" / "job_submit.lua").read_text()
-        plugin.write_text(source.replace('"/etc/slurm/advisor-limits.json"', json.dumps(str(export))))
+        plugin.write_text(
+            source.replace('"/etc/slurm/advisor-limits.json"', json.dumps(str(export)))
+        )
         (tmp / "driver.lua").write_text(DRIVER)
 
     def hexed(value: str) -> str:
@@ -226,16 +240,22 @@ def test_the_plugin_never_raises_and_never_makes_a_job_slurm_refuses(
         assert got["rc"] == 0
         assert "job_submit.lua:" not in got["logs"], got["logs"]  # the plugin raised
         parts = ["cpu"] if job["partition"] == "-" else job["partition"].split(",")
-        caps = [PARTS[p]["max_time"] for p in parts if p in PARTS and PARTS[p]["max_time"] != INFINITE]
+        caps = [
+            PARTS[p]["max_time"] for p in parts if p in PARTS and PARTS[p]["max_time"] != INFINITE
+        ]
         changed = got["time_limit"] != job["time_limit"]
         count(f"job_submit.lua: {'limit set' if changed else 'left alone'}")
         if job["time_limit"] != NO_VAL or _over(job["name"]) or _over(job["comment"]):
-            assert not changed and got["comment"] == job["comment"].encode("utf-8", "surrogateescape")
+            assert not changed and got["comment"] == job["comment"].encode(
+                "utf-8", "surrogateescape"
+            )
         if not changed:
             continue
         # what slurmctld checks after the plugin
         assert got["time_limit"] >= 1 and all(got["time_limit"] <= cap for cap in caps), (job, got)
-        assert len(got["comment"]) <= COMMENT_MAX or got["comment"] == job["comment"].encode("utf-8", "surrogateescape")
+        assert len(got["comment"]) <= COMMENT_MAX or got["comment"] == job["comment"].encode(
+            "utf-8", "surrogateescape"
+        )
         if job["time_min"] != NO_VAL:
             assert got["time_limit"] >= job["time_min"] and got["time_min"] == job["time_min"]
         elif got["time_min"] != NO_VAL:
@@ -244,4 +264,6 @@ def test_the_plugin_never_raises_and_never_makes_a_job_slurm_refuses(
         for job, got in zip(batch, results, strict=True):
             if job["partition"] in ("-", "cpu"):
                 expected = _expected(doc, job)
-                assert got["time_limit"] == (job["time_limit"] if expected is None else expected), job
+                assert got["time_limit"] == (job["time_limit"] if expected is None else expected), (
+                    job
+                )

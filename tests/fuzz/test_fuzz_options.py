@@ -27,7 +27,10 @@ pytestmark = pytest.mark.fuzz
 NOW = datetime(2026, 11, 29, 15, 17, 7)
 
 _offsets = st.builds(
-    timezone, st.timedeltas(min_value=timedelta(hours=-23, minutes=-59), max_value=timedelta(hours=23, minutes=59))
+    timezone,
+    st.timedeltas(
+        min_value=timedelta(hours=-23, minutes=-59), max_value=timedelta(hours=23, minutes=59)
+    ),
 )
 #: ISO 8601 text as users write it: dates, minutes, seconds, fractions, offsets, any year.
 iso_text = st.one_of(
@@ -82,7 +85,9 @@ class Accounting:
     def __init__(self) -> None:
         self.windows: list[tuple[datetime, datetime]] = []
 
-    def accounting(self, start: datetime, end: datetime, *, job_ids: object = ()) -> list[JobRecord]:
+    def accounting(
+        self, start: datetime, end: datetime, *, job_ids: object = ()
+    ) -> list[JobRecord]:
         assert start.tzinfo is None and end.tzinfo is None and start < end <= NOW
         assert not self.windows or self.windows[-1][1] == start
         self.windows.append((start, end))
@@ -116,7 +121,9 @@ def test_update_since_and_until(store: Store, since: str, until: str | None) -> 
 # --- regressions -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["999999w", "99999999d", "0001-01-01T00:00+01:00", "9999-12-31T23:59-01:00"])
+@pytest.mark.parametrize(
+    "text", ["999999w", "99999999d", "0001-01-01T00:00+01:00", "9999-12-31T23:59-01:00"]
+)
 def test_moments_before_year_1_or_after_9999_are_usage_errors(text: str) -> None:
     # Regression: OverflowError from datetime arithmetic ('report --since 999999w' was a bug).
     assert rejected(parse_moment, text, option="--until", now=NOW).message.startswith("--until ")

@@ -138,7 +138,9 @@ def test_unchecked_children_of_wfformat_14_are_input_errors(scratch: Path, child
     doc = json.loads((TEST_DATA / "workflows" / "fork-1.4.json").read_text())
     doc["workflow"]["tasks"][1]["children"] = json.loads(children)
     path = write(scratch / "wf.json", json.dumps(doc))
-    assert isinstance(rejected(plan_workflows, PlanRequest(inputs=(str(path),))), InvalidWorkflowError)
+    assert isinstance(
+        rejected(plan_workflows, PlanRequest(inputs=(str(path),))), InvalidWorkflowError
+    )
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000])
@@ -159,7 +161,10 @@ def test_deep_nesting_is_an_input_error(scratch: Path, depth: int) -> None:
 def test_cycles_are_invalid_workflows(scratch: Path, cycle: list[tuple[str, list[str]]]) -> None:
     tasks = [{"name": n, "id": n, "parents": p, "children": []} for n, p in cycle]
     doc = {"name": "c", "schemaVersion": "1.5", "workflow": {"specification": {"tasks": tasks}}}
-    error = rejected(plan_workflows, PlanRequest(inputs=(str(write(scratch / "c.json", json.dumps(doc))),), nodes=1))
+    error = rejected(
+        plan_workflows,
+        PlanRequest(inputs=(str(write(scratch / "c.json", json.dumps(doc))),), nodes=1),
+    )
     assert isinstance(error, InvalidWorkflowError) and "cycle" in error.message
 
 

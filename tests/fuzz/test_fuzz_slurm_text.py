@@ -137,8 +137,12 @@ def test_absurd_numbers_in_sacct_fields_are_input_errors(parse: object, text: st
 @pytest.mark.parametrize(
     "text",
     [
-        "Job " + "9" * 5000 + " to start at 2026-11-29T15:17:07 using 2 processors on nodes c1 in partition cpu",
-        "Job 34 to start at 2026-11-29T15:17:07 using " + "9" * 5000 + " processors on nodes c1 in partition cpu",
+        "Job "
+        + "9" * 5000
+        + " to start at 2026-11-29T15:17:07 using 2 processors on nodes c1 in partition cpu",
+        "Job 34 to start at 2026-11-29T15:17:07 using "
+        + "9" * 5000
+        + " processors on nodes c1 in partition cpu",
     ],
 )
 def test_absurd_numbers_in_test_only_replies_are_input_errors(text: str) -> None:
@@ -185,15 +189,20 @@ def scontrol_text(draw: st.DrawFn, real: str) -> str:
 
 @budget(300)
 @given(partitions=scontrol_text(PARTITIONS), nodes=scontrol_text(NODES))
-@example(partitions="PartitionName=p MaxTime=" + "9" * 5000, nodes="NodeName=n CPUTot=" + "9" * 5000)
+@example(
+    partitions="PartitionName=p MaxTime=" + "9" * 5000, nodes="NodeName=n CPUTot=" + "9" * 5000
+)
 @example(partitions="PartitionName=p Nodes=c[1-99999999]", nodes="NodeName=")
 def test_scontrol_records_parse_or_are_rejected(partitions: str, nodes: str) -> None:
     outcome(parse_partitions, partitions)
     outcome(parse_nodes, nodes)
 
 
-_pairs = st.lists(st.tuples(st.one_of(st.sampled_from(["PartitionName", "MaxTime", "Nodes"]), field),
-                            field), min_size=1, max_size=4).map(lambda kv: " ".join(f"{k}={v}" for k, v in kv))
+_pairs = st.lists(
+    st.tuples(st.one_of(st.sampled_from(["PartitionName", "MaxTime", "Nodes"]), field), field),
+    min_size=1,
+    max_size=4,
+).map(lambda kv: " ".join(f"{k}={v}" for k, v in kv))
 
 
 @budget(200)

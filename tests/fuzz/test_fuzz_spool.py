@@ -110,9 +110,20 @@ uid_names = st.one_of(
 day_names = st.one_of(
     st.just(DAY),
     st.dates().map(lambda d: f"{d.isoformat()}.jsonl"),
-    st.sampled_from(["2026-02-31.jsonl", "2026-13-01.jsonl", "0000-01-01.jsonl",
-                     "２０２６-12-01.jsonl", "2026-12-01.jsonl ", "2026-12-01", "x.jsonl"]),
-    st.text(max_size=12).filter(lambda s: s not in ("", ".", "..") and "/" not in s and "\x00" not in s),
+    st.sampled_from(
+        [
+            "2026-02-31.jsonl",
+            "2026-13-01.jsonl",
+            "0000-01-01.jsonl",
+            "２０２６-12-01.jsonl",
+            "2026-12-01.jsonl ",
+            "2026-12-01",
+            "x.jsonl",
+        ]
+    ),
+    st.text(max_size=12).filter(
+        lambda s: s not in ("", ".", "..") and "/" not in s and "\x00" not in s
+    ),
 )
 kinds = st.sampled_from(["file", "file", "file", "dir", "link", "fifo"])
 owners = st.sampled_from([UID, UID + 4242, 65534])
@@ -151,8 +162,15 @@ def _make(path: Path, kind: str, owner: int) -> None:
 
 @budget(200)
 @given(tree=spool_trees())
-@example(tree=[(f"0{UID}.jsonl", "file", UID, DAY, "file", UID), (str(UID), "dir", UID, DAY, "file", UID)])
-@example(tree=[(str(UID), "file", UID, DAY, "file", UID), (f"{UID}.jsonl", "dir", UID, DAY, "file", UID)])
+@example(
+    tree=[
+        (f"0{UID}.jsonl", "file", UID, DAY, "file", UID),
+        (str(UID), "dir", UID, DAY, "file", UID),
+    ]
+)
+@example(
+    tree=[(str(UID), "file", UID, DAY, "file", UID), (f"{UID}.jsonl", "dir", UID, DAY, "file", UID)]
+)
 def test_any_names_in_the_spool_give_each_canonical_files_lines_once(
     scratch: Path, tree: list[tuple[str, str, int, str, str, int]]
 ) -> None:
@@ -212,7 +230,9 @@ def test_a_megabyte_line_is_skipped_not_stored(tmp_path: Path) -> None:
     folder = tmp_path / "spool"
     folder.mkdir()
     huge = json.dumps({**SCHEMA["examples"][0], "argv": ["x" * (2 << 20)]})
-    write(Path(legacy_path(str(folder), UID)), huge + "\n" + json.dumps(SCHEMA["examples"][0]) + "\n")
+    write(
+        Path(legacy_path(str(folder), UID)), huge + "\n" + json.dumps(SCHEMA["examples"][0]) + "\n"
+    )
     with Store.open(":memory:") as store:
         counts = ingest_spool(store, str(folder))
         assert (counts["files"], counts["rows"], counts["skipped_lines"]) == (1, 1, 1)

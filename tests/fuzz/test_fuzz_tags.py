@@ -172,7 +172,9 @@ def test_tagged_jobs_are_ingested_and_reported(
         limits = limits_report(store, Selection(), now=NOW).report.to_json()
         validate(json.loads(json.dumps(limits, allow_nan=False)), "report-limits", source="limits")
         accuracy = accuracy_report(store, Selection(), now=NOW).report.to_json()
-        validate(json.loads(json.dumps(accuracy, allow_nan=False)), "report-accuracy", source="accuracy")
+        validate(
+            json.loads(json.dumps(accuracy, allow_nan=False)), "report-accuracy", source="accuracy"
+        )
         count("update + both reports: ok")
     finally:
         store.close()

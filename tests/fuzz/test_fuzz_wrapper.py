@@ -144,7 +144,11 @@ def test_names_comments_and_arguments_pass_verbatim(
     scratch: Path, name: str, comment: str, args: list[str], attached: bool
 ) -> None:
     script = _script(scratch)
-    head = [f"--job-name={name}", f"--comment={comment}"] if attached else ["-J", name, "--comment", comment]
+    head = (
+        [f"--job-name={name}", f"--comment={comment}"]
+        if attached
+        else ["-J", name, "--comment", comment]
+    )
     argv = [*head, script, *args]
     world, code, _ = submit(scratch, argv, known=[name])
     count(f"sbatch_main: exit {code}")
@@ -229,7 +233,11 @@ def test_quoted_directive_words_read_back_exactly(words: list[str]) -> None:
 @budget(300)
 @given(lines=st.lists(st.one_of(names, field, _word), max_size=6), junk=st.binary(max_size=40))
 def test_any_script_gives_words_or_an_input_error(lines: list[str], junk: bytes) -> None:
-    text = "\n".join(f"#SBATCH {line}" for line in lines) + "\n" + junk.decode("utf-8", "surrogateescape")
+    text = (
+        "\n".join(f"#SBATCH {line}" for line in lines)
+        + "\n"
+        + junk.decode("utf-8", "surrogateescape")
+    )
     result = outcome(read_directives, text, source="job.sh")
     if isinstance(result, InputError):
         assert "job.sh" in result.message

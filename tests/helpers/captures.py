@@ -120,4 +120,4 @@ def captured(name: str) -> tuple[str, int]:
     lines = (TEST_DATA / "profiling" / name).read_text().splitlines(keepends=True)
     header = [line for line in lines if line.startswith("# ")]
     code = next(int(line.split(":")[1]) for line in header if line.startswith("# exit code:"))
-    return "".join(lines[len(header):]), code
+    return "".join(lines[len(header) :]), code

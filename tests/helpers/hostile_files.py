@@ -48,7 +48,9 @@ def swf_line(draw: st.DrawFn) -> str:
 
 @st.composite
 def sacct_dump(draw: st.DrawFn) -> str:
-    rows = [r.split("|") for r in draw(st.lists(st.sampled_from(SACCT_ROWS), min_size=1, max_size=5))]
+    rows = [
+        r.split("|") for r in draw(st.lists(st.sampled_from(SACCT_ROWS), min_size=1, max_size=5))
+    ]
     for _ in range(draw(st.integers(0, 5))):
         row = draw(st.sampled_from(rows))
         row[draw(st.integers(0, len(row) - 1))] = draw(cell)

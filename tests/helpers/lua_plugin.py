@@ -55,6 +55,8 @@ PARTS = {
     "fat": {"flag_default": 0, "max_time": 60},
     "inf": {"flag_default": 0, "max_time": 4294967295},
 }
+
+
 def missing(what: str) -> NoReturn:
     """Fail where the test command installed the interpreters (tests/run.sh), else skip."""
     if os.environ.get("ADVISOR_TEST_CLUSTER") == "1":

@@ -64,8 +64,11 @@ def assert_valid(plan: Plan) -> None:
         assert p.start_s >= release[p.task] - tol
         for parent, data in problem.parents[p.task]:
             q = plan.placements[parent]
-            transfer = 0.0 if q.node == p.node or problem.bandwidth is None or data == 0 \
+            transfer = (
+                0.0
+                if q.node == p.node or problem.bandwidth is None or data == 0
                 else data / problem.bandwidth[q.node, p.node]
+            )
             assert p.start_s >= q.finish_s + transfer - tol
     for a in plan.placements:
         for b in plan.placements:
@@ -99,8 +102,9 @@ def random_problems(draw: st.DrawFn) -> Problem:
         workflow_of[child] = workflow_of[parent]
     arrivals = [0.0] + [draw(st.floats(0.0, 40.0)) for _ in range(n_workflows - 1)]
     bandwidth = draw(st.sampled_from([None, 0.5, 2.0]))
-    return make_problem(runtimes, edges, cores, bandwidth=bandwidth,
-                        workflow_of=workflow_of, arrivals=arrivals)
+    return make_problem(
+        runtimes, edges, cores, bandwidth=bandwidth, workflow_of=workflow_of, arrivals=arrivals
+    )
 
 
 DATA = TEST_DATA / "workflows"
@@ -120,23 +124,56 @@ class FakeSbatch:
     def __call__(self, argv: Sequence[str], stdin: str | None, waits: bool) -> CommandResult:
         self.calls.append(tuple(argv))
         if any(f"--job-name={name}" in argv for name in self.refuse):
-            return CommandResult(("sbatch", *argv), 1, "", "sbatch: error: Batch job submission "
-                                 "failed: Invalid account or account/partition combination\n")
-        return CommandResult(("sbatch", *argv), 0, f"Submitted batch job {100 + len(self.calls)}\n", "")
+            return CommandResult(
+                ("sbatch", *argv),
+                1,
+                "",
+                "sbatch: error: Batch job submission "
+                "failed: Invalid account or account/partition combination\n",
+            )
+        return CommandResult(
+            ("sbatch", *argv), 0, f"Submitted batch job {100 + len(self.calls)}\n", ""
+        )
 
     def side(self) -> SideEffects:
-        return effects.real()._replace(run_sbatch=self, user=lambda: "alice",
-                                       cluster=lambda: "testc")
+        return effects.real()._replace(
+            run_sbatch=self, user=lambda: "alice", cluster=lambda: "testc"
+        )
 
 
-def record(job_id: int, partition: str, start: float | None, end: float | None,
-           state: str = "COMPLETED", base: datetime = datetime(2026, 1, 1, 12)) -> JobRecord:
+def record(
+    job_id: int,
+    partition: str,
+    start: float | None,
+    end: float | None,
+    state: str = "COMPLETED",
+    base: datetime = datetime(2026, 1, 1, 12),
+) -> JobRecord:
     def at(seconds: float | None) -> datetime | None:
         return None if seconds is None else base + timedelta(seconds=seconds)
 
     return JobRecord(
-        "testc", str(job_id), job_id, "x", "alice", "acct", partition, ("c1",), 1, None,
-        int((end or 0) - (start or 0)), 60, None, state, None, 0, 0, base, at(start), at(end), "",
+        "testc",
+        str(job_id),
+        job_id,
+        "x",
+        "alice",
+        "acct",
+        partition,
+        ("c1",),
+        1,
+        None,
+        int((end or 0) - (start or 0)),
+        60,
+        None,
+        state,
+        None,
+        0,
+        0,
+        base,
+        at(start),
+        at(end),
+        "",
     )
 
 

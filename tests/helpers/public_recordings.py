@@ -21,7 +21,9 @@ HB_JOBINFO = (
     "MaxVMSizeNode,MaxVMSizeTask,MaxDiskReadNode,MaxDiskReadTask,MaxDiskWriteNode,MaxDiskWriteTask,"
     "Comment"
 )
-REPORTSEFF = "AdminComment,AllocCPUS,Elapsed,JobID,JobIDRaw,MaxRSS,NNodes,NTasks,REQMEM,State,TotalCPU"
+REPORTSEFF = (
+    "AdminComment,AllocCPUS,Elapsed,JobID,JobIDRaw,MaxRSS,NNodes,NTasks,REQMEM,State,TotalCPU"
+)
 
 
 class Expected(NamedTuple):

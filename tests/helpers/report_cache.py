@@ -59,35 +59,125 @@ def _tag(action: str, minutes: int, source: str = "wrapper") -> str:
 
 ADVISED: tuple[AdvisedJob, ...] = (
     # fill, no --time: the advisor set 15 min; without it the partition's DefaultTime.
-    AdvisedJob(101, "alice", "cpu", "c1", 2, 610, 900, "COMPLETED", _tag("set", 15),
-               {"policy": "fill", "argv": ["-p", "cpu", "--time=00:15:00", "align.sh"]},
-               900, 1800, True),
+    AdvisedJob(
+        101,
+        "alice",
+        "cpu",
+        "c1",
+        2,
+        610,
+        900,
+        "COMPLETED",
+        _tag("set", 15),
+        {"policy": "fill", "argv": ["-p", "cpu", "--time=00:15:00", "align.sh"]},
+        900,
+        1800,
+        True,
+    ),
     # the same, killed at the advisor's limit.
-    AdvisedJob(102, "alice", "cpu", "c2", 2, 905, 900, "TIMEOUT", _tag("set", 15),
-               {"policy": "fill", "argv": ["-p", "cpu", "--time=00:15:00", "align.sh"]},
-               900, 1800, True),
+    AdvisedJob(
+        102,
+        "alice",
+        "cpu",
+        "c2",
+        2,
+        905,
+        900,
+        "TIMEOUT",
+        _tag("set", 15),
+        {"policy": "fill", "argv": ["-p", "cpu", "--time=00:15:00", "align.sh"]},
+        900,
+        1800,
+        True,
+    ),
     # tighten lowered the user's --time=2:00:00 to 10 min.
-    AdvisedJob(103, "alice", "cpu", "c1", 1, 300, 600, "COMPLETED", _tag("lowered", 10),
-               {"policy": "tighten", "argv": ["--time=2:00:00", "-p", "cpu", "--time=00:10:00", "align.sh"]},
-               600, 7200, True),
+    AdvisedJob(
+        103,
+        "alice",
+        "cpu",
+        "c1",
+        1,
+        300,
+        600,
+        "COMPLETED",
+        _tag("lowered", 10),
+        {
+            "policy": "tighten",
+            "argv": ["--time=2:00:00", "-p", "cpu", "--time=00:10:00", "align.sh"],
+        },
+        600,
+        7200,
+        True,
+    ),
     # advise only: the user's hour stands; 20 min advised, and the job ran 25 min.
-    AdvisedJob(104, "bob", "cpu", "c1", 2, 1500, 3600, "COMPLETED", "my own comment",
-               {"policy": "advise", "argv": ["-p", "cpu", "-t", "60", "align.sh"], "limit_s": 1200},
-               1200, 3600, False),
+    AdvisedJob(
+        104,
+        "bob",
+        "cpu",
+        "c1",
+        2,
+        1500,
+        3600,
+        "COMPLETED",
+        "my own comment",
+        {"policy": "advise", "argv": ["-p", "cpu", "-t", "60", "align.sh"], "limit_s": 1200},
+        1200,
+        3600,
+        False,
+    ),
     # set by slurm/job_submit.lua: a tag, no advice row.
-    AdvisedJob(105, "bob", "fat", "f1", 4, 200, 600, "COMPLETED",
-               "advisor:lua,action=set,limit=10,task=align", None, 600, 3600, True),
+    AdvisedJob(
+        105,
+        "bob",
+        "fat",
+        "f1",
+        4,
+        200,
+        600,
+        "COMPLETED",
+        "advisor:lua,action=set,limit=10,task=align",
+        None,
+        600,
+        3600,
+        True,
+    ),
     # advice recorded without a cluster name (slurm.conf unreadable): joined through its tag.
-    AdvisedJob(106, "carol", "cpu", "c2", 1, 100, 300, "COMPLETED", _tag("set", 5),
-               {"policy": "fill", "argv": ["align.sh"], "cluster": None}, 300, 1800, True),
+    AdvisedJob(
+        106,
+        "carol",
+        "cpu",
+        "c2",
+        1,
+        100,
+        300,
+        "COMPLETED",
+        _tag("set", 5),
+        {"policy": "fill", "argv": ["align.sh"], "cluster": None},
+        300,
+        1800,
+        True,
+    ),
     # the user's --time=00:20:00 kept (fill never changes it); 15 min advised.
-    AdvisedJob(107, "alice", "cpu", "c1", 2, 400, 1200, "COMPLETED", _tag("kept", 15),
-               {"policy": "fill", "argv": ["-p", "cpu", "--time=00:20:00", "align.sh"]},
-               900, 1200, False),
+    AdvisedJob(
+        107,
+        "alice",
+        "cpu",
+        "c1",
+        2,
+        400,
+        1200,
+        "COMPLETED",
+        _tag("kept", 15),
+        {"policy": "fill", "argv": ["-p", "cpu", "--time=00:20:00", "align.sh"]},
+        900,
+        1200,
+        False,
+    ),
 )
 #: A job of another cluster with the same id as 106: it must not pick up 106's advice.
-FOREIGN = AdvisedJob(106, "u1", "p1", "", 1, 50, 100, "COMPLETED", "", None, 0, None, False,
-                     cluster="kth")
+FOREIGN = AdvisedJob(
+    106, "u1", "p1", "", 1, 50, 100, "COMPLETED", "", None, 0, None, False, cluster="kth"
+)
 
 
 def real_jobs() -> list[JobRecord]:
@@ -115,27 +205,60 @@ def _observations() -> list[Observation]:
     for i in range(1, 13):
         size = i * GB / 2
         wobble = 1.0 + 0.04 * ((i * 7) % 5 - 2)
-        out.append(Observation("test", f"s{i}", "align", (30 + 60 * size / GB) * wobble,
-                               node="c1", node_class="small", input_bytes=int(size), cores=2))
+        out.append(
+            Observation(
+                "test",
+                f"s{i}",
+                "align",
+                (30 + 60 * size / GB) * wobble,
+                node="c1",
+                node_class="small",
+                input_bytes=int(size),
+                cores=2,
+            )
+        )
     for i in (2, 6, 10):
         size = i * GB / 2
-        out.append(Observation("test", f"f{i}", "align", (15 + 30 * size / GB) * 1.05,
-                               node="f1", node_class="fat", input_bytes=int(size), cores=4))
+        out.append(
+            Observation(
+                "test",
+                f"f{i}",
+                "align",
+                (15 + 30 * size / GB) * 1.05,
+                node="f1",
+                node_class="fat",
+                input_bytes=int(size),
+                cores=4,
+            )
+        )
     return out
 
 
 def fill_cache(path: Path) -> Path:
     """The cache described in the module docstring, at path."""
     with Store.open(path) as store:
-        save_cluster(store, parse_partitions(capture("scontrol_show_partition.txt").body),
-                     parse_nodes(capture("scontrol_show_node.txt").body))
+        save_cluster(
+            store,
+            parse_partitions(capture("scontrol_show_partition.txt").body),
+            parse_nodes(capture("scontrol_show_node.txt").body),
+        )
         save_node_classes(store, CLASSES)
         for node, speed in (("c1", 1.0), ("c2", 1.0), ("f1", 2.0)):
-            save_bench_run(store, BenchRun(node, "advisor-bench", "profile", {
-                "cpu_single_events_s": Measurement(1000.0 * speed),
-                "seq_read_mib_s": Measurement(500.0 * speed),
-                "memory_mib_s": Measurement(8000.0),
-            }, {"cpu_model": "test"}, measured_at="2026-11-20T10:00:00+00:00"))
+            save_bench_run(
+                store,
+                BenchRun(
+                    node,
+                    "advisor-bench",
+                    "profile",
+                    {
+                        "cpu_single_events_s": Measurement(1000.0 * speed),
+                        "seq_read_mib_s": Measurement(500.0 * speed),
+                        "memory_mib_s": Measurement(8000.0),
+                    },
+                    {"cpu_model": "test"},
+                    measured_at="2026-11-20T10:00:00+00:00",
+                ),
+            )
         add_observations(store, _observations())
         learn(store)
         save_jobs(store, [*real_jobs(), *advised_records()])

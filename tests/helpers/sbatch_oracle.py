@@ -187,7 +187,9 @@ def minutes(text: str | None) -> int | str | None:
     return math.ceil(seconds / 60) if isinstance(seconds, int) else str(seconds)
 
 
-def wrapper_reads(script: str, args: list[str], env: dict[str, str]) -> tuple[JobRequest, str | None, bool]:
+def wrapper_reads(
+    script: str, args: list[str], env: dict[str, str]
+) -> tuple[JobRequest, str | None, bool]:
     """The wrapper's request for the job, why it expects sbatch to refuse it, and hetjob."""
     cmd = parse_command_line([*args, "job.sh"])
     directives = read_directives(script)
@@ -195,7 +197,11 @@ def wrapper_reads(script: str, args: list[str], env: dict[str, str]) -> tuple[Jo
     translated, refused = translated_options(
         script, "job.sh", cmd.sbatch.options, script_options, env
     )
-    return job_request(cmd.sbatch.options, env, script_options, translated), refused, directives.hetjob
+    return (
+        job_request(cmd.sbatch.options, env, script_options, translated),
+        refused,
+        directives.hetjob,
+    )
 
 
 def fields(request: JobRequest) -> dict[str, Any]:

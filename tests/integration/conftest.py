@@ -31,7 +31,9 @@ def slurm_cluster() -> None:
         pytest.fail("ADVISOR_TEST_CLUSTER=1 but scontrol is not installed")
     ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, check=False)
     if "UP" not in ping.stdout:
-        pytest.fail(f"ADVISOR_TEST_CLUSTER=1 but slurmctld does not answer: {ping.stdout}{ping.stderr}")
+        pytest.fail(
+            f"ADVISOR_TEST_CLUSTER=1 but slurmctld does not answer: {ping.stdout}{ping.stderr}"
+        )
 
 
 @pytest.fixture(scope="module")

@@ -47,10 +47,13 @@ def profiled(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> P
     assert done.returncode == 0, done.stderr
     failed = [row["node"] for row in json.loads(done.stdout)["nodes"] if row["error"]]
     if failed:  # setup, not the test: profiling is test_profile's; say why, and try those once more
-        warnings.warn(f"profile failed on {failed} ({done.stderr.strip()}); profiling them again",
-                      stacklevel=1)
-        again = advisor(db, "profile", "--nodes", ",".join(failed), "--format", "json",
-                        "--dir", str(tmp))
+        warnings.warn(
+            f"profile failed on {failed} ({done.stderr.strip()}); profiling them again",
+            stacklevel=1,
+        )
+        again = advisor(
+            db, "profile", "--nodes", ",".join(failed), "--format", "json", "--dir", str(tmp)
+        )
         assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout)["failed"] == 0, again.stdout + again.stderr
     with Store.open(db) as store:

@@ -16,7 +16,11 @@ from tests.helpers.cluster import CLUSTER_SH, cluster_sh
 
 def _advisor(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "advisor", *args], capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "advisor", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 

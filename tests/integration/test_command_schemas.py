@@ -91,7 +91,12 @@ def _copy(source: Path, target: Path) -> None:
 
 def _live_cache(db: Path, tmp: Path) -> None:
     """A cache of the live cluster with a model of schema-sleep learnt on c1's class."""
-    assert advisor("--db", str(db), "profile", "--nodes", "c1,f1", "--dir", str(tmp), cwd=tmp).returncode == 0
+    assert (
+        advisor(
+            "--db", str(db), "profile", "--nodes", "c1,f1", "--dir", str(tmp), cwd=tmp
+        ).returncode
+        == 0
+    )
     runs = [{"task": "schema-sleep", "node": "c1", "input_bytes": 1_000_000 * 2**i,
              "runtime_s": 1.0 + 0.1 * 2**i} for i in range(6)]  # fmt: skip
     (tmp / "runs.json").write_text(json.dumps({"runs": runs}))

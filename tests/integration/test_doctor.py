@@ -149,8 +149,11 @@ def test_a_broken_export_fails(site: Site, capsys: pytest.CaptureFixture[str]) -
     ("path", "old", "new"),
     [
         (SLURM_CONF, "JobSubmitPlugins=lua", "#JobSubmitPlugins=lua"),
-        (LUA, 'local EXPORT_PATH = "/etc/slurm/advisor-limits.json"',
-         'local EXPORT_PATH = "/etc/slurm/elsewhere.json"'),
+        (
+            LUA,
+            'local EXPORT_PATH = "/etc/slurm/advisor-limits.json"',
+            'local EXPORT_PATH = "/etc/slurm/elsewhere.json"',
+        ),
     ],
     ids=["no-plugin", "plugin-reads-elsewhere"],
 )

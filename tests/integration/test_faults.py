@@ -301,7 +301,9 @@ def test_a_cache_locked_past_the_busy_timeout_costs_the_advice_row_never_the_job
         assert "advisor:wrapper" in show(job)  # the model was read despite the writer
         lines = done.stderr.splitlines()
         assert len(lines) == 1, done.stderr
-        assert lines[0].startswith(f"advisor: warning: advice not recorded: cache {db}: database is locked")
+        assert lines[0].startswith(
+            f"advisor: warning: advice not recorded: cache {db}: database is locked"
+        )
     finally:
         run(["scancel", f"--name={name}"])
     assert integrity(db) == "ok"

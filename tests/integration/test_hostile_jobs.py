@@ -35,10 +35,14 @@ TAG = f"advisor:lua,action=set,limit=15,task={TASK}"
 
 
 def run(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=120, input=stdin)
+    return subprocess.run(
+        list(argv), capture_output=True, text=True, check=False, timeout=120, input=stdin
+    )
 
 
-def submit(*options: str, script: str | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+def submit(
+    *options: str, script: str | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     """sbatch -H of a trivial job: the result, and the job as slurmctld holds it ({} if none)."""
     argv = ["sbatch", "-H", "--output=/dev/null", *options]
     done = run(*argv, stdin=script) if script is not None else run(*argv, "--wrap", "true")
@@ -96,7 +100,9 @@ def test_a_long_comment_keeps_its_job_and_its_advised_limit(exported: None) -> N
     """Finding 8: the tag after a 1000-byte --comment made slurmctld refuse the job."""
     done, info = submit("-J", TASK, "--comment", "c" * 1000)
     assert done.returncode == 0, done.stderr
-    assert info["TimeLimit"] == "00:15:00" and info["Comment"] == "c" * 1000  # no tag, still a limit
+    assert (
+        info["TimeLimit"] == "00:15:00" and info["Comment"] == "c" * 1000
+    )  # no tag, still a limit
     room = "c" * (1024 - len(TAG) - 1)
     done, info = submit("-J", TASK, "--comment", room)
     assert done.returncode == 0 and info["Comment"] == f"{room} {TAG}"  # exactly 1024 bytes
@@ -112,7 +118,10 @@ def test_the_limit_is_never_below_the_jobs_time_min(exported: None) -> None:
     job is accepted; the old plugin's 15 minutes made slurmctld refuse it.
     """
     plain, info = submit("-J", f"{TASK}-unknown", "-p", "long", "--time-min=200")
-    assert plain.returncode == 0 and (info["TimeLimit"], info["TimeMin"]) == ("04:00:00", "03:20:00")
+    assert plain.returncode == 0 and (info["TimeLimit"], info["TimeMin"]) == (
+        "04:00:00",
+        "03:20:00",
+    )
     done, info = submit("-J", TASK, "-p", "long", "--time-min=200")
     assert done.returncode == 0, done.stderr
     assert (info["TimeLimit"], info["TimeMin"]) == ("03:20:00", "03:20:00")
@@ -126,7 +135,9 @@ def test_the_limit_is_never_below_the_jobs_time_min(exported: None) -> None:
     ours, mine = submit("-J", TASK, "-p", "fat", "--time-min=5000")
     theirs, plain = submit("-J", f"{TASK}-unknown", "-p", "fat", "--time-min=5000")
     assert ours.returncode == theirs.returncode
-    assert {k: mine.get(k) for k in ("TimeLimit", "TimeMin")} == {k: plain.get(k) for k in ("TimeLimit", "TimeMin")}
+    assert {k: mine.get(k) for k in ("TimeLimit", "TimeMin")} == {
+        k: plain.get(k) for k in ("TimeLimit", "TimeMin")
+    }
     assert "advisor" not in mine.get("Comment", "") + ours.stderr
 
 

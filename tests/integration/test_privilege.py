@@ -257,7 +257,12 @@ def test_a_users_advice_reaches_the_cache_through_the_spool(site: Site, tmp_path
                        "--format", "json")  # fmt: skip
     assert ingested.returncode == 0, ingested.stderr
     counts = json.loads(ingested.stdout)["spool"]
-    assert (counts["files"], counts["rows"], counts["skipped_lines"], counts["refused_files"]) == (1, 1, 0, 0)
+    assert (counts["files"], counts["rows"], counts["skipped_lines"], counts["refused_files"]) == (
+        1,
+        1,
+        0,
+        0,
+    )
     with Store.open(site.working, readonly=True) as store:
         rows = store.query("SELECT user, task, outcome, limit_s FROM advice WHERE job_id = ?",
                            (job,))  # fmt: skip
@@ -286,10 +291,18 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
         for i in range(6)
     ]  # fmt: skip
     dump = tmp_path / "nobody.txt"
-    dump.write_text("|".join(SACCT_FIELDS) + "\n" + "".join(f"{format_sacct_row(j)}\n" for j in jobs))
+    dump.write_text(
+        "|".join(SACCT_FIELDS) + "\n" + "".join(f"{format_sacct_row(j)}\n" for j in jobs)
+    )
     assert advisor("--db", working, "update", "--sacct-file", dump).returncode == 0
     with Store.open(working) as store:
-        argv = [f"--export=ALL,{planted['token']}", "-J", planted["name"], "--wrap", planted["wrap"]]
+        argv = [
+            f"--export=ALL,{planted['token']}",
+            "-J",
+            planted["name"],
+            "--wrap",
+            planted["wrap"],
+        ]
         record_advice(store, Advice(user="nobody", policy="history", argv=argv, outcome="submitted",
                                     task=planted["name"], partition="cpu", limit_s=4200,
                                     job_id=70000, cluster="advisor"))  # fmt: skip
@@ -465,7 +478,10 @@ def exported(site: Site) -> Iterator[dict[str, int]]:
         time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
     with Store.open(site.working, readonly=True) as store:
         snapshot = load_snapshot(store, None)
-    users = {"root": UserLimits({TASK: {"cpu": 3}}, {}), "nobody": UserLimits({TASK: {"cpu": 4}}, {})}
+    users = {
+        "root": UserLimits({TASK: {"cpu": 3}}, {}),
+        "nobody": UserLimits({TASK: {"cpu": 4}}, {}),
+    }
     doc = export_document(snapshot, quantile=0.95, margin=0.1, generated_at="now", users=users)
     doc["tasks"][BIG] = {
         "input_bytes": 0,
@@ -608,7 +624,11 @@ def test_another_users_jobs_of_the_same_name_do_not_move_my_limit(
             assert advisor("--db", cache, "learn").returncode == 0
         doc = _exported(cache, tmp_path / f"after-{step}.json")
         assert _cpu_minutes(doc["tasks"][TASK]) == before, step  # what everyone else gets
-        assert _cpu_minutes(doc["users"]["mallory"]["tasks"][name_key("mallory", TASK)]) < before, step  # hers
+        assert _cpu_minutes(doc["users"]["mallory"]["tasks"][name_key("mallory", TASK)]) < before, (
+            step
+        )  # hers
         assert sorted(doc["users"]) == ["mallory"]
-        again = advisor("--db", cache, "sbatch", "--advisor-task", TASK, "--advisor-dry-run", script)
+        again = advisor(
+            "--db", cache, "sbatch", "--advisor-task", TASK, "--advisor-dry-run", script
+        )
         assert again.stdout == mine.stdout, step  # the wrapper, for this (other) user

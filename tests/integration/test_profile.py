@@ -25,7 +25,10 @@ pytestmark = pytest.mark.integration
 def advisor(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "advisor", "--db", str(db), *args],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 
@@ -34,8 +37,13 @@ def scontrol_update(*args: str) -> None:
 
 
 def node_state(node: str) -> str:
-    done = subprocess.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T"], capture_output=True,
-                          text=True, check=True, timeout=30)
+    done = subprocess.run(
+        ["sinfo", "-h", "-N", "-n", node, "-o", "%T"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
     return done.stdout.split()[0] if done.stdout.split() else ""
 
 
@@ -47,7 +55,9 @@ def drained_f1(slurm_cluster: None) -> Iterator[None]:
     finally:
         scontrol_update("nodename=f1", "state=resume")
         deadline = time.monotonic() + 30
-        while node_state("f1") not in {"idle", "mixed", "allocated"} and time.monotonic() < deadline:
+        while (
+            node_state("f1") not in {"idle", "mixed", "allocated"} and time.monotonic() < deadline
+        ):
             time.sleep(0.5)
 
 
@@ -59,9 +69,16 @@ def test_profile_stores_one_fresh_result_per_node_and_nodes_shows_them(
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     validate(result, "profile-output", source="advisor profile")
-    assert {n["node"]: n["status"] for n in result["nodes"]} == {"c1": "stored", "c2": "stored",
-                                                                 "f1": "stored"}
-    assert {n["node"]: n["partition"] for n in result["nodes"]} == {"c1": "cpu", "c2": "cpu", "f1": "fat"}
+    assert {n["node"]: n["status"] for n in result["nodes"]} == {
+        "c1": "stored",
+        "c2": "stored",
+        "f1": "stored",
+    }
+    assert {n["node"]: n["partition"] for n in result["nodes"]} == {
+        "c1": "cpu",
+        "c2": "cpu",
+        "f1": "fat",
+    }
 
     shown = advisor(db, "nodes", "--reference", "c1", "--format", "json")
     assert shown.returncode == 0, shown.stderr
@@ -87,7 +104,9 @@ def test_profile_stores_one_fresh_result_per_node_and_nodes_shows_them(
 
 def test_a_node_that_does_not_exist_fails_alone(slurm_cluster: None, tmp_path: Path) -> None:
     db = tmp_path / "cache.db"
-    done = advisor(db, "profile", "--nodes", "c2,nosuch", "--format", "json", "--dir", str(tmp_path))
+    done = advisor(
+        db, "profile", "--nodes", "c2,nosuch", "--format", "json", "--dir", str(tmp_path)
+    )
     assert done.returncode == 0, done.stderr
     status = {n["node"]: (n["status"], n["error"]) for n in json.loads(done.stdout)["nodes"]}
     assert status == {"c2": ("stored", None), "nosuch": ("failed", "not a node of this cluster")}
@@ -100,8 +119,20 @@ def test_a_node_that_does_not_exist_fails_alone(slurm_cluster: None, tmp_path: P
 
 def test_a_drained_node_fails_alone(drained_f1: None, tmp_path: Path) -> None:
     db = tmp_path / "cache.db"
-    done = advisor(db, "profile", "--partition", "fat", "--partition", "cpu", "--format", "json",
-                   "--dir", str(tmp_path), "--start-timeout", "5")
+    done = advisor(
+        db,
+        "profile",
+        "--partition",
+        "fat",
+        "--partition",
+        "cpu",
+        "--format",
+        "json",
+        "--dir",
+        str(tmp_path),
+        "--start-timeout",
+        "5",
+    )
     assert done.returncode == 0, done.stderr
     status = {n["node"]: n for n in json.loads(done.stdout)["nodes"]}
     assert status["f1"]["status"] == "failed" and "DRAIN" in status["f1"]["error"]

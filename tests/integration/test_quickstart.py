@@ -37,7 +37,11 @@ USER = quick_start("### Quick start for a user")
 
 
 def _run(script: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
     env.pop("ADVISOR_DB", None)
     return subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, env=env,
                           cwd=home, timeout=300, check=False)  # fmt: skip

@@ -221,7 +221,9 @@ def test_pbs_jobs_get_what_sbatch_gives_them(
         plain = script_file(tmp_path, f"#SBATCH -J {TASK}", name="plain.sh")
         dry = run(*ADVISOR, "--db", str(cache), "sbatch", "--advisor-dry-run", "-p", partition,
                   str(plain)).stdout  # fmt: skip
-        default = run(*ADVISOR, "--db", str(cache), "sbatch", "--advisor-dry-run", str(plain)).stdout
+        default = run(
+            *ADVISOR, "--db", str(cache), "sbatch", "--advisor-dry-run", str(plain)
+        ).stdout
         found = re.search(r"--time=(\S+)", dry)
         assert found and found.group(0) not in default  # the partitions' limits differ
         time_limit = found.group(1)

@@ -37,7 +37,9 @@ def finished_jobs(slurm_cluster: None) -> dict[str, JobRecord]:
     records: dict[int, JobRecord] = {}
     while time.monotonic() < deadline:
         end = datetime.now() + timedelta(minutes=1)
-        records = {r.job_id_raw: r for r in backend.accounting(start, end, job_ids=list(ids.values()))}
+        records = {
+            r.job_id_raw: r for r in backend.accounting(start, end, job_ids=list(ids.values()))
+        }
         if all(job in records and records[job].is_final for job in ids.values()):
             break
         time.sleep(2)

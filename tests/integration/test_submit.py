@@ -24,8 +24,15 @@ FINISH_S = 240  # ten short jobs, three dependency levels; the cluster may be bu
 
 
 def advisor(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ADVISOR, *argv], capture_output=True, text=True, timeout=120,
-                          cwd=cwd, check=False, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*ADVISOR, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +80,10 @@ def test_the_workflow_runs_in_dependency_order_on_the_planned_partitions(
     # straight from sacct, independently of the status report
     ids = {job["id"]: job["job_id"] for job in submitted["jobs"]}
     planned = {job["id"]: job["partition"] for job in submitted["jobs"]}
-    records = {r.job_id_raw: r for r in CliBackend().accounting(
-        *_window(status), job_ids=list(ids.values()))}
+    records = {
+        r.job_id_raw: r
+        for r in CliBackend().accounting(*_window(status), job_ids=list(ids.values()))
+    }
     got = {task: records[job] for task, job in ids.items()}
     assert all(got[t].partition == planned[t] for t in ids)
     works = [t for t in ids if t.startswith("work_")]

@@ -36,8 +36,15 @@ RESULTS = Path(os.environ.get("ADVISOR_ON_TIME_RESULTS", "/tmp/advisor-on-time.j
 
 
 def advisor(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ADVISOR, *argv], capture_output=True, text=True, timeout=900,
-                          cwd=cwd, check=False, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*ADVISOR, *argv],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=cwd,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def scaled_instance(shared_data: Path, target: Path) -> Path:
@@ -95,13 +102,20 @@ def test_a_scaled_wfcommons_run_ends_within_15_percent_of_p50_and_inside_p95(
         validate(status, "submit-output", source="advisor submit --status")
         assert status["finished"] and status["jobs_completed"] == 156, status["jobs"]
         assert status["dependency_order_ok"] is True
-        results.append({
-            "run": attempt + 1, "run_id": plan["run_id"], "planned_makespan_s": plan["makespan_s"],
-            "slurm_makespan_s": plan["slurm_makespan_s"], "p50_s": plan["p50_s"],
-            "p95_s": plan["p95_s"], "actual_makespan_s": status["actual_makespan_s"],
-            "actual_vs_p50": status["actual_vs_p50"], "within_p95": status["within_p95"],
-            "dispatch": plan["dispatch"],
-        })
+        results.append(
+            {
+                "run": attempt + 1,
+                "run_id": plan["run_id"],
+                "planned_makespan_s": plan["makespan_s"],
+                "slurm_makespan_s": plan["slurm_makespan_s"],
+                "p50_s": plan["p50_s"],
+                "p95_s": plan["p95_s"],
+                "actual_makespan_s": status["actual_makespan_s"],
+                "actual_vs_p50": status["actual_vs_p50"],
+                "within_p95": status["within_p95"],
+                "dispatch": plan["dispatch"],
+            }
+        )
         RESULTS.write_text(json.dumps(results, indent=1))
         print(json.dumps(results[-1]))
         time.sleep(5)

@@ -51,7 +51,9 @@ def update(cache: Path, *options: str, env: dict[str, str] | None = None) -> dic
 def forecast(cache: Path, user: str | None = None) -> float:
     """The prediction on c1 as user sees it (None: the shared model alone)."""
     with Store.open(cache, readonly=True) as store:
-        rows = predict_runtime(store, TASK, 2_400_000_000, node="c1", user=user).to_json()["predictions"]
+        rows = predict_runtime(store, TASK, 2_400_000_000, node="c1", user=user).to_json()[
+            "predictions"
+        ]
     return float(rows[0]["predicted_s"])
 
 

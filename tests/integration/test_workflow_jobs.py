@@ -213,7 +213,9 @@ def test_the_wrapper_gives_their_jobs_the_tasks_history_limit(ingested: dict[str
 
 def test_the_wrapper_gives_a_traced_process_its_models_limit(ingested: dict[str, Any]) -> None:
     cache, folder = ingested["cache"], ingested["folder"]
-    by_task = advisor(cache, "sbatch", "--advisor-dry-run", "--advisor-task", MODELLED_KEY, *COMMON, "--wrap", "x")
+    by_task = advisor(
+        cache, "sbatch", "--advisor-dry-run", "--advisor-task", MODELLED_KEY, *COMMON, "--wrap", "x"
+    )
     assert by_task.returncode == 0, by_task.stderr
     expected = next(w for w in by_task.stdout.split() if w.startswith("--time="))
     info, _ = _advised(cache, folder, "-J", nf_name(MODELLED, "s2"), "--wrap", "sleep 1")

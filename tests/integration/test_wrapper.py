@@ -171,7 +171,15 @@ def test_arguments_reach_the_job_unchanged(cache: Path, job_script: Path, tmp_pa
             "é"]  # fmt: skip
     out = tmp_path / "argv.bin"
     done = advisor_sbatch(
-        cache, "--advisor-task", TASK, "-p", "cpu", "-J", "x y;$z", str(job_script), str(out),
+        cache,
+        "--advisor-task",
+        TASK,
+        "-p",
+        "cpu",
+        "-J",
+        "x y;$z",
+        str(job_script),
+        str(out),
         *args,
     )
     assert done.returncode == 0, done.stderr
@@ -201,7 +209,9 @@ def test_a_job_name_without_model_gets_its_history_limit(
         for i in range(5)
     ]  # fmt: skip
     dump = tmp_path / "sacct.txt"
-    dump.write_text("|".join(SACCT_FIELDS) + "\n" + "".join(f"{format_sacct_row(j)}\n" for j in jobs))
+    dump.write_text(
+        "|".join(SACCT_FIELDS) + "\n" + "".join(f"{format_sacct_row(j)}\n" for j in jobs)
+    )
     mine = tmp_path / "cache.db"
     shutil.copy(cache, mine)
     done = run(*ADVISOR, "--db", str(mine), "update", "--sacct-file", str(dump))
@@ -396,7 +406,9 @@ def test_sbatch_option_table_matches_the_installed_sbatch(slurm_cluster: None) -
             longer = [o for o in LONG_OPTIONS if o != name and o.startswith(name)
                       and ONLY_IN.get(o, installed.group(1)) == installed.group(1)]  # fmt: skip
             if not longer:  # else getopt takes it for that one (22.05: --extra, --extra-node-info)
-                assert f"unrecognized option '--{name}=x'" in with_value, name  # the other version's
+                assert f"unrecognized option '--{name}=x'" in with_value, (
+                    name
+                )  # the other version's
             continue
         without = run("sbatch", f"--{name}").stderr if kind is not Arg.NONE else ""
         assert "unrecognized option" not in with_value, name

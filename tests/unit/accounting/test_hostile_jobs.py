@@ -118,8 +118,12 @@ def alices_limit_min(cache: Path) -> float:
     return found[0] / 60
 
 
-def ingest(capsys: pytest.CaptureFixture[str], cache: Path, path: Path, jobs: Sequence[JobRecord]) -> None:
-    code, result, err = cli(capsys, "--db", str(cache), "update", "--sacct-file", str(dump(path, jobs)))
+def ingest(
+    capsys: pytest.CaptureFixture[str], cache: Path, path: Path, jobs: Sequence[JobRecord]
+) -> None:
+    code, result, err = cli(
+        capsys, "--db", str(cache), "update", "--sacct-file", str(dump(path, jobs))
+    )
     assert code == 0 and result["stored"] == len(jobs), err
 
 
@@ -140,7 +144,9 @@ def test_forged_tags_on_ones_own_timeouts_do_not_widen_another_users_limit(
     # alice's limit from 70 to 1120 min (the site budget doubled the widening per kill).
     ingest(capsys, cache, tmp_path / "alice.txt", alices_history())
     assert alices_limit_min(cache) == 70
-    ingest(capsys, cache, tmp_path / "flood.txt", [timed_out(2000 + i, "mallory") for i in range(40)])
+    ingest(
+        capsys, cache, tmp_path / "flood.txt", [timed_out(2000 + i, "mallory") for i in range(40)]
+    )
     assert alices_limit_min(cache) == 70
     with Store.open(cache, readonly=True) as store:
         assert load_site(store).widen == 1.0
@@ -163,11 +169,17 @@ def test_forged_tags_on_ones_own_timeouts_do_not_widen_another_users_limit(
     ],
 )
 def test_only_kills_the_advisor_recorded_count_and_per_user_first(
-    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], killed: str,
-    recorded_by: str | None, minutes: int,
+    cache: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    killed: str,
+    recorded_by: str | None,
+    minutes: int,
 ) -> None:
     ingest(capsys, cache, tmp_path / "alice.txt", alices_history())
-    kills = [timed_out(2000 + i, "mallory" if killed == "mallory" else f"user{i}") for i in range(40)]
+    kills = [
+        timed_out(2000 + i, "mallory" if killed == "mallory" else f"user{i}") for i in range(40)
+    ]
     record_limits(cache, kills, user=recorded_by)
     ingest(capsys, cache, tmp_path / "kills.txt", kills)
     assert alices_limit_min(cache) == minutes
@@ -210,7 +222,9 @@ def test_a_job_without_a_user_moves_no_shared_model(
     # an administrator's import: twenty slow runs moved alice's (everyone's) prediction.
     def alices_p95() -> float:
         with Store.open(cache, readonly=True) as store:
-            rows = predict_runtime(store, "align", 3 * GB, node="c1", user="alice").to_json()["predictions"]
+            rows = predict_runtime(store, "align", 3 * GB, node="c1", user="alice").to_json()[
+                "predictions"
+            ]
         return float(rows[0]["p95_s"])
 
     before = alices_p95()

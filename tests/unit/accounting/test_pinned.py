@@ -95,7 +95,9 @@ def site_jobs(logs: tuple[Path, ...]) -> Iterator[JobRecord]:
             number = job.job_id
             name = NAMES[number % len(NAMES)].format(n=number % 13)
             comment = ""
-            if number % 7 == 0:  # a Snakemake job: the run's UUID as its name, the rule in the comment
+            if (
+                number % 7 == 0
+            ):  # a Snakemake job: the run's UUID as its name, the rule in the comment
                 name = "feab4cdc-1349-44cc-b4b7-64d93701a213"
                 comment = f"rule_align_wildcards_s{number % 5}"
             limit_min = (record.timelimit_s or 3600) // 60 + 1

@@ -62,7 +62,11 @@ def test_json_figures_of_22_05_9_array_task_on_four_nodes(tmp_path: Path) -> Non
     ingest(tmp_path, "sarc-22.05.9.json")
     (job,) = stored(tmp_path).values()
     assert job["job_id"] == "20247445_100" and job["job_id_raw"] == 20247445
-    assert (job["cluster"], job["user"], job["partition"]) == ("narval", "hudson", "gpubase_bynode_b4")
+    assert (job["cluster"], job["user"], job["partition"]) == (
+        "narval",
+        "hudson",
+        "gpubase_bynode_b4",
+    )
     assert job["state"] == "FAILED" and job["elapsed_s"] == 124403
     assert job["timelimit_s"] == 2880 * 60 and job["cpus"] == 96
     assert job["req_mem_mb"] == 262144 and job["req_mem_per"] is None  # tres.requested: the total

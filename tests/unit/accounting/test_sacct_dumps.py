@@ -68,7 +68,9 @@ def _x1f_jobs() -> list[JobRecord]:
         ("JobID    JobName  State", None),  # sacct's aligned columns, not --parsable2
     ],
 )
-def test_the_delimiter_is_the_one_between_the_header_names(line: str, delimiter: str | None) -> None:
+def test_the_delimiter_is_the_one_between_the_header_names(
+    line: str, delimiter: str | None
+) -> None:
     assert header_delimiter(line) == delimiter
 
 
@@ -142,7 +144,9 @@ def test_a_second_header_with_other_fields_changes_the_fields(tmp_path: Path) ->
 
 def test_a_later_header_lacking_what_is_needed_refuses_the_file(tmp_path: Path) -> None:
     body = capture("sacct_header.txt").body
-    vsc = (TEST_DATA / "slurm" / "public" / "vsc-administration-sacct-default-fields.txt").read_text()
+    vsc = (
+        TEST_DATA / "slurm" / "public" / "vsc-administration-sacct-default-fields.txt"
+    ).read_text()
     path = _write(tmp_path / "dump.txt", body + vsc)
     with Store.open(tmp_path / "cache.db") as store:
         with pytest.raises(InputError, match=r":? line 3: the header lacks Elapsed"):
@@ -192,7 +196,9 @@ def test_a_separator_in_a_name_keeps_every_record_and_the_record_itself(
     with Store.open(tmp_path / "cache.db") as store:
         result = update_from_file(store, path, kind="sacct", dump=DumpFormat(cluster="x"))
         assert result.stored == len(jobs) and result.skipped == {}
-        (row,) = store.query("SELECT name, comment FROM accounting_jobs WHERE job_id = ?", (named.job_id,))
+        (row,) = store.query(
+            "SELECT name, comment FROM accounting_jobs WHERE job_id = ?", (named.job_id,)
+        )
     assert (row["name"], row["comment"]) == (named.name, named.comment)
 
 
@@ -252,8 +258,12 @@ def test_a_time_format_without_a_year_is_refused() -> None:
 
 def test_reqmem_keeps_what_it_is_per_on_reportseff_rows() -> None:
     # issue #15: ReqMem's per-CPU/per-node suffix was dropped (reportseff's Princeton rows)
-    lines = (TEST_DATA / "slurm" / "public" / "reportseff-console-jobs.txt").read_text().splitlines()
-    fields = "AdminComment,AllocCPUS,Elapsed,JobID,JobIDRaw,MaxRSS,NNodes,NTasks,ReqMem,State,TotalCPU"
+    lines = (
+        (TEST_DATA / "slurm" / "public" / "reportseff-console-jobs.txt").read_text().splitlines()
+    )
+    fields = (
+        "AdminComment,AllocCPUS,Elapsed,JobID,JobIDRaw,MaxRSS,NNodes,NTasks,ReqMem,State,TotalCPU"
+    )
     jobs = {job.job_id: job for job in (
         parse_sacct_line(line, fields.split(","), delimiter="^|^") for line in lines
     )}  # fmt: skip

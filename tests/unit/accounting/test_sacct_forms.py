@@ -52,7 +52,12 @@ def test_the_done_when_dump_without_cluster_or_jobidraw_is_ingested(
     assert result.skipped == {"array_pending": 1}
     rows = _rows(_dump(tmp_path, "sacct_done_when.txt"), dump_format())
     (job,) = [row for row in rows if not isinstance(row, Skipped)]
-    assert (job.job_id, job.job_id_raw, job.cluster, job.state) == (PLAIN, int(PLAIN), "advisor", "COMPLETED")
+    assert (job.job_id, job.job_id_raw, job.cluster, job.state) == (
+        PLAIN,
+        int(PLAIN),
+        "advisor",
+        "COMPLETED",
+    )
     assert (job.elapsed_s, job.timelimit_s, job.partition) == (1, 120, "cpu")
 
 
@@ -75,17 +80,30 @@ def test_a_tab_delimited_dump_is_read_and_ncpus_gives_the_cpus(tmp_path: Path) -
 
 def test_epoch_timestamps_give_the_times_of_the_standard_dump(tmp_path: Path) -> None:
     # "Epoch timestamps are refused" (SLURM_TIME_FORMAT=%s)
-    epoch = {r.job_id: r for r in _rows(_dump(tmp_path, "sacct_epoch.txt")) if not isinstance(r, Skipped)}
-    standard = {r.job_id: r for r in _rows(_dump(tmp_path, "sacct_tab.txt")) if not isinstance(r, Skipped)}
-    assert epoch[PLAIN].end == standard[PLAIN].end == datetime.fromisoformat(
-        capture("forms/sacct_done_when.txt").body.splitlines()[1].split("|")[-1]
+    epoch = {
+        r.job_id: r for r in _rows(_dump(tmp_path, "sacct_epoch.txt")) if not isinstance(r, Skipped)
+    }
+    standard = {
+        r.job_id: r for r in _rows(_dump(tmp_path, "sacct_tab.txt")) if not isinstance(r, Skipped)
+    }
+    assert (
+        epoch[PLAIN].end
+        == standard[PLAIN].end
+        == datetime.fromisoformat(
+            capture("forms/sacct_done_when.txt").body.splitlines()[1].split("|")[-1]
+        )
     )
-    assert (epoch[PLAIN].submit, epoch[PLAIN].start) == (standard[PLAIN].submit, standard[PLAIN].start)
+    assert (epoch[PLAIN].submit, epoch[PLAIN].start) == (
+        standard[PLAIN].submit,
+        standard[PLAIN].start,
+    )
 
 
 def test_sacct_format_in_the_environment_changes_the_fields(tmp_path: Path) -> None:
     # why the live query drops SACCT_FORMAT (issue #15): its rows lack what the advisor needs
-    with pytest.raises(InputError, match=r"header lacks Elapsed \(or ElapsedRaw\), End \(or Start\)"):
+    with pytest.raises(
+        InputError, match=r"header lacks Elapsed \(or ElapsedRaw\), End \(or Start\)"
+    ):
         _rows(_dump(tmp_path, "sacct_format_env.txt"))
 
 
@@ -101,7 +119,9 @@ def test_each_separator_in_names_and_comments_keeps_every_record(tmp_path: Path)
     # issue #16 finding 3: sacct prints them raw; the \n job spans three lines of the dump
     expected = {
         str(int(job_id)): (f"sep{i}-{TOKEN}{sep}x", f"c{sep}{i}")
-        for i, (job_id, sep) in enumerate(zip(JOBS["separator"].split()[1:], SEPARATORS, strict=True))
+        for i, (job_id, sep) in enumerate(
+            zip(JOBS["separator"].split()[1:], SEPARATORS, strict=True)
+        )
     }
     expected[PLAIN] = (f"plain-{TOKEN}", "plain comment")
     for name in ("sacct_separators.txt", "sacct_separators.json"):

@@ -167,7 +167,9 @@ def _swf_lines(draw: st.DrawFn) -> str:
     return draw(st.sampled_from(("", " ", "\t"))) + blank.join([*fields, "1"][:width]) + ends
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(_swf_lines(), min_size=1, max_size=6))
 def test_the_first_pass_refuses_a_log_where_reading_it_would(
     tmp_path: Path, lines: list[str]

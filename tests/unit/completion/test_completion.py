@@ -49,7 +49,10 @@ def test_bash_completes_files_and_the_caches_partitions(
     assert _bash_complete("advisor", "--db", str(db), "sbatch", "-p", "") == [
         "dev", "fast", "legacy", "standard"]  # fmt: skip
     assert "demo.db" in _bash_complete("advisor", "replay", "dem", db=db)
-    assert _bash_complete("advisor", "--db", str(tmp_path / "none.db"), "plan", "--partition", "") == []
+    assert (
+        _bash_complete("advisor", "--db", str(tmp_path / "none.db"), "plan", "--partition", "")
+        == []
+    )
     assert not (tmp_path / "none.db").exists()  # a TAB creates no cache
 
 
@@ -60,7 +63,8 @@ def test_scripts_are_current_and_pass_their_shells_syntax_check(
     assert main(["completion", shell]) == 0
     script = capsys.readouterr().out
     assert script == (REPO / "contrib" / "completion" / f"advisor.{shell}").read_text(), (
-        f"regenerate: advisor completion {shell} > contrib/completion/advisor.{shell}")
+        f"regenerate: advisor completion {shell} > contrib/completion/advisor.{shell}"
+    )
     if not shutil.which(shell):
         pytest.skip(f"{shell} is not installed here")
     done = subprocess.run([shell, "-n"], input=script, capture_output=True, text=True, check=False)
@@ -72,6 +76,9 @@ def test_fish_completes_report() -> None:
         pytest.skip("fish is not installed here")
     done = subprocess.run(
         ["fish", "-c", "advisor completion fish | source; complete -C 'advisor repo'"],
-        capture_output=True, text=True, env=ENV, check=False,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=False,
     )
     assert done.stdout.split("\t")[0] == "report", done.stderr

@@ -10,7 +10,12 @@ from advisor.errors import InputError
 from advisor.factors import NodeRatios, node_ratios, task_factor
 
 # Lotaru (SSDBM 2022) Table 2, as in ../shared/data/lotaru/nodes.json.
-LOCAL = {"cpu_single_events_s": 458, "linpack_kflops": 3959800, "memory_score": 18600, "io_score": 415}
+LOCAL = {
+    "cpu_single_events_s": 458,
+    "linpack_kflops": 3959800,
+    "memory_score": 18600,
+    "io_score": 415,
+}
 A1 = {"cpu_single_events_s": 223, "io_score": 303}  # LINPACK and memory failed on A1
 N1 = {"cpu_single_events_s": 369, "linpack_kflops": 3620426, "memory_score": 13400, "io_score": 483}
 
@@ -35,7 +40,9 @@ def test_a_node_against_itself_has_ratio_one() -> None:
 
 
 def test_no_common_benchmark_gives_none() -> None:
-    assert node_ratios({"io_score": 1.0}, {"cpu_single_events_s": 2.0}) == NodeRatios(None, None, None)
+    assert node_ratios({"io_score": 1.0}, {"cpu_single_events_s": 2.0}) == NodeRatios(
+        None, None, None
+    )
 
 
 def test_own_benchmarks_feed_the_io_ratio() -> None:

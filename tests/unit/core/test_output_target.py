@@ -24,7 +24,9 @@ def cache(tmp_path: Path) -> Path:
     return path
 
 
-def _run(cache: Path, command: str, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+def _run(
+    cache: Path, command: str, out: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, list[str]]:
     code = main(["--db", str(cache), command, "--out", str(out)])
     return code, capsys.readouterr().err.strip().splitlines()
 
@@ -67,7 +69,9 @@ def test_a_replaceable_parent_is_refused_a_sticky_one_is_not(
     (parent / "mine").mkdir(parents=True)
     parent.chmod(0o777)  # anyone could rename 'mine' away and put their own in its place
     code, err = _run(cache, command, parent / "mine" / "out", capsys)
-    assert code == 2 and len(err) == 1 and f"{parent} is writable by others and not sticky" in err[0]
+    assert (
+        code == 2 and len(err) == 1 and f"{parent} is writable by others and not sticky" in err[0]
+    )
     parent.chmod(0o1777)  # like /tmp: no one else can rename it
     code, err = _run(cache, command, parent / "mine" / "out", capsys)
     assert (code, err) == (0, []) and (parent / "mine" / "out").stat().st_mode & 0o777 == 0o644

@@ -8,7 +8,9 @@ from tests.helpers.paths import REPO
 
 
 def test_every_advisor_package_is_listed_in_pyproject() -> None:
-    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    listed = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
     found = {
         ".".join(init.parent.relative_to(REPO).parts)
         for init in (REPO / "advisor").rglob("__init__.py")

@@ -56,7 +56,10 @@ def test_unknown_total_counts_up(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bar.line().endswith("50/100")
 
 
-@pytest.mark.parametrize(("setting", "tty", "expected"), [("0", True, False), ("1", False, True), ("", True, True), ("", False, False)])
+@pytest.mark.parametrize(
+    ("setting", "tty", "expected"),
+    [("0", True, False), ("1", False, True), ("", True, True), ("", False, False)],
+)
 def test_the_environment_overrides_the_terminal(
     monkeypatch: pytest.MonkeyPatch, setting: str, tty: bool, expected: bool
 ) -> None:

@@ -165,7 +165,10 @@ def test_ingestion_attributes_rows_to_the_owner_and_resumes(spool: Path, store: 
     assert (counts["rows"], counts["skipped_lines"]) == (1, 1)
     assert [row["job_id"] for row in _rows(store)] == [1, 2]
     mark = parse_mark(get_watermark(store, mark_source(UID, path.name)))
-    assert mark is not None and (mark.inode, mark.offset) == (path.stat().st_ino, path.stat().st_size)
+    assert mark is not None and (mark.inode, mark.offset) == (
+        path.stat().st_ino,
+        path.stat().st_size,
+    )
     assert "sim" not in str(get_watermark(store, mark_source(UID, path.name)))  # no user text
 
 
@@ -215,7 +218,9 @@ def test_rotation_loses_no_line_while_a_user_appends(spool: Path, store: Store) 
         runs += 1
         ran.release()
     thread.join()
-    removed += ingest_spool(store, str(spool), now=start + timedelta(days=days + 2))["removed_segments"]
+    removed += ingest_spool(store, str(spool), now=start + timedelta(days=days + 2))[
+        "removed_segments"
+    ]
     ids = [row["job_id"] for row in _rows(store)]
     assert sorted(ids) == list(range(1, total + 1))  # every line, once
     left = sorted(p.name for p in Path(user_dir(str(spool), UID)).iterdir())

@@ -15,7 +15,9 @@ from tests.helpers.paths import REPO
 TESTS = REPO / "tests"
 UNIT = TESTS / "unit"
 #: tests/unit/<dir>: an advisor sub-package, or core for advisor's top-level modules.
-UNIT_DIRS = {p.name for p in (REPO / "advisor").iterdir() if (p / "__init__.py").is_file()} | {"core"}
+UNIT_DIRS = {p.name for p in (REPO / "advisor").iterdir() if (p / "__init__.py").is_file()} | {
+    "core"
+}
 
 
 def python_files() -> list[Path]:
@@ -79,4 +81,8 @@ def test_unit_tests_sit_in_the_directory_of_the_package_they_test() -> None:
         if p.parent == UNIT or p.relative_to(UNIT).parts[0] not in UNIT_DIRS
     ]
     assert not misplaced, f"tests/unit/<{'|'.join(sorted(UNIT_DIRS))}>/ only: {misplaced}"
-    assert all((d / "__init__.py").is_file() for d in UNIT.iterdir() if d.is_dir() and d.name != "__pycache__")
+    assert all(
+        (d / "__init__.py").is_file()
+        for d in UNIT.iterdir()
+        if d.is_dir() and d.name != "__pycache__"
+    )

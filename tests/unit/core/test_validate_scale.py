@@ -35,8 +35,13 @@ def broken_copies(doc: Any, limit: int = 60) -> list[Any]:
     spots: list[tuple[list[Any], Any, Any]] = []
 
     def walk(node: Any, path: list[Any]) -> None:
-        items = list(node.items()) if isinstance(node, dict) else list(enumerate(node)) \
-            if isinstance(node, list) else []
+        items = (
+            list(node.items())
+            if isinstance(node, dict)
+            else list(enumerate(node))
+            if isinstance(node, list)
+            else []
+        )
         for key, value in items:
             for replacement in ("x", -1, None, [], {}):
                 if len(spots) >= limit:
@@ -79,20 +84,26 @@ def test_both_engines_agree_on_the_real_wfcommons_instances(shared_data: Path) -
         if path.stat().st_size > 100_000:
             continue  # jsonschema takes seconds per copy of the large ones
         for broken in broken_copies(doc, limit=15):
-            assert (check.first_error(broken) is None) == \
-                python_says_valid(check.contents, broken, draft="7")
+            assert (check.first_error(broken) is None) == python_says_valid(
+                check.contents, broken, draft="7"
+            )
 
 
 def matrix_problem(rows: int, cols: int) -> dict[str, Any]:
-    return {"computation_cost": [[float(r + c) for c in range(cols)] for r in range(rows)],
-            "edges": [[0, 1, 2.5]]}
+    return {
+        "computation_cost": [[float(r + c) for c in range(cols)] for r in range(rows)],
+        "edges": [[0, 1, 2.5]],
+    }
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    (-1.0, "-1.0 is less than the minimum of 0"),
-    ("3", "'3' is not of type 'number', 'null'"),
-    (True, "True is not of type 'number', 'null'"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (-1.0, "-1.0 is less than the minimum of 0"),
+        ("3", "'3' is not of type 'number', 'null'"),
+        (True, "True is not of type 'number', 'null'"),
+    ],
+)
 def test_a_bad_entry_in_a_large_matrix_is_named_by_its_path(value: Any, message: str) -> None:
     doc = matrix_problem(2000, 64)
     doc["computation_cost"][1234][17] = value
@@ -105,8 +116,11 @@ def test_a_bad_entry_in_a_large_matrix_is_named_by_its_path(value: Any, message:
 def test_a_short_row_in_a_large_matrix_is_named() -> None:
     doc = matrix_problem(500, 8)
     doc["computation_cost"][321] = []
-    with pytest.raises(InputError, match=r"^big.json: \$.computation_cost\[321\]: \[\] should "
-                                         r"be non-empty$"):
+    with pytest.raises(
+        InputError,
+        match=r"^big.json: \$.computation_cost\[321\]: \[\] should "
+        r"be non-empty$",
+    ):
         parse_problem(doc, source="big.json")
 
 
@@ -129,24 +143,27 @@ def test_a_large_valid_matrix_with_nulls_passes_without_the_fast_engine(
 def test_numpy_values_fall_back_to_jsonschema() -> None:
     import numpy as np
 
-    validate({"computation_cost": [[np.float64(2.0)]], "edges": []}, "planning-problem",
-             source="x")
+    validate({"computation_cost": [[np.float64(2.0)]], "edges": []}, "planning-problem", source="x")
     with pytest.raises(InputError, match="minimum"):
-        validate({"computation_cost": [[np.float64(-2.0)]], "edges": []}, "planning-problem",
-                 source="x")
+        validate(
+            {"computation_cost": [[np.float64(-2.0)]], "edges": []}, "planning-problem", source="x"
+        )
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('{"a": [1, 2.5, 1e400]}', "number 1e400 is out of range"),
-    ('{"a": 9223372036854775808}', "more than 64 bits"),
-    ('{"a": NaN}', "NaN is not valid JSON"),
-    ('{"a": [1, -Infinity]}', "-Infinity is not valid JSON"),
-    ('{"a": [1E+309]}', "number 1E\\+309 is out of range"),  # the bounds of the fast path
-    ('{"a": -1.5e0309}', "is out of range"),
-    ('{"a": ' + "1" * 310 + '.0}', "is out of range"),
-    ('{"a": -9223372036854775809}', "more than 64 bits"),
-    ('{"a": 99999999999999999999}', "more than 64 bits"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": [1, 2.5, 1e400]}', "number 1e400 is out of range"),
+        ('{"a": 9223372036854775808}', "more than 64 bits"),
+        ('{"a": NaN}', "NaN is not valid JSON"),
+        ('{"a": [1, -Infinity]}', "-Infinity is not valid JSON"),
+        ('{"a": [1E+309]}', "number 1E\\+309 is out of range"),  # the bounds of the fast path
+        ('{"a": -1.5e0309}', "is out of range"),
+        ('{"a": ' + "1" * 310 + ".0}", "is out of range"),
+        ('{"a": -9223372036854775809}', "more than 64 bits"),
+        ('{"a": 99999999999999999999}', "more than 64 bits"),
+    ],
+)
 def test_out_of_range_numbers_are_still_refused(tmp_path: Path, text: str, expected: str) -> None:
     path = tmp_path / "doc.json"
     path.write_text(text)
@@ -155,17 +172,31 @@ def test_out_of_range_numbers_are_still_refused(tmp_path: Path, text: str, expec
 
 
 def test_ordinary_numbers_parse_unchanged(tmp_path: Path) -> None:
-    values = [0, -0.0, 1.5, 1e-300, 9223372036854775807, 123456789012345678, 2.5e99, 1e-5,
-              -(2**63), 1.7976931348623157e308, 5e-324, 1234567890123456789.5]
+    values = [
+        0,
+        -0.0,
+        1.5,
+        1e-300,
+        9223372036854775807,
+        123456789012345678,
+        2.5e99,
+        1e-5,
+        -(2**63),
+        1.7976931348623157e308,
+        5e-324,
+        1234567890123456789.5,
+    ]
     path = tmp_path / "doc.json"
     path.write_text(json.dumps({"v": values}))
     assert load_json(path) == {"v": values}
 
 
 def test_a_wfformat_error_still_names_its_path(tmp_path: Path) -> None:
-    doc = json.loads((TEST_DATA / "workflows" /
-                      "forkjoin-sleep-1.5.json").read_text())
+    doc = json.loads((TEST_DATA / "workflows" / "forkjoin-sleep-1.5.json").read_text())
     doc["workflow"]["specification"]["tasks"][3]["parents"] = "fork"
-    with pytest.raises(InvalidWorkflowError, match=r"\$.workflow.specification.tasks\[3\]."
-                                                   r"parents: 'fork' is not of type 'array'"):
+    with pytest.raises(
+        InvalidWorkflowError,
+        match=r"\$.workflow.specification.tasks\[3\]."
+        r"parents: 'fork' is not of type 'array'",
+    ):
         wfformat.parse_workflow(doc, source="w.json")

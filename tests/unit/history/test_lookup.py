@@ -131,7 +131,9 @@ def test_the_limits_file_carries_each_users_history_for_the_lua_plugin(store: St
     assert alice["tasks"][name_key("alice", "sim")]["partitions"] == {
         "cpu": {"limit_min": 225}, "short": {"limit_min": 120},
     }  # fmt: skip
-    assert alice["tasks"][name_key("alice", "post")]["partitions"]["cpu"] == {"limit_min": 70}  # 600 s + 1 h
+    assert alice["tasks"][name_key("alice", "post")]["partitions"]["cpu"] == {
+        "limit_min": 70
+    }  # 600 s + 1 h
     # user + partition for the names without history of their own; one run of bob's is none
     assert alice["partitions"] == {"cpu": {"limit_min": 70}, "short": {"limit_min": 120}}
     assert "bob" not in doc["users"] and doc["tasks"] == {}

@@ -110,8 +110,9 @@ def test_one_calibration_run_beats_the_plain_probe_ratio_by_fifteen_percent(
         # and more runs help, more than they help the plain ratio
         more = [folds[(scheme, "all", "heterogeneous", f"advisor+{k}runs")] for k in (2, 3)]
         assert ours >= more[0]["median_error"] >= more[1]["median_error"]
-        assert more[1]["median_error"] <= 0.85 * (
-            folds[(scheme, "all", "heterogeneous", "probe+3runs")]["median_error"]
+        assert (
+            more[1]["median_error"]
+            <= 0.85 * (folds[(scheme, "all", "heterogeneous", "probe+3runs")]["median_error"])
         )
 
 

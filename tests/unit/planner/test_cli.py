@@ -34,8 +34,20 @@ def test_plan_json_follows_the_schema(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_plan_several_workflows_with_fdws(capsys: pytest.CaptureFixture[str]) -> None:
-    data = run_json(capsys, "plan", str(DATA / "fork-1.4.json"), str(DATA / "chain-1.6.json"),
-                    "--algorithm", "fdws", "--arrivals", "0,5", "--nodes", "2", "--cores", "2")
+    data = run_json(
+        capsys,
+        "plan",
+        str(DATA / "fork-1.4.json"),
+        str(DATA / "chain-1.6.json"),
+        "--algorithm",
+        "fdws",
+        "--arrivals",
+        "0,5",
+        "--nodes",
+        "2",
+        "--cores",
+        "2",
+    )
     validate(data, "plan-output", source="plan")
     assert [w["arrival_s"] for w in data["workflows"]] == [0.0, 5.0]
     assert data["fairness"]["unfairness"] >= 0.0
@@ -47,8 +59,19 @@ def test_plan_cpu_work_needs_a_platform(capsys: pytest.CaptureFixture[str]) -> N
     err = capsys.readouterr().err
     assert "task 'split_00000001' has no recorded runtime" in err
     assert err.count("\n") == 1
-    data = run_json(capsys, "plan", str(DATA / "diamond-1.3.json"), "--nodes", "2",
-                    "--platform", "summit", "--flops-per-unit", "61.542Gf", "--cv", "0")
+    data = run_json(
+        capsys,
+        "plan",
+        str(DATA / "diamond-1.3.json"),
+        "--nodes",
+        "2",
+        "--platform",
+        "summit",
+        "--flops-per-unit",
+        "61.542Gf",
+        "--cv",
+        "0",
+    )
     # about one second per cpu-work unit: split 100 + left 200 + join 10 (+ tiny I/O)
     assert data["makespan_s"] == pytest.approx(310.0, rel=1e-3)
 
@@ -62,13 +85,26 @@ def test_plan_table_and_gantt(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_plan_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str],
-                                          tmp_path: Path) -> None:
+def test_plan_errors_exit_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     cyclic = tmp_path / "cycle.json"
-    cyclic.write_text(json.dumps({"name": "c", "schemaVersion": "1.5", "workflow": {
-        "specification": {"tasks": [
-            {"name": "a", "id": "a", "parents": ["b"], "children": []},
-            {"name": "b", "id": "b", "parents": ["a"], "children": []}]}}}))
+    cyclic.write_text(
+        json.dumps(
+            {
+                "name": "c",
+                "schemaVersion": "1.5",
+                "workflow": {
+                    "specification": {
+                        "tasks": [
+                            {"name": "a", "id": "a", "parents": ["b"], "children": []},
+                            {"name": "b", "id": "b", "parents": ["a"], "children": []},
+                        ]
+                    }
+                },
+            }
+        )
+    )
     assert main(["plan", str(cyclic)]) == 2
     err = capsys.readouterr().err
     assert err == f"advisor: error: {cyclic}: cycle: a -> b -> a\n"
@@ -80,9 +116,20 @@ def test_plan_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str],
 
 def test_plan_a_planning_problem_case(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     problem = tmp_path / "p.json"
-    problem.write_text(json.dumps({"cases": {"tiny": {
-        "computation_cost": [[2, 3], [4, None]], "edges": [[0, 1, 5]],
-        "comm_bandwidth": [[0, 1], [1, 0]], "comm_startup": [0, 0]}}}))
+    problem.write_text(
+        json.dumps(
+            {
+                "cases": {
+                    "tiny": {
+                        "computation_cost": [[2, 3], [4, None]],
+                        "edges": [[0, 1, 5]],
+                        "comm_bandwidth": [[0, 1], [1, 0]],
+                        "comm_startup": [0, 0],
+                    }
+                }
+            }
+        )
+    )
     data = run_json(capsys, "plan", f"{problem}#tiny", "--algorithm", "peft")
     validate(data, "plan-output", source="plan")
     assert data["makespan_s"] == 6.0  # both on P1: 2 + 4, no transfer
@@ -95,8 +142,19 @@ def test_plan_a_planning_problem_case(capsys: pytest.CaptureFixture[str], tmp_pa
 
 
 def test_estimate_json_follows_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
-    data = run_json(capsys, "estimate", str(DATA / "diamond-1.3.json"), "--platform", "summit",
-                    "--nodes", "1", "--cores", "2", "--flops-per-unit", "61.542Gf")
+    data = run_json(
+        capsys,
+        "estimate",
+        str(DATA / "diamond-1.3.json"),
+        "--platform",
+        "summit",
+        "--nodes",
+        "1",
+        "--cores",
+        "2",
+        "--flops-per-unit",
+        "61.542Gf",
+    )
     validate(data, "estimate-output", source="estimate")
     assert data["levels"] == 3
     assert data["naive_s"] >= data["naive_concurrent_s"]
@@ -105,7 +163,20 @@ def test_estimate_json_follows_the_schema(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_estimate_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["estimate", str(DATA / "fork-1.4.json"), "--platform", "summit",
-                 "--nodes", "2", "--cores", "4"]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                str(DATA / "fork-1.4.json"),
+                "--platform",
+                "summit",
+                "--nodes",
+                "2",
+                "--cores",
+                "4",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "critical path (level by level)" in out and "3 tasks in 2 levels" in out

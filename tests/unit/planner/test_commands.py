@@ -18,14 +18,21 @@ DATA = TEST_DATA / "workflows"
 def test_commands_and_model_names_of_each_version() -> None:
     old = read_workflow(DATA / "commands-1.4.json")
     prep, report = old.tasks
-    assert prep.command == 'wfbench prep_00000001 --percent-cpu 0.6 --out "{\\"clean.txt\\":4000000}" raw.txt'
+    assert (
+        prep.command
+        == 'wfbench prep_00000001 --percent-cpu 0.6 --out "{\\"clean.txt\\":4000000}" raw.txt'
+    )
     assert (prep.model_task, report.model_task) == ("prep", "report")  # the 1.4 category
     assert report.command == "echo \"$HOME\" 'it''s' > out.txt; sleep 1"
     new = read_workflow(DATA / "forkjoin-sleep-1.5.json")
     assert [t.command for t in new.tasks[:2]] == ["sleep 1", "sleep 2"]
     assert [t.model_task for t in new.tasks[:2]] == ["wf-sleep-fork", "wf-sleep-work"]
     plain = read_workflow(DATA / "chain-1.6.json")
-    assert [(t.command, t.model_task) for t in plain.tasks] == [(None, "a"), (None, "b"), (None, "c")]
+    assert [(t.command, t.model_task) for t in plain.tasks] == [
+        (None, "a"),
+        (None, "b"),
+        (None, "c"),
+    ]
 
 
 def test_command_line_joins_shell_fragments() -> None:

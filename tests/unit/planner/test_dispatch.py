@@ -48,8 +48,7 @@ def fork_join_run() -> list[JobTimes]:
         JobTimes("w1", ("fork",), "a", 1.0, 3.0, at(0.5), at(4), at(6), "COMPLETED"),
         JobTimes("w2", ("fork",), "b", 1.0, 3.0, at(1.0), at(5), at(7), "COMPLETED"),
         JobTimes("w3", ("fork",), "a", 3.0, 5.0, at(1.5), at(7), at(10), "COMPLETED"),
-        JobTimes("join", ("w1", "w2", "w3"), "a", 5.0, 6.0, at(2.0), at(13), at(14),
-                 "COMPLETED"),
+        JobTimes("join", ("w1", "w2", "w3"), "a", 5.0, 6.0, at(2.0), at(13), at(14), "COMPLETED"),
     ]
 
 
@@ -67,8 +66,12 @@ def test_each_wait_is_measured_where_the_plan_says_only_slurm_was_waited_for() -
     assert found.submit_interval_s == pytest.approx(0.5)
     assert (found.runs, found.jobs) == (1, 5)
     summary = found.summary()
-    assert summary["dependency"] == {"mean_s": pytest.approx(8 / 3), "p50_s": 3.0,
-                                     "p95_s": pytest.approx(3.0), "samples": 3}
+    assert summary["dependency"] == {
+        "mean_s": pytest.approx(8 / 3),
+        "p50_s": 3.0,
+        "p95_s": pytest.approx(3.0),
+        "samples": 3,
+    }
 
 
 def test_unfinished_or_failed_jobs_and_tiny_runs_give_no_model() -> None:
@@ -81,17 +84,27 @@ def test_unfinished_or_failed_jobs_and_tiny_runs_give_no_model() -> None:
 
 
 def fork_plan():  # type: ignore[no-untyped-def]
-    problem = make_problem([[1.0]] + [[2.0]] * 3 + [[1.0]],
-                           [(0, 1, 0.0), (0, 2, 0.0), (0, 3, 0.0), (1, 4, 0.0), (2, 4, 0.0),
-                            (3, 4, 0.0)], [2], bandwidth=None)
+    problem = make_problem(
+        [[1.0]] + [[2.0]] * 3 + [[1.0]],
+        [(0, 1, 0.0), (0, 2, 0.0), (0, 3, 0.0), (1, 4, 0.0), (2, 4, 0.0), (3, 4, 0.0)],
+        [2],
+        bandwidth=None,
+    )
     return heft.schedule(problem)
 
 
 def test_the_plan_on_slurm_adds_the_mean_waits_along_its_critical_path() -> None:
     plan = fork_plan()  # one node, 2 slots: fork 1 s, 3 x 2 s (two waves), join 1 s
     assert plan.makespan_s == 6.0
-    waits = DispatchLatency(dependency_s=(2.0, 4.0), slot_s=(1.0,), first_s=(0.5,),
-                            overhead_s=(0.5,), submit_interval_s=0.0, runs=1, jobs=5)
+    waits = DispatchLatency(
+        dependency_s=(2.0, 4.0),
+        slot_s=(1.0,),
+        first_s=(0.5,),
+        overhead_s=(0.5,),
+        submit_interval_s=0.0,
+        runs=1,
+        jobs=5,
+    )
     # every job 0.5 s longer; all submitted at once, startable at 0.5: fork [0.5, 2];
     # w1, w2 wait 2 + 3 for it: [5, 7.5]; w3 waits for w1's slot (+1): [8.5, 11];
     # join waits for w3 (+3): [14, 15.5]; from the first start: 15
@@ -102,16 +115,24 @@ def test_the_plan_on_slurm_adds_the_mean_waits_along_its_critical_path() -> None
 
 def test_sampled_waits_move_p50_and_p95_and_keep_the_runtime_draws() -> None:
     plan = fork_plan()
-    waits = DispatchLatency(dependency_s=(1.0, 2.0, 3.0), slot_s=(0.0, 1.0), first_s=(0.0, 1.0),
-                            overhead_s=(0.0, 0.5), submit_interval_s=0.2, runs=2, jobs=10)
+    waits = DispatchLatency(
+        dependency_s=(1.0, 2.0, 3.0),
+        slot_s=(0.0, 1.0),
+        first_s=(0.0, 1.0),
+        overhead_s=(0.0, 0.5),
+        submit_interval_s=0.2,
+        runs=2,
+        jobs=10,
+    )
     plain = makespan_distribution(plan, LognormalSampler(0.0), samples=400)
     on_slurm = makespan_distribution(plan, LognormalSampler(0.0), samples=400, dispatch=waits)
     assert plain.p50_s == plain.p95_s == 6.0
     # at least two dependency waits of >= 1 s and at most 2 x 3 + 1 + 3 x 0.5 on top
     assert 6.0 + 2.0 <= on_slurm.p50_s <= on_slurm.p95_s <= 6.0 + 3 * 3 + 1 + 5 * 0.5
     again = sample_makespans(plan, LognormalSampler(0.3), samples=50, seed=4, dispatch=waits)
-    assert np.array_equal(again, sample_makespans(plan, LognormalSampler(0.3), samples=50,
-                                                  seed=4, dispatch=waits))
+    assert np.array_equal(
+        again, sample_makespans(plan, LognormalSampler(0.3), samples=50, seed=4, dispatch=waits)
+    )
 
 
 def test_samples_have_an_upper_bound_with_a_one_line_error() -> None:

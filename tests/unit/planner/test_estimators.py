@@ -68,11 +68,14 @@ def test_bad_flop_units(text: str) -> None:
 
 def test_platform_file_and_errors(tmp_path: Path) -> None:
     good = tmp_path / "lab.json"
-    good.write_text(json.dumps({"flops_per_core": 2e9, "read_bytes_per_s": 1e8,
-                                "write_bytes_per_s": 5e7}))
+    good.write_text(
+        json.dumps({"flops_per_core": 2e9, "read_bytes_per_s": 1e8, "write_bytes_per_s": 5e7})
+    )
     assert load_platform(str(good)).name == "lab"
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"flops_per_core": -1, "read_bytes_per_s": 1, "write_bytes_per_s": 1}))
+    bad.write_text(
+        json.dumps({"flops_per_core": -1, "read_bytes_per_s": 1, "write_bytes_per_s": 1})
+    )
     with pytest.raises(InputError, match="flops_per_core"):
         load_platform(str(bad))
     with pytest.raises(InputError, match="no platform 'frontier'"):

@@ -58,11 +58,27 @@ def test_classes_features_cannot_tell_apart_pin_the_planned_node() -> None:
 
 
 def test_base_argv_has_the_workflows_options_and_the_command_verbatim() -> None:
-    job = JobSpec("t 1", "align", ("a", "b"), "f1", "big", "mix", Pinning(constraint="fat"),
-                  0.0, 1.0, "recorded", command="echo \"$HOME\" 'x' | wc -c; sleep 1")
+    job = JobSpec(
+        "t 1",
+        "align",
+        ("a", "b"),
+        "f1",
+        "big",
+        "mix",
+        Pinning(constraint="fat"),
+        0.0,
+        1.0,
+        "recorded",
+        command="echo \"$HOME\" 'x' | wc -c; sleep 1",
+    )
     argv = base_argv(job, [placeholder(p) for p in job.parents])
-    assert argv == ("--job-name=t 1", "--partition=mix", "--constraint=fat",
-                    "--dependency=afterok:<a>:<b>", "--wrap=echo \"$HOME\" 'x' | wc -c; sleep 1")
+    assert argv == (
+        "--job-name=t 1",
+        "--partition=mix",
+        "--constraint=fat",
+        "--dependency=afterok:<a>:<b>",
+        "--wrap=echo \"$HOME\" 'x' | wc -c; sleep 1",
+    )
     no_parents = base_argv(job, [])
     assert not any(a.startswith("--dependency") for a in no_parents)
 
@@ -75,7 +91,9 @@ def test_lognormal_quantiles_and_forecasts_from_cells() -> None:
     assert recorded.quantile_s == recorded.p95_s == lognormal_quantile_s(10.0, 0.2, 0.95)
     assert recorded.runs == 0 and recorded.source == "recorded"
     model = Estimate(10.0, "model:online", predictive(10.0, 1.0, 1e8))
-    assert estimate_forecast(model, "small", 0.95, 0.2).quantile_s == pytest.approx(11.645, abs=1e-3)
+    assert estimate_forecast(model, "small", 0.95, 0.2).quantile_s == pytest.approx(
+        11.645, abs=1e-3
+    )
 
 
 def test_fallback_forecasts_only_for_its_task_and_only_where_the_model_is_silent(
@@ -87,7 +105,8 @@ def test_fallback_forecasts_only_for_its_task_and_only_where_the_model_is_silent
     planned = {"small": Estimate(7.0, "recorded"), "big": None, "odd": Estimate(9.0, "cpu-work")}
     fallback = PlannedFallback(snap.predictor, "align", planned, 0.0)
     assert fallback.forecast("align", 10**9, "small", 0.95) == snap.predictor.forecast(
-        "align", 10**9, "small", 0.95)
+        "align", 10**9, "small", 0.95
+    )
     odd = fallback.forecast("align", 10**9, "odd", 0.95)
     assert odd is not None and odd.quantile_s == 9.0 and odd.source == "cpu-work"
     assert fallback.forecast("other", 10**9, "odd", 0.95) is None
@@ -106,15 +125,34 @@ def test_the_limit_is_what_advisor_sbatch_sets(tmp_path: Path) -> None:
     for partition in ("cpu", "fat"):
         out = io.StringIO()
         code = sbatch_main(
-            ["--advisor-db", str(cache), "--advisor-dry-run", "--advisor-format", "json",
-             "--advisor-task", "align", "--advisor-input", str(data), "-p", partition,
-             "--wrap", "true"],
-            side=effects.real(), out=out, err=io.StringIO(),
+            [
+                "--advisor-db",
+                str(cache),
+                "--advisor-dry-run",
+                "--advisor-format",
+                "json",
+                "--advisor-task",
+                "align",
+                "--advisor-input",
+                str(data),
+                "-p",
+                partition,
+                "--wrap",
+                "true",
+            ],
+            side=effects.real(),
+            out=out,
+            err=io.StringIO(),
         )
         assert code == 0
         wrapper = json.loads(out.getvalue())["decision"]["time_s"]
-        _, advice = advise_job(["--job-name=x", f"--partition={partition}", "--wrap=true"],
-                               "align", 1_500_000_000, snap, options)
+        _, advice = advise_job(
+            ["--job-name=x", f"--partition={partition}", "--wrap=true"],
+            "align",
+            1_500_000_000,
+            snap,
+            options,
+        )
         assert advice.decision.time_s == wrapper is not None
         assert any(a.startswith("--comment=advisor:wrapper,action=set") for a in advice.argv)
 
@@ -129,8 +167,7 @@ def test_a_partition_whose_limit_would_be_clamped_is_passed_over(tmp_path: Path)
     options = AdvisorOptions()
     chosen, _ = choose_partition(F1, cluster, "align", 10**9, snap, options)
     assert chosen.name == "fat"  # tiny's MaxTime of one minute would clamp the limit
-    only, _ = choose_partition(F1, Cluster((tiny,), {"tiny": (F1,)}), "align", 10**9, snap,
-                               options)
+    only, _ = choose_partition(F1, Cluster((tiny,), {"tiny": (F1,)}), "align", 10**9, snap, options)
     assert only.name == "tiny"  # no better choice: the first one
 
 
@@ -143,6 +180,7 @@ def test_a_class_without_forecast_limits_the_job_to_its_own_class(tmp_path: Path
     cluster = Cluster((mix,), {"mix": (C1, X1)})
     partition, view = choose_partition(C1, cluster, "align", 10**9, snap, AdvisorOptions())
     assert partition.name == "mix" and view.partitions["mix"].nodes == ("c1",)
-    _, advice = advise_job(["--partition=mix", "--wrap=true"], "align", 10**9, view,
-                           AdvisorOptions())
+    _, advice = advise_job(
+        ["--partition=mix", "--wrap=true"], "align", 10**9, view, AdvisorOptions()
+    )
     assert advice.decision.time_s is not None

@@ -76,9 +76,14 @@ def random_problem(rng: random.Random) -> Problem:
     integers, zeros, barred = rng.random() < 0.5, rng.choice([0, 0.2, 0.6]), rng.choice([0, 0.2])
     runtime = []
     for _ in range(n_tasks):
-        row = [0.0 if rng.random() < zeros else
-               float(rng.randint(0, 6)) if integers else rng.uniform(0, 20)
-               for _ in range(n_nodes)]
+        row = [
+            0.0
+            if rng.random() < zeros
+            else float(rng.randint(0, 6))
+            if integers
+            else rng.uniform(0, 20)
+            for _ in range(n_nodes)
+        ]
         row = [math.inf if rng.random() < barred else value for value in row]
         if not any(math.isfinite(v) for v in row):
             row[rng.randrange(n_nodes)] = 1.0
@@ -95,8 +100,9 @@ def random_problem(rng: random.Random) -> Problem:
     bandwidth = None if rng.random() < 0.3 else np.full((n_nodes, n_nodes), rng.choice([0.5, 2.0]))
     if bandwidth is not None and rng.random() < 0.3:
         bandwidth[0, 1:] = np.inf  # free links (a shared file system)
-    startup = np.array([rng.choice([0.0, 0.5]) for _ in range(n_nodes)]) \
-        if rng.random() < 0.3 else None
+    startup = (
+        np.array([rng.choice([0.0, 0.5]) for _ in range(n_nodes)]) if rng.random() < 0.3 else None
+    )
     return Problem(
         task_ids=tuple(f"t{i}" for i in range(n_tasks)),
         parents=tuple(tuple(p) for p in parents),
@@ -105,8 +111,10 @@ def random_problem(rng: random.Random) -> Problem:
         bandwidth=bandwidth,
         startup_s=startup,
         workflow_of=tuple(workflow_of),
-        workflows=tuple(WorkflowInfo(f"w{i}", 0.0 if i == 0 else rng.choice([0.0, 3.0, 10.5]))
-                        for i in range(n_workflows)),
+        workflows=tuple(
+            WorkflowInfo(f"w{i}", 0.0 if i == 0 else rng.choice([0.0, 3.0, 10.5]))
+            for i in range(n_workflows)
+        ),
     )
 
 
@@ -126,9 +134,15 @@ def test_contract_problems_give_the_reference_schedules(algorithm: str, problem:
 
 
 @pytest.mark.parametrize("algorithm", ["heft", "peft"])
-@pytest.mark.parametrize(("n_tasks", "n_nodes", "cores", "seed"), [
-    (1000, 16, 1, 100), (1000, 16, 1, 101), (2000, 64, 4, 1), (1500, 8, 2, 7),
-])
+@pytest.mark.parametrize(
+    ("n_tasks", "n_nodes", "cores", "seed"),
+    [
+        (1000, 16, 1, 100),
+        (1000, 16, 1, 101),
+        (2000, 64, 4, 1),
+        (1500, 8, 2, 7),
+    ],
+)
 def test_benchmark_dags_give_the_reference_schedules(
     algorithm: str, n_tasks: int, n_nodes: int, cores: int, seed: int
 ) -> None:
@@ -162,7 +176,12 @@ def test_a_zero_length_task_no_longer_opens_a_gap_over_a_busy_slot() -> None:
     plan = heft.schedule(problem)
     assert_valid(plan)
     assert [(p.start_s, p.finish_s) for p in plan.placements] == [
-        (0.0, 1.0), (3.0, 3.0), (2.0, 3.0), (13.0, 13.5), (3.0, 13.0)]
+        (0.0, 1.0),
+        (3.0, 3.0),
+        (2.0, 3.0),
+        (13.0, 13.5),
+        (3.0, 13.0),
+    ]
 
 
 def busy_conflict(start: float, finish: float, others: list[tuple[float, float]]) -> bool:
@@ -175,10 +194,17 @@ def busy_conflict(start: float, finish: float, others: list[tuple[float, float]]
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5]),
-                          st.integers(0, 12)), min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3), st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5]), st.integers(0, 12)
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
 def test_slot_table_finds_the_earliest_gap_that_holds_the_task(
-    steps: list[tuple[int, float, int]]
+    steps: list[tuple[int, float, int]],
 ) -> None:
     # An independent oracle: the earliest of ready and the later finishes that overlaps nothing.
     cores = [2, 1, 1]
@@ -197,8 +223,13 @@ def test_slot_table_finds_the_earliest_gap_that_holds_the_task(
             r = float(ready[table.slot_node[slot]])
             candidates = sorted({r} | {f for _, f in intervals if f >= r})
             best.append(next(c for c in candidates if not busy_conflict(c, c + d, intervals)))
-        oracle = [min(best[s] + float(durations[table.slot_node[s]])
-                      for s in np.flatnonzero(table.slot_node == n)) for n in range(len(cores))]
+        oracle = [
+            min(
+                best[s] + float(durations[table.slot_node[s]])
+                for s in np.flatnonzero(table.slot_node == n)
+            )
+            for n in range(len(cores))
+        ]
         assert float(finish[node]) == min(oracle)
         assert node == oracle.index(min(oracle))
         slot = int(slot_of[node])
@@ -212,12 +243,14 @@ def test_ranks_oct_and_bounds_equal_the_per_edge_loops() -> None:
     for _ in range(40):
         problem = random_problem(rng)
         assert np.array_equal(upward_rank(problem), reference.upward_rank(problem))
-        assert np.array_equal(peft.optimistic_cost_table(problem),
-                              reference.optimistic_cost_table(problem))
+        assert np.array_equal(
+            peft.optimistic_cost_table(problem), reference.optimistic_cost_table(problem)
+        )
     problem, *_ = layered_instance(3000, 16, 2, seed=4)
     assert np.array_equal(upward_rank(problem), reference.upward_rank(problem))
-    assert np.array_equal(peft.optimistic_cost_table(problem),
-                          reference.optimistic_cost_table(problem))
+    assert np.array_equal(
+        peft.optimistic_cost_table(problem), reference.optimistic_cost_table(problem)
+    )
 
 
 def test_critical_path_is_the_longest_fastest_path_after_arrivals() -> None:
@@ -237,15 +270,18 @@ def test_sampled_makespans_equal_the_per_task_replay(chunk_cells: int) -> None:
     for _ in range(25):
         problem = random_problem(rng)
         plan = heft.schedule(problem)
-        got = sample_makespans(plan, LognormalSampler(0.3), samples=64, seed=9,
-                               chunk_cells=chunk_cells)
-        want = reference.sample_makespans(plan, LognormalSampler(0.3), samples=64, seed=9,
-                                          chunk_cells=chunk_cells)
+        got = sample_makespans(
+            plan, LognormalSampler(0.3), samples=64, seed=9, chunk_cells=chunk_cells
+        )
+        want = reference.sample_makespans(
+            plan, LognormalSampler(0.3), samples=64, seed=9, chunk_cells=chunk_cells
+        )
         assert np.array_equal(got, want)
     plan = heft.schedule(layered_instance(2000, 16, 2, seed=8)[0])
-    assert np.array_equal(sample_makespans(plan, LognormalSampler(0.2), samples=40, seed=1),
-                          reference.sample_makespans(plan, LognormalSampler(0.2), samples=40,
-                                                     seed=1))
+    assert np.array_equal(
+        sample_makespans(plan, LognormalSampler(0.2), samples=40, seed=1),
+        reference.sample_makespans(plan, LognormalSampler(0.2), samples=40, seed=1),
+    )
 
 
 def test_a_subnormal_runtime_the_reference_overlapped_is_planned_without_overlap() -> None:

@@ -37,8 +37,9 @@ class FakeModels:
     classes: dict[str, str] = field(default_factory=dict)
     asked: list[tuple[str, int | None, str]] = field(default_factory=list)
 
-    def predict(self, task: str, input_bytes: int | None, node_class: str
-                ) -> tuple[Predictive, str] | None:
+    def predict(
+        self, task: str, input_bytes: int | None, node_class: str
+    ) -> tuple[Predictive, str] | None:
         self.asked.append((task, input_bytes, node_class))
         found = self.predictions.get((task, node_class))
         return None if found is None else (found, "online")
@@ -57,8 +58,9 @@ def workflow(*tasks: Task) -> Workflow:
 
 def test_a_model_prediction_wins_and_gets_the_input_file_sizes() -> None:
     models = FakeModels(predictions={("align", "small"): predictive(40.0, 2.0, 5.0)})
-    flow = workflow(Task("a1", "a1", input_files=("big", "mid"), runtime_s=99.0,
-                         model_name="align"))
+    flow = workflow(
+        Task("a1", "a1", input_files=("big", "mid"), runtime_s=99.0, model_name="align")
+    )
     matrix = runtime_matrix(flow, ("small",), models)
     cell = matrix.cell(0, "small")
     assert cell is not None and cell.runtime_s == 40.0 and cell.source == "model:online"
@@ -78,7 +80,9 @@ def test_recorded_runtime_is_carried_over_by_the_node_factor() -> None:
     matrix = runtime_matrix(flow, ("small", "big", "odd"), models)
     cells = [matrix.cell(0, c) for c in ("small", "big", "odd")]
     assert [(c.runtime_s, c.source) for c in cells if c] == [
-        (30.0, "recorded"), (15.0, "recorded×factor"), (30.0, "recorded, no factor"),
+        (30.0, "recorded"),
+        (15.0, "recorded×factor"),
+        (30.0, "recorded, no factor"),
     ]
 
 
@@ -103,8 +107,10 @@ def test_a_class_without_an_estimate_is_closed_to_the_task() -> None:
 
 def test_communication_costs_bytes_over_bandwidth_and_nothing_within_a_shared_class() -> None:
     nodes = (Node("c1", 2, "small"), Node("c2", 2, "small"), Node("f1", 8, "big"))
-    flow = workflow(Task("p", "p", output_files=("mid",), runtime_s=1.0),
-                    Task("c", "c", parents=("p",), input_files=("mid",), runtime_s=1.0))
+    flow = workflow(
+        Task("p", "p", output_files=("mid",), runtime_s=1.0),
+        Task("c", "c", parents=("p",), input_files=("mid",), runtime_s=1.0),
+    )
     plain = to_problem(flow, nodes, [1.0, 1.0], 100.0)
     shared = to_problem(flow, nodes, [1.0, 1.0], 100.0, shared_fs=True)
     assert plain.comm_s(500, 0, 1) == plain.comm_s(500, 0, 2) == 5.0
@@ -120,9 +126,11 @@ def test_communication_costs_bytes_over_bandwidth_and_nothing_within_a_shared_cl
 
 def test_shared_fs_lets_heft_keep_a_chain_inside_a_class() -> None:
     nodes = (Node("a1", 1, "a"), Node("a2", 1, "a"), Node("b1", 1, "b"))
-    flow = workflow(Task("p", "p", output_files=("big",), runtime_s=1.0),
-                    Task("c1", "c1", parents=("p",), input_files=("big",), runtime_s=4.0),
-                    Task("c2", "c2", parents=("p",), input_files=("big",), runtime_s=4.0))
+    flow = workflow(
+        Task("p", "p", output_files=("big",), runtime_s=1.0),
+        Task("c1", "c1", parents=("p",), input_files=("big",), runtime_s=4.0),
+        Task("c2", "c2", parents=("p",), input_files=("big",), runtime_s=4.0),
+    )
     plan = heft.schedule(to_problem(flow, nodes, [1.0, 4.0, 4.0], 100.0, shared_fs=True))
     assert {plan.problem.nodes[p.node].node_class for p in plan.placements} == {"a"}
     assert plan.makespan_s == 5.0  # both children start at 1 on a1 and a2, no transfer
@@ -134,8 +142,13 @@ def test_predictive_sampler_draws_student_t_where_a_model_spoke() -> None:
     nodes = (Node("c1", 2, "small"),)
     matrix = runtime_matrix(flow, ("small",), models)
     sampler = PredictiveSampler.from_matrices([matrix], nodes, cv=0.0)
-    draws = sampler.sample(np.array([0, 1]), np.array([0, 0]), np.array([100.0, 50.0]),
-                           np.random.default_rng(1), 20_000)
+    draws = sampler.sample(
+        np.array([0, 1]),
+        np.array([0, 0]),
+        np.array([100.0, 50.0]),
+        np.random.default_rng(1),
+        20_000,
+    )
     assert draws[0].mean() == pytest.approx(100.0, rel=0.01)
     assert draws[0].std() == pytest.approx(10.0, rel=0.05)  # dof 1e8: the normal's spread
     assert np.all(draws[1] == 50.0)  # no model, cv 0: exactly the recorded runtime
@@ -190,7 +203,8 @@ def test_cluster_view_orders_partitions_and_leaves_out_unusable_nodes() -> None:
     cluster = build_cluster(partitions, nodes, {"c1": "small", "c2": "small"})
     assert [p.name for p in cluster.partitions] == ["cpu", "fat", "long"]  # default first, UP only
     assert [(n.name, n.cores, n.node_class) for n in cluster.planning_nodes()] == [
-        ("c1", 2, "small"), ("f1", 8, "f1"),  # a node without a class is its own
+        ("c1", 2, "small"),
+        ("f1", 8, "f1"),  # a node without a class is its own
     ]
     assert [p.name for p in cluster.partitions_of("c1")] == ["cpu", "long"]
     chosen = build_cluster(partitions, nodes, {}, ("fat", "old"))

@@ -25,7 +25,11 @@ def problem() -> Problem:
 
 
 def good(problem: Problem) -> list[Placement]:
-    return [Placement(0, 0, 0, 0.0, 3.0), Placement(1, 1, 0, 5.0, 6.0), Placement(2, 0, 0, 3.0, 4.0)]
+    return [
+        Placement(0, 0, 0, 0.0, 3.0),
+        Placement(1, 1, 0, 5.0, 6.0),
+        Placement(2, 0, 0, 3.0, 4.0),
+    ]
 
 
 def test_a_valid_plan_is_accepted(problem: Problem) -> None:
@@ -56,8 +60,10 @@ def test_impossible_plans_are_refused(problem: Problem, change, message: str) ->
 
 
 def test_same_node_needs_no_transfer(problem: Problem) -> None:
-    plan = Plan(problem, (Placement(0, 0, 0, 0.0, 3.0), Placement(1, 0, 0, 3.0, 5.0),
-                          Placement(2, 0, 0, 5.0, 6.0)))
+    plan = Plan(
+        problem,
+        (Placement(0, 0, 0, 0.0, 3.0), Placement(1, 0, 0, 3.0, 5.0), Placement(2, 0, 0, 5.0, 6.0)),
+    )
     assert plan.makespan_s == 6.0
 
 

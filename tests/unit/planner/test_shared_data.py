@@ -37,12 +37,16 @@ def test_every_wfinstance_plans_on_its_recorded_machines(shared_data: Path, algo
 
 def test_blast_benchmark_plans_and_estimates(shared_data: Path) -> None:
     blast = str(shared_data / "workflows" / "blast-benchmark-200.json")
-    planned = plan_workflows(PlanRequest((blast,), platform="summit", flops_per_unit="100Gf",
-                                         nodes=10, cores=10, samples=20))
+    planned = plan_workflows(
+        PlanRequest(
+            (blast,), platform="summit", flops_per_unit="100Gf", nodes=10, cores=10, samples=20
+        )
+    )
     plan, data = planned.plan, planned.to_json()
     assert len(data["tasks"]) == 198
-    estimates = estimate_workflow(blast, platform="summit", nodes=10, cores=10,
-                                  flops_per_unit="100Gf").to_json()
+    estimates = estimate_workflow(
+        blast, platform="summit", nodes=10, cores=10, flops_per_unit="100Gf"
+    ).to_json()
     validate(estimates, "estimate-output", source=blast)
     # 198 tasks x 150 units x 100 Gf on 100 cores of 61.542 Gf/s: 482.6 s of compute
     assert estimates["total_flops"] == pytest.approx(198 * 150 * 100e9)

@@ -12,8 +12,11 @@ from tests.helpers.planner import make_problem
 
 @pytest.fixture
 def plan():  # type: ignore[no-untyped-def]
-    problem = make_problem([[4.0, 6.0], [3.0, 2.0], [5.0, 5.0], [1.0, 2.0]],
-                           [(0, 1, 2.0), (0, 2, 1.0), (1, 3, 1.0), (2, 3, 3.0)], [1, 1])
+    problem = make_problem(
+        [[4.0, 6.0], [3.0, 2.0], [5.0, 5.0], [1.0, 2.0]],
+        [(0, 1, 2.0), (0, 2, 1.0), (1, 3, 1.0), (2, 3, 3.0)],
+        [1, 1],
+    )
     return heft.schedule(problem)
 
 
@@ -47,8 +50,9 @@ def test_more_noise_widens_p95(plan) -> None:  # type: ignore[no-untyped-def]
 
 def test_lognormal_keeps_the_mean_and_the_cv() -> None:
     runtime = np.array([10.0, 0.0])
-    draws = LognormalSampler(0.25).sample(np.arange(2), np.zeros(2, dtype=np.int64), runtime,
-                                          np.random.default_rng(0), 20_000)
+    draws = LognormalSampler(0.25).sample(
+        np.arange(2), np.zeros(2, dtype=np.int64), runtime, np.random.default_rng(0), 20_000
+    )
     assert draws[0].mean() == pytest.approx(10.0, rel=0.02)
     assert draws[0].std() / draws[0].mean() == pytest.approx(0.25, rel=0.05)
     assert np.all(draws[1] == 0.0)

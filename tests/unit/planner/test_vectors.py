@@ -33,8 +33,11 @@ def case(vectors: dict[str, Any], name: str) -> tuple[Problem, dict[str, Any]]:
 
 def schedule_by_name(problem: Problem, plan: Any) -> dict[str, dict[str, Any]]:
     return {
-        problem.task_ids[p.task]: {"proc": problem.nodes[p.node].name, "start": p.start_s,
-                                   "finish": p.finish_s}
+        problem.task_ids[p.task]: {
+            "proc": problem.nodes[p.node].name,
+            "start": p.start_s,
+            "finish": p.finish_s,
+        }
         for p in plan.placements
     }
 

@@ -18,8 +18,11 @@ DATA = TEST_DATA / "workflows"
 
 
 def doc15(tasks: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"name": "t", "schemaVersion": "1.5",
-            "workflow": {"specification": {"tasks": tasks, **extra}}}
+    return {
+        "name": "t",
+        "schemaVersion": "1.5",
+        "workflow": {"specification": {"tasks": tasks, **extra}},
+    }
 
 
 def task(tid: str, parents: list[str] = [], children: list[str] = []) -> dict[str, Any]:  # noqa: B006
@@ -98,8 +101,11 @@ def test_unsupported_version_and_schema_errors() -> None:
         parse_workflow(broken)
     with pytest.raises(InvalidWorkflowError, match="execution task 'zz'"):
         doc = doc15([task("a")])
-        doc["workflow"]["execution"] = {"makespanInSeconds": 1, "executedAt": "x",
-                                        "tasks": [{"id": "zz", "runtimeInSeconds": 1}]}
+        doc["workflow"]["execution"] = {
+            "makespanInSeconds": 1,
+            "executedAt": "x",
+            "tasks": [{"id": "zz", "runtimeInSeconds": 1}],
+        }
         parse_workflow(doc)
 
 
@@ -128,8 +134,9 @@ def test_cpu_work_forms() -> None:
 
 def test_a_100k_task_chain_builds_without_recursion() -> None:
     n = 100_000
-    tasks = tuple(Task(f"t{i}", f"t{i}", parents=(f"t{i - 1}",) if i else (), runtime_s=1.0)
-                  for i in range(n))
+    tasks = tuple(
+        Task(f"t{i}", f"t{i}", parents=(f"t{i - 1}",) if i else (), runtime_s=1.0) for i in range(n)
+    )
     flow = Workflow("chain", tasks)
     assert flow.order[-1] == n - 1
     cyclic = (Task("t0", "t0", parents=(f"t{n - 1}",)), *tasks[1:])

@@ -15,8 +15,13 @@ from advisor.store.node_classes import load_node_classes
 XEON = "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz"
 
 
-def hw(name: str, cpus: int = 2, memory_mb: int = 4000, features: tuple[str, ...] = ("cpu", "intel"),
-       model: str | None = XEON) -> NodeHardware:
+def hw(
+    name: str,
+    cpus: int = 2,
+    memory_mb: int = 4000,
+    features: tuple[str, ...] = ("cpu", "intel"),
+    model: str | None = XEON,
+) -> NodeHardware:
     return NodeHardware(name, cpus, memory_mb, features, model)
 
 
@@ -26,12 +31,16 @@ def test_class_name_says_features_shape_and_cpu() -> None:
 
 
 def test_equal_hardware_one_class_different_hardware_another() -> None:
-    classes = assign_classes([
-        hw("c1"), hw("c2"), hw("c3", features=("intel", "cpu")),  # feature order does not matter
-        hw("f1", cpus=8, memory_mb=64000, features=("fat",)),
-        hw("c4", model="AMD EPYC 7742 64-Core Processor"),
-        hw("c5", model=None),
-    ])
+    classes = assign_classes(
+        [
+            hw("c1"),
+            hw("c2"),
+            hw("c3", features=("intel", "cpu")),  # feature order does not matter
+            hw("f1", cpus=8, memory_mb=64000, features=("fat",)),
+            hw("c4", model="AMD EPYC 7742 64-Core Processor"),
+            hw("c5", model=None),
+        ]
+    )
     assert classes["c1"] == classes["c2"] == classes["c3"]
     assert len({classes[n] for n in ("c1", "f1", "c4", "c5")}) == 4
 
@@ -45,9 +54,20 @@ def test_hardware_that_slugs_alike_still_gets_distinct_classes() -> None:
 names = st.text(alphabet="abc", min_size=1, max_size=3)
 
 
-@given(st.lists(st.tuples(st.sampled_from([1, 2]), st.sampled_from([("a",), ("b",), ()]),
-                          st.sampled_from([None, "m1", "m2"])), min_size=1, max_size=12))
-def test_same_class_exactly_when_same_key(specs: list[tuple[int, tuple[str, ...], str | None]]) -> None:
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([1, 2]),
+            st.sampled_from([("a",), ("b",), ()]),
+            st.sampled_from([None, "m1", "m2"]),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_same_class_exactly_when_same_key(
+    specs: list[tuple[int, tuple[str, ...], str | None]],
+) -> None:
     nodes = [hw(f"n{i}", cpus=c, features=f, model=m) for i, (c, f, m) in enumerate(specs)]
     classes = assign_classes(nodes)
     for left in nodes:
@@ -61,8 +81,16 @@ def test_refresh_stores_classes_using_the_benchmarked_cpu_model() -> None:
     save_cluster(store, [Partition("cpu", ("c1", "c2"), None, None, True, "UP")], nodes)
     before = refresh_node_classes(store)
     assert before["c1"] == before["c2"] == "cpu-2c-4000m"
-    save_bench_run(store, BenchRun("c2", "builtin", "profile", {"io_score": Measurement(1.0)},
-                                   hardware={"cpu_model": "AMD EPYC"}))
+    save_bench_run(
+        store,
+        BenchRun(
+            "c2",
+            "builtin",
+            "profile",
+            {"io_score": Measurement(1.0)},
+            hardware={"cpu_model": "AMD EPYC"},
+        ),
+    )
     refresh_node_classes(store)
     stored = load_node_classes(store)
     assert stored == {"c1": "cpu-2c-4000m", "c2": "cpu-2c-4000m-amd-epyc"}

@@ -15,13 +15,18 @@ from advisor.validate import validate
 
 
 def test_quick_bench_validates_and_is_stored_under_the_slurm_node_name(
-    tmp_path: Path, cache_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    cache_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SLURMD_NODENAME", "c9")
     monkeypatch.setenv("SLURM_JOB_ID", "77")
     bench_dir = tmp_path / "io"
     bench_dir.mkdir()
-    code = main(["bench", "--quick", "--format", "json", "--dir", str(bench_dir), "--db", str(cache_path)])
+    code = main(
+        ["bench", "--quick", "--format", "json", "--dir", str(bench_dir), "--db", str(cache_path)]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     validate(data, "bench-output", source="advisor bench")
@@ -47,8 +52,12 @@ def test_quick_bench_validates_and_is_stored_under_the_slurm_node_name(
     ],
 )
 def test_bad_input_exits_2_and_stores_nothing(
-    tmp_path: Path, cache_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    args: list[str], message: str,
+    tmp_path: Path,
+    cache_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    message: str,
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no sysbench, no fio
     argv = ["bench", "--quick", "--store", "--db", str(cache_path), "--dir", str(tmp_path)]

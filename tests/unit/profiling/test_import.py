@@ -33,7 +33,10 @@ def test_lotaru_table_imports_as_is(shared_data: Path) -> None:
     runs = {run.node: run for run in read_node_import(lotaru(shared_data))}
     assert set(runs) == {"local", "wallyRedCpu", "asok01", "asok02", "n1", "n2", "c2"}
     a1 = runs["asok01"]
-    assert {m: r.value for m, r in a1.results.items()} == {"cpu_single_events_s": 223, "io_score": 303}
+    assert {m: r.value for m, r in a1.results.items()} == {
+        "cpu_single_events_s": 223,
+        "io_score": 303,
+    }
     assert a1.hardware == {"label": "A1"}
     assert runs["n1"].results["linpack_kflops"].value == 3620426
     assert all(run.source == "import:nodes.json" for run in runs.values())
@@ -62,8 +65,9 @@ def test_twin_is_found_again_in_the_cache(shared_data: Path, cache_path: Path) -
     assert twin.cpu_bound_slowdown == pytest.approx(3.7 / 3.0 - 1)
 
 
-def test_paper_ratios_against_local(shared_data: Path, cache_path: Path,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_paper_ratios_against_local(
+    shared_data: Path, cache_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = ["--db", str(cache_path)]
     assert main([*db, "nodes", "import", str(lotaru(shared_data)), "--format", "json"]) == 0
     imported = json.loads(capsys.readouterr().out)
@@ -84,18 +88,47 @@ def test_paper_ratios_against_local(shared_data: Path, cache_path: Path,
     assert ratios["wallyRedCpu"]["io"] == 1.0
 
 
-def test_advisor_format_with_spreads_and_a_twin_of_a_cached_node(tmp_path: Path, cache_path: Path) -> None:
-    first = write(tmp_path, {"nodes": [{"name": "gpu7", "tool": "sysbench", "hardware": {"cores": 32},
-                                        "measured_at": "2026-01-01T00:00:00+00:00",
-                                        "scores": {"cpu_single_events_s": 1000,
-                                                   "seq_read_mib_s": {"value": 500, "spread": 12}}}]})
+def test_advisor_format_with_spreads_and_a_twin_of_a_cached_node(
+    tmp_path: Path, cache_path: Path
+) -> None:
+    first = write(
+        tmp_path,
+        {
+            "nodes": [
+                {
+                    "name": "gpu7",
+                    "tool": "sysbench",
+                    "hardware": {"cores": 32},
+                    "measured_at": "2026-01-01T00:00:00+00:00",
+                    "scores": {
+                        "cpu_single_events_s": 1000,
+                        "seq_read_mib_s": {"value": 500, "spread": 12},
+                    },
+                }
+            ]
+        },
+    )
     assert main(["--db", str(cache_path), "nodes", "import", str(first)]) == 0
-    second = write(tmp_path, {"nodes": [{"name": "gpu7-slow", "same_hardware_as": "gpu7",
-                                         "cpu_clock_ghz": 1.0, "reference_cpu_clock_ghz": 2.0}]}, "b.json")
+    second = write(
+        tmp_path,
+        {
+            "nodes": [
+                {
+                    "name": "gpu7-slow",
+                    "same_hardware_as": "gpu7",
+                    "cpu_clock_ghz": 1.0,
+                    "reference_cpu_clock_ghz": 2.0,
+                }
+            ]
+        },
+        "b.json",
+    )
     with Store.open(cache_path) as store:
         runs = read_node_import(second, known_scores=latest_scores(store))
     assert {m: r.value for m, r in runs[0].results.items()} == {
-        "cpu_single_events_s": 500.0, "seq_read_mib_s": 500.0}
+        "cpu_single_events_s": 500.0,
+        "seq_read_mib_s": 500.0,
+    }
 
 
 def test_bench_output_is_importable(tmp_path: Path) -> None:
@@ -143,8 +176,12 @@ def _zero_clock(doc: dict[str, Any]) -> None:
     ],
 )
 def test_bad_files_exit_2_with_one_line_and_store_nothing(
-    shared_data: Path, tmp_path: Path, cache_path: Path, capsys: pytest.CaptureFixture[str],
-    spoil: Any, where: str,
+    shared_data: Path,
+    tmp_path: Path,
+    cache_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    spoil: Any,
+    where: str,
 ) -> None:
     doc = _lotaru_doc(shared_data)
     spoil(doc)
@@ -159,10 +196,12 @@ def test_bad_files_exit_2_with_one_line_and_store_nothing(
 
 @pytest.mark.parametrize(
     "doc",
-    [{"nodes": [{"name": "x", "scores": {}}]},
-     {"nodes": [{"name": "x", "scores": {"io_score": -1}}]},
-     {"nodes": [{"name": "x", "scores": {"no_such_metric": 1}}]},
-     {"nodes": []}],
+    [
+        {"nodes": [{"name": "x", "scores": {}}]},
+        {"nodes": [{"name": "x", "scores": {"io_score": -1}}]},
+        {"nodes": [{"name": "x", "scores": {"no_such_metric": 1}}]},
+        {"nodes": []},
+    ],
 )
 def test_bad_advisor_format(tmp_path: Path, doc: dict[str, Any]) -> None:
     with pytest.raises(InputError) as info:
@@ -173,8 +212,17 @@ def test_bad_advisor_format(tmp_path: Path, doc: dict[str, Any]) -> None:
 def test_unknown_reference_on_import_stores_nothing(
     shared_data: Path, cache_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["--db", str(cache_path), "nodes", "import", str(lotaru(shared_data)),
-                 "--reference", "nosuch"])
+    code = main(
+        [
+            "--db",
+            str(cache_path),
+            "nodes",
+            "import",
+            str(lotaru(shared_data)),
+            "--reference",
+            "nosuch",
+        ]
+    )
     assert code == 2
     assert "unknown node 'nosuch'" in capsys.readouterr().err
     with Store.open(cache_path) as store:

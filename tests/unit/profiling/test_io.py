@@ -20,7 +20,9 @@ def test_figures_are_positive_and_the_file_is_removed(tmp_path: Path, direct: bo
         assert figure.value > 0
         assert len(figure.samples) == TINY.reps
     assert result.seq_write.unit == "MiB/s" and result.rand_read.unit == "IOPS"
-    expected = ("O_DIRECT" if probe_direct(tmp_path) else "fadvise") if direct is None else "fadvise"
+    expected = (
+        ("O_DIRECT" if probe_direct(tmp_path) else "fadvise") if direct is None else "fadvise"
+    )
     assert result.cache_bypass == expected
     assert list(tmp_path.iterdir()) == []
 

@@ -40,9 +40,10 @@ def test_fio_figures_in_mib_and_iops() -> None:
 
 
 def test_fio_text_before_the_json_is_skipped() -> None:
-    text = "note: both iodepth >= 1 and synchronous I/O engine are selected\n" + captured(
-        "fio_seqread.txt"
-    )[0]
+    text = (
+        "note: both iodepth >= 1 and synchronous I/O engine are selected\n"
+        + captured("fio_seqread.txt")[0]
+    )
     assert parse_fio(text, "read", "bw") > 0
 
 
@@ -88,8 +89,9 @@ class Replay:
 
 
 def test_runner_repeats_sysbench_and_summarizes() -> None:
-    replay = Replay({"sysbench cpu": "sysbench_cpu_1thread.txt",
-                     "sysbench memory": "sysbench_memory.txt"})
+    replay = Replay(
+        {"sysbench cpu": "sysbench_cpu_1thread.txt", "sysbench memory": "sysbench_memory.txt"}
+    )
     runner = ToolRunner(run=replay)
     cpu = runner.sysbench_cpu(1, 200, 3)
     assert len(replay.calls) == 3 and cpu.spread == 0.0
@@ -98,8 +100,13 @@ def test_runner_repeats_sysbench_and_summarizes() -> None:
 
 
 def test_runner_runs_fio_phases_and_removes_its_file(tmp_path: Path) -> None:
-    replay = Replay({"--rw=write": "fio_seqwrite.txt", "--rw=read": "fio_seqread.txt",
-                     "--rw=randread": "fio_randread.txt"})
+    replay = Replay(
+        {
+            "--rw=write": "fio_seqwrite.txt",
+            "--rw=read": "fio_seqread.txt",
+            "--rw=randread": "fio_randread.txt",
+        }
+    )
     write, read, rand = ToolRunner(run=replay).fio(
         tmp_path, IoPlan(file_mib=16, reps=2, rand_rep_s=0.1, rand_max_ops=10), direct=False
     )

@@ -110,7 +110,8 @@ def reference(jobs: list[SimJob], procs: int, poll_s: int) -> list[int]:
                 shadow = next(
                     moment
                     for moment in sorted({max(start[i] + limit[i], now) for i in running})
-                    if free + sum(size[i] for i in running if max(start[i] + limit[i], now) <= moment)
+                    if free
+                    + sum(size[i] for i in running if max(start[i] + limit[i], now) <= moment)
                     >= size[head]
                 )
                 at_shadow = free + sum(

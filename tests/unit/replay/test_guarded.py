@@ -137,7 +137,10 @@ def test_the_schedule_runs_each_policys_limits_and_keeps_killed_work_short() -> 
     assert kill.utilisation == pytest.approx((2 * 60 + 2 * 10) / (2 * 70))
     assert tight.mean_bounded_slowdown == pytest.approx((1 + (99 + 10) / 10) / 2)
     assert (result.procs, result.procs_from, result.jobs, result.clipped_to_machine) == (
-        2, "test", 2, 0,
+        2,
+        "test",
+        2,
+        0,
     )
 
 

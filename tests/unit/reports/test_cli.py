@@ -45,23 +45,37 @@ def test_every_report_renders_in_every_format(
             rows = list(csv.reader(io.StringIO(out)))
             assert len(rows) >= 2 and len({len(r) for r in rows if r}) >= 1
         elif fmt in ("table", "github", "grid"):
-            assert ("node_class" if report in ("nodes",) else "task" if report != "limits" else "user") in out
+            assert (
+                "node_class" if report in ("nodes",) else "task" if report != "limits" else "user"
+            ) in out
 
 
-def test_tables_show_percent_while_json_keeps_fractions(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "--db", str(cache), "report", "limits", "--by", "user", "--format", "csv")
+def test_tables_show_percent_while_json_keeps_fractions(
+    cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(
+        capsys, "--db", str(cache), "report", "limits", "--by", "user", "--format", "csv"
+    )
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
     alice = next(r for r in rows if r["user"] == "alice")
     assert float(alice["time_eff_%"]) == pytest.approx(100 * 2215 / 3600, abs=0.01)
     assert rows[-1]["user"] == "(all)"  # the total row closes the table
-    _, out, _ = _run(capsys, "--db", str(cache), "report", "limits", "--by", "user", "--format", "json")
+    _, out, _ = _run(
+        capsys, "--db", str(cache), "report", "limits", "--by", "user", "--format", "json"
+    )
     data = json.loads(out)
-    assert next(r for r in data["rows"] if r["user"] == "alice")["time_eff"] == pytest.approx(2215 / 3600)
+    assert next(r for r in data["rows"] if r["user"] == "alice")["time_eff"] == pytest.approx(
+        2215 / 3600
+    )
 
 
-@pytest.mark.parametrize(("column", "reverse"), [("unused_core_h", False), ("time_eff_%", True), ("user", False)])
-def test_sort_and_top(cache: Path, capsys: pytest.CaptureFixture[str], column: str, reverse: bool) -> None:
+@pytest.mark.parametrize(
+    ("column", "reverse"), [("unused_core_h", False), ("time_eff_%", True), ("user", False)]
+)
+def test_sort_and_top(
+    cache: Path, capsys: pytest.CaptureFixture[str], column: str, reverse: bool
+) -> None:
     argv = ["--db", str(cache), "report", "limits", "--by", "user", "--sort", column, "--top", "3",
             "--format", "json"]  # fmt: skip
     _, out, _ = _run(capsys, *argv, *(["--reverse"] if reverse else []))
@@ -92,17 +106,23 @@ def test_usage_errors_are_one_line_and_exit_2(
     assert len(err.strip().splitlines()) == 1
 
 
-def test_a_missing_cache_is_an_operational_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_cache_is_an_operational_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = _run(capsys, "--db", str(tmp_path / "none.db"), "report", "models")
     assert code == 1 and "does not exist" in err
 
 
-def test_reports_on_an_empty_cache_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reports_on_an_empty_cache_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from advisor.store import Store
 
     Store.open(tmp_path / "empty.db").close()
     for report in REPORTS:
-        code, out, _ = _run(capsys, "--db", str(tmp_path / "empty.db"), "report", report, "--format", "json")
+        code, out, _ = _run(
+            capsys, "--db", str(tmp_path / "empty.db"), "report", report, "--format", "json"
+        )
         assert code == 0
         data = json.loads(out)
         validate(data, f"report-{report}", source=report)
@@ -164,20 +184,33 @@ def test_without_matplotlib_the_plot_fails_in_one_line(
     assert not target.exists()
 
 
-def test_an_unwritable_plot_path_is_an_input_error(cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unwritable_plot_path_is_an_input_error(
+    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("matplotlib")
-    code, _, err = _run(capsys, "--db", str(cache), "report", "limits", "--plot", str(tmp_path / "no" / "x.png"))
+    code, _, err = _run(
+        capsys, "--db", str(cache), "report", "limits", "--plot", str(tmp_path / "no" / "x.png")
+    )
     assert code == 2 and "cannot write" in err
 
 
 def test_nodes_and_models_filters(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = _run(capsys, "--db", str(cache), "report", "nodes", "--partition", "fat", "--format", "json")
+    _, out, _ = _run(
+        capsys, "--db", str(cache), "report", "nodes", "--partition", "fat", "--format", "json"
+    )
     rows = json.loads(out)["rows"]
     assert [r["node_class"] for r in rows] == ["fat"]
     assert rows[0]["factor_median"] == pytest.approx(0.5)  # f1 benchmarks twice as fast
     assert rows[0]["cpu_ratio"] == pytest.approx(0.5) and rows[0]["age_s"] > 0
-    _, out, _ = _run(capsys, "--db", str(cache), "report", "models", "--task", "align", "--format", "json")
+    _, out, _ = _run(
+        capsys, "--db", str(cache), "report", "models", "--task", "align", "--format", "json"
+    )
     (row,) = json.loads(out)["rows"]
-    assert (row["kind"], row["reference"], row["n_train"], row["observations"]) == ("regression", "small", 12, 15)
+    assert (row["kind"], row["reference"], row["n_train"], row["observations"]) == (
+        "regression",
+        "small",
+        12,
+        15,
+    )
     assert row["classes"] == ["fat"] and row["class_runs"] == 3
     assert 0.95 < row["pearson_r"] <= 1.0

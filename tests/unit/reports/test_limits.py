@@ -62,7 +62,9 @@ def _expected(records: list[JobRecord]) -> dict[tuple[str, str, str], dict[str, 
     return out
 
 
-def test_limits_agree_with_a_direct_computation(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_limits_agree_with_a_direct_computation(
+    cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = _json(capsys, "--db", str(cache), "report", "limits")
     validate(data, "report-limits", source="report limits")
     records = [*real_jobs(), *advised_records()]
@@ -73,12 +75,16 @@ def test_limits_agree_with_a_direct_computation(cache: Path, capsys: pytest.Capt
         for name, value in figures.items():
             assert got[key][name] == pytest.approx(value), (key, name)
     assert data["total"]["jobs"] == len(records) == 26
-    assert data["total"]["core_h"] == pytest.approx(sum(j.cpus * j.elapsed_s for j in records) / 3600)
+    assert data["total"]["core_h"] == pytest.approx(
+        sum(j.cpus * j.elapsed_s for j in records) / 3600
+    )
 
 
 def test_the_advisors_kills_and_their_cost(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows = {(r["user"], r["partition"]): r
-            for r in _json(capsys, "--db", str(cache), "report", "limits", "--task", "align")["rows"]}
+    rows = {
+        (r["user"], r["partition"]): r
+        for r in _json(capsys, "--db", str(cache), "report", "limits", "--task", "align")["rows"]
+    }
     # 102 was killed at the advisor's 15 min (2 CPUs); 104 ran 25 min past an advised 20 min.
     assert rows[("alice", "cpu")]["advised_kills"] == 1
     assert rows[("alice", "cpu")]["lost_core_h"] == pytest.approx(2 * 900 / 3600)
@@ -101,7 +107,10 @@ def test_an_array_shares_the_advice_of_its_job_id(tmp_path: Path) -> None:
 
     with Store.open(tmp_path / "a.db") as store:
         save_jobs(store, real_jobs())
-        record_advice(store, Advice("root", "fill", ["x.sh"], "failed", task="array", job_id=49, cluster="advisor"))
+        record_advice(
+            store,
+            Advice("root", "fill", ["x.sh"], "failed", task="array", job_id=49, cluster="advisor"),
+        )
         record_advice(store, Advice("root", "fill", ["x.sh"], "submitted", task="array", limit_s=300,
                                     job_id=49, cluster="advisor"))  # fmt: skip
         rows = {r["job_id"]: r for r in jobs_with_advice(store, JobFilter())}
@@ -111,7 +120,9 @@ def test_an_array_shares_the_advice_of_its_job_id(tmp_path: Path) -> None:
     assert rows["50"]["advice_id"] is None
 
 
-def test_filters_select_by_end_user_partition_and_task(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_filters_select_by_end_user_partition_and_task(
+    cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     base = ("--db", str(cache), "report", "limits", "--by", "user")
     everyone = _json(capsys, *base)["total"]["jobs"]
     assert _json(capsys, *base, "--user", "alice")["total"]["jobs"] == 4
@@ -125,32 +136,58 @@ def test_filters_select_by_end_user_partition_and_task(cache: Path, capsys: pyte
     assert everyone == 26
 
 
-def test_since_accepts_a_span_back_from_now(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_since_accepts_a_span_back_from_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     now = datetime.now().replace(microsecond=0)
     template = real_jobs()[0]
 
-    jobs = [template._replace(job_id=str(i), job_id_raw=i, end=now - timedelta(days=days))
-            for i, days in ((1, 1), (2, 3), (3, 10))]
+    jobs = [
+        template._replace(job_id=str(i), job_id_raw=i, end=now - timedelta(days=days))
+        for i, days in ((1, 1), (2, 3), (3, 10))
+    ]
     with Store.open(tmp_path / "s.db") as store:
         save_jobs(store, jobs)
-    assert _json(capsys, "--db", str(tmp_path / "s.db"), "report", "limits", "--since", "7d")["total"]["jobs"] == 2
-    assert _json(capsys, "--db", str(tmp_path / "s.db"), "report", "limits", "--since", "2d")["total"]["jobs"] == 1
+    assert (
+        _json(capsys, "--db", str(tmp_path / "s.db"), "report", "limits", "--since", "7d")["total"][
+            "jobs"
+        ]
+        == 2
+    )
+    assert (
+        _json(capsys, "--db", str(tmp_path / "s.db"), "report", "limits", "--since", "2d")["total"][
+            "jobs"
+        ]
+        == 1
+    )
 
 
 def test_the_users_time_replaced_by_the_advisor_is_read_from_the_argv() -> None:
-    assert replaced_time_s(json.dumps(["-t", "2:00:00", "-p", "cpu", "--time=00:10:00", "a.sh"])) == 7200
-    assert replaced_time_s(json.dumps(["--time=00:10:00", "a.sh", "--time=5"])) is None  # script args
+    assert (
+        replaced_time_s(json.dumps(["-t", "2:00:00", "-p", "cpu", "--time=00:10:00", "a.sh"]))
+        == 7200
+    )
+    assert (
+        replaced_time_s(json.dumps(["--time=00:10:00", "a.sh", "--time=5"])) is None
+    )  # script args
     assert replaced_time_s(json.dumps(["--time", "UNLIMITED", "--time=00:10:00"])) is None
     assert replaced_time_s("not json") is None
 
 
-def test_group_by_user_only_matches_the_per_user_sums(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows = {r["user"]: r for r in _json(capsys, "--db", str(cache), "report", "limits", "--by", "user")["rows"]}
+def test_group_by_user_only_matches_the_per_user_sums(
+    cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = {
+        r["user"]: r
+        for r in _json(capsys, "--db", str(cache), "report", "limits", "--by", "user")["rows"]
+    }
     records = [*real_jobs(), *advised_records()]
     for user in {j.user for j in records}:
         mine = [j for j in records if j.user == user]
         assert rows[user]["jobs"] == len(mine)
-        unused = sum(j.cpus * max(0, (j.timelimit_s or 0) - j.elapsed_s) for j in mine if j.timelimit_s)
+        unused = sum(
+            j.cpus * max(0, (j.timelimit_s or 0) - j.elapsed_s) for j in mine if j.timelimit_s
+        )
         assert rows[user]["unused_core_h"] == pytest.approx(unused / 3600)
     assert FOREIGN.user in rows
 
@@ -188,5 +225,8 @@ def test_a_real_swf_log_reproduces_the_published_overestimate(
     per_user: dict[str, float] = {}
     for job in records:
         if job.timelimit_s:
-            per_user[job.user] = per_user.get(job.user, 0) + job.cpus * max(0, job.timelimit_s - job.elapsed_s) / 3600
+            per_user[job.user] = (
+                per_user.get(job.user, 0)
+                + job.cpus * max(0, job.timelimit_s - job.elapsed_s) / 3600
+            )
     assert wasted[0] == pytest.approx(max(per_user.values()))

@@ -47,7 +47,11 @@ def test_a_bad_moment_names_the_option() -> None:
         parse_moment("yesterday-ish", option="--until", now=NOW)
 
 
-ROWS = [{"user": "b", "n": 2, "x": None}, {"user": "a", "n": 10, "x": 1.0}, {"user": "c", "n": 5, "x": 3.0}]
+ROWS = [
+    {"user": "b", "n": 2, "x": None},
+    {"user": "a", "n": 10, "x": 1.0},
+    {"user": "c", "n": 5, "x": 3.0},
+]
 
 
 def test_numbers_sort_largest_first_text_a_to_z_and_missing_last() -> None:
@@ -72,7 +76,13 @@ def test_percentile_is_numpys_linear_percentile(values: list[float], q: float) -
 
 
 def test_ages_read_like_a_person_would_say_them() -> None:
-    assert [age_text(s) for s in (None, 40, 125, 7300, 3 * 86400 + 5)] == ["", "40s", "2m", "2h", "3d"]
+    assert [age_text(s) for s in (None, 40, 125, 7300, 3 * 86400 + 5)] == [
+        "",
+        "40s",
+        "2m",
+        "2h",
+        "3d",
+    ]
 
 
 def test_a_job_on_two_classes_and_a_job_on_none() -> None:

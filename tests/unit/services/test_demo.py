@@ -52,7 +52,12 @@ def test_every_part_is_there_with_plots(tmp_path: Path, capsys: pytest.CaptureFi
     pytest.importorskip("matplotlib")
     db = tmp_path / "demo.db"
     data = _demo(capsys, db)
-    assert {m["task"] for m in data["models"]} == {"fastqc", "adapter_removal", "bwa", "markduplicates"}
+    assert {m["task"] for m in data["models"]} == {
+        "fastqc",
+        "adapter_removal",
+        "bwa",
+        "markduplicates",
+    }
     plan = data["plan"]
     assert 20 <= len(plan["tasks"]) <= 50
     assert plan["algorithm"] == "heft"

@@ -29,7 +29,9 @@ def test_the_json_follows_the_schema_and_says_what_the_attributes_say(
         "used": evaluation.discrepancy.used, "estimated": evaluation.discrepancy.estimated,
     }  # fmt: skip
     assert data["test_rows"] == "shared" and data["calibrate"] is False
-    assert len(data["groups"]) == len(evaluation.groups) and len(data["folds"]) == len(evaluation.folds)
+    assert len(data["groups"]) == len(evaluation.groups) and len(data["folds"]) == len(
+        evaluation.folds
+    )
     row = evaluation.folds[0]
     assert isinstance(row, FoldRow) and isinstance(row.summary, Summary)
     assert data["folds"][0] == {"scheme": row.scheme, "fold": row.fold, "scope": row.scope,
@@ -42,6 +44,10 @@ def test_the_json_follows_the_schema_and_says_what_the_attributes_say(
 
 def test_the_pooled_heterogeneous_errors_are_pinned(evaluation: Evaluation) -> None:
     pooled = {(r.scope, r.method): r.summary for r in evaluation.pooled}
-    assert pooled[(HETEROGENEOUS, "advisor")].median_error == pytest.approx(0.13144495076557233, rel=1e-9)
-    assert pooled[(HETEROGENEOUS, "paper")].median_error == pytest.approx(0.14537502276383335, rel=1e-9)
+    assert pooled[(HETEROGENEOUS, "advisor")].median_error == pytest.approx(
+        0.13144495076557233, rel=1e-9
+    )
+    assert pooled[(HETEROGENEOUS, "paper")].median_error == pytest.approx(
+        0.14537502276383335, rel=1e-9
+    )
     assert evaluation.methods == tuple(sorted({m for _, m in pooled}))

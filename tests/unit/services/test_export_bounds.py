@@ -96,5 +96,8 @@ def test_a_published_copy_is_not_exported(tmp_path: Path) -> None:
     copy = tmp_path / "copy.db"
     with Store.open(cache, readonly=True) as store:
         publish_copy(store, copy)
-    with Store.open(copy, readonly=True) as store, pytest.raises(InputError, match="published copy"):
+    with (
+        Store.open(copy, readonly=True) as store,
+        pytest.raises(InputError, match="published copy"),
+    ):
         export_from_cache(store, quantile=0.95, margin=0.1, generated_at="now")

@@ -68,7 +68,9 @@ def test_only_jobs_tightened_by_guarded_are_watched() -> None:
     assert [(w.job.job_id, w.advised_s, w.ceiling_s) for w in watched] == [(4233, 60, 300)]
 
 
-def job(limit_s: int, left_s: float, comment: str, now: float, partition: str = "cpu") -> RunningJob:
+def job(
+    limit_s: int, left_s: float, comment: str, now: float, partition: str = "cpu"
+) -> RunningJob:
     start = int(now + left_s - limit_s)
     return RunningJob(9, "alice", partition, limit_s, start, int(now + left_s), comment)
 
@@ -129,7 +131,9 @@ class Replayed:
         self.squeue, self.partitions = squeue, partitions
         self.calls: list[tuple[str, ...]] = []
 
-    def __call__(self, argv: Sequence[str], timeout_s: float, stdin: str | None = None) -> CommandResult:
+    def __call__(
+        self, argv: Sequence[str], timeout_s: float, stdin: str | None = None
+    ) -> CommandResult:
         self.calls.append(tuple(argv))
         if argv[0] == "squeue":
             return CommandResult(tuple(argv), 0, self.squeue, "")

@@ -56,24 +56,33 @@ class FakeSlurm:
 def replay(name: str) -> Callable[[Sequence[str]], CommandResult]:
     text, code = captured(name)
     on_stderr = name.endswith(".stderr.txt")
-    return lambda argv: CommandResult(tuple(argv), code, "" if on_stderr else text,
-                                      text if on_stderr else "")
+    return lambda argv: CommandResult(
+        tuple(argv), code, "" if on_stderr else text, text if on_stderr else ""
+    )
 
 
-def run_profile(fake: FakeSlurm, request: ProfileRequest = REQUEST,
-                progress: list[tuple[str, int, int]] | None = None) -> tuple[list[NodeOutcome], Store]:
+def run_profile(
+    fake: FakeSlurm,
+    request: ProfileRequest = REQUEST,
+    progress: list[tuple[str, int, int]] | None = None,
+) -> tuple[list[NodeOutcome], Store]:
     store = Store.open(":memory:")
     backend = CliBackend(SlurmCommands(fake, sleep=lambda s: None))
     seen = progress if progress is not None else []
-    profiled = profile_cluster(backend, store, request,
-                               progress=lambda o, done, total: seen.append((o.node, done, total)))
+    profiled = profile_cluster(
+        backend, store, request, progress=lambda o, done, total: seen.append((o.node, done, total))
+    )
     return list(profiled.outcomes), store
 
 
 def test_one_good_node_is_stored_and_the_failures_are_named() -> None:
-    fake = FakeSlurm({"c1": replay("srun_bench_c1.txt"),
-                      "c2": replay("srun_bench_bad_dir.stderr.txt"),
-                      "f1": replay("srun_drained_node.stderr.txt")})
+    fake = FakeSlurm(
+        {
+            "c1": replay("srun_bench_c1.txt"),
+            "c2": replay("srun_bench_bad_dir.stderr.txt"),
+            "f1": replay("srun_drained_node.stderr.txt"),
+        }
+    )
     progress: list[tuple[str, int, int]] = []
     outcomes, store = run_profile(fake, progress=progress)
     by_node = {o.node: o for o in outcomes}
@@ -82,28 +91,44 @@ def test_one_good_node_is_stored_and_the_failures_are_named() -> None:
     assert by_node["c1"].partition == "cpu" and by_node["f1"].partition == "fat"
     assert by_node["c2"].error == (
         "exited with 2: advisor: error: --dir /nonexistent: cannot write a test file: "
-        "No such file or directory")
+        "No such file or directory"
+    )
     assert by_node["f1"].error == (
-        "exited with 1: srun: error: Unable to allocate resources: Requested nodes are busy")
+        "exited with 1: srun: error: Unable to allocate resources: Requested nodes are busy"
+    )
     assert sorted(done for _, done, _ in progress) == [1, 2, 3]
     assert run_count(store) == 1
     assert set(latest_scores(store)) == {"c1"}
-    assert load_node_classes(store)["c1"] == by_node["c1"].node_class == "cpu+intel-2c-4000m-amd-epyc"
+    assert (
+        load_node_classes(store)["c1"] == by_node["c1"].node_class == "cpu+intel-2c-4000m-amd-epyc"
+    )
 
 
 def test_srun_is_pinned_to_the_node_in_one_of_its_partitions() -> None:
     fake = FakeSlurm({"c1": replay("srun_bench_c1.txt")})
-    run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodes="c1", start_timeout_s=7, timeout_s=90))
+    run_profile(
+        fake, ProfileRequest(argv=REQUEST.argv, nodes="c1", start_timeout_s=7, timeout_s=90)
+    )
     (srun,) = [call for call in fake.calls if call[0] == "srun"]
-    assert {"--nodelist=c1", "--nodes=1", "--ntasks=1", "--exclusive", "--immediate=7",
-            "--time=2", "--partition=cpu"} <= set(srun)
-    assert srun[srun.index("--") + 1:] == list(REQUEST.argv)
+    assert {
+        "--nodelist=c1",
+        "--nodes=1",
+        "--ntasks=1",
+        "--exclusive",
+        "--immediate=7",
+        "--time=2",
+        "--partition=cpu",
+    } <= set(srun)
+    assert srun[srun.index("--") + 1 :] == list(REQUEST.argv)
 
 
 def test_unknown_node_fails_alone_without_running_anything() -> None:
     fake = FakeSlurm({"c1": replay("srun_bench_c1.txt")})
     outcomes, store = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodes="c1,nosuch"))
-    assert [(o.node, o.error) for o in outcomes] == [("c1", None), ("nosuch", "not a node of this cluster")]
+    assert [(o.node, o.error) for o in outcomes] == [
+        ("c1", None),
+        ("nosuch", "not a node of this cluster"),
+    ]
     assert all(srun_node(call) != "nosuch" for call in fake.calls if call[0] == "srun")
     assert run_count(store) == 1
 
@@ -126,10 +151,14 @@ def test_a_step_that_times_out_is_cancelled_and_not_retried() -> None:
 
 
 def test_a_transient_srun_failure_is_retried() -> None:
-    answers = iter([
-        lambda argv: CommandResult(tuple(argv), 1, "", "srun: error: Unable to contact slurm controller"),
-        replay("srun_bench_c1.txt"),
-    ])
+    answers = iter(
+        [
+            lambda argv: CommandResult(
+                tuple(argv), 1, "", "srun: error: Unable to contact slurm controller"
+            ),
+            replay("srun_bench_c1.txt"),
+        ]
+    )
     fake = FakeSlurm({"c1": lambda argv: next(answers)(argv)})
     outcomes, _ = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodes="c1"))
     assert outcomes[0].error is None
@@ -159,9 +188,18 @@ def test_selection_by_partition_and_host_list() -> None:
 
 @pytest.mark.parametrize(
     ("state", "unavailable"),
-    [("IDLE", False), ("MIXED", False), ("ALLOCATED", False), ("IDLE+DRAIN", True),
-     ("DOWN*", True), ("IDLE*", True), ("DRAINED", True), ("IDLE+POWERED_DOWN", True),
-     ("FUTURE", True), ("DOWN+NOT_RESPONDING", True)],
+    [
+        ("IDLE", False),
+        ("MIXED", False),
+        ("ALLOCATED", False),
+        ("IDLE+DRAIN", True),
+        ("DOWN*", True),
+        ("IDLE*", True),
+        ("DRAINED", True),
+        ("IDLE+POWERED_DOWN", True),
+        ("FUTURE", True),
+        ("DOWN+NOT_RESPONDING", True),
+    ],
 )
 def test_node_states(state: str, unavailable: bool) -> None:
     assert is_unavailable(state) is unavailable
@@ -176,7 +214,8 @@ def test_a_down_node_is_reported_without_a_job() -> None:
 
 def test_step_error_prefers_the_advisors_own_line() -> None:
     assert step_error("", "advisor: error: boom\nsrun: error: task 0: Exited", 2) == (
-        "exited with 2: advisor: error: boom")
+        "exited with 2: advisor: error: boom"
+    )
     assert step_error("", "", 137) == "exited with 137"
 
 

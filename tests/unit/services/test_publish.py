@@ -52,7 +52,13 @@ def _cache(path: Path) -> Path:
             for n in range(1, 7)
         ]
         Ingestor(store).add(jobs)
-        argv = [f"--export=ALL,{SECRETS['token']}", "-J", SECRETS["name"], "--wrap", SECRETS["wrap"]]
+        argv = [
+            f"--export=ALL,{SECRETS['token']}",
+            "-J",
+            SECRETS["name"],
+            "--wrap",
+            SECRETS["wrap"],
+        ]
         for job_id, created in ((101, NOW - timedelta(minutes=5)), (102, NOW - timedelta(days=20))):
             record_advice(store, Advice(user="alice", policy="history", argv=argv,
                                         outcome="submitted", task=SECRETS["name"], partition="cpu",
@@ -90,7 +96,9 @@ def test_the_copy_holds_no_secret_a_user_typed(cache: Path, tmp_path: Path) -> N
         argv = {row["argv"] for row in store.query("SELECT argv FROM advice")}
         assert argv == {"[]"}
         assert store.query("SELECT COUNT(*) AS n FROM observations")[0]["n"] == 0
-        names = {r["name"] for r in store.query("SELECT name FROM history_keys WHERE kind = 'user+name'")}
+        names = {
+            r["name"] for r in store.query("SELECT name FROM history_keys WHERE kind = 'user+name'")
+        }
         assert names == {name_key("alice", SECRETS["name"])}
 
 
@@ -116,7 +124,9 @@ def test_finished_jobs_free_the_budget_in_the_copy(cache: Path, tmp_path: Path) 
     copy = _publish(cache, tmp_path / "copy.db")
     with Store.open(cache, readonly=True) as working, Store.open(copy, readonly=True) as public:
         found = history_limit(public, "alice", SECRETS["name"], "cpu")
-        assert found is not None and found == history_limit(working, "alice", SECRETS["name"], "cpu")
+        assert found is not None and found == history_limit(
+            working, "alice", SECRETS["name"], "cpu"
+        )
 
 
 def test_spool_marks_are_published_without_the_users_bytes(cache: Path, tmp_path: Path) -> None:
@@ -177,12 +187,17 @@ def test_the_copy_refuses_writers(cache: Path, tmp_path: Path) -> None:
     before = copy.read_bytes()
     with pytest.raises(CacheError, match="is a copy 'advisor publish' wrote"):
         Store.open(copy)
-    with Store.open(copy, readonly=True) as store, pytest.raises(AdvisorError, match="itself a published copy"):
+    with (
+        Store.open(copy, readonly=True) as store,
+        pytest.raises(AdvisorError, match="itself a published copy"),
+    ):
         publish_copy(store, tmp_path / "again.db")
     assert copy.read_bytes() == before
 
 
-def test_the_cache_itself_is_refused_and_failures_leave_no_file(cache: Path, tmp_path: Path) -> None:
+def test_the_cache_itself_is_refused_and_failures_leave_no_file(
+    cache: Path, tmp_path: Path
+) -> None:
     before = cache.read_bytes()
     with Store.open(cache, readonly=True) as store:
         with pytest.raises(InputError, match="is the cache itself"):

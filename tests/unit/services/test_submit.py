@@ -39,8 +39,9 @@ def cache(tmp_path: Path) -> Path:
     return path
 
 
-def dry_run_lines(capsys: pytest.CaptureFixture[str], cache: Path, workflow: Path,
-                  *options: str) -> list[list[str]]:
+def dry_run_lines(
+    capsys: pytest.CaptureFixture[str], cache: Path, workflow: Path, *options: str
+) -> list[list[str]]:
     assert main(["submit", str(workflow), "--dry-run", "--db", str(cache), *options]) == 0
     return [shlex.split(line) for line in capsys.readouterr().out.splitlines()]
 
@@ -79,16 +80,28 @@ def test_commands_reach_sbatch_verbatim(capsys: pytest.CaptureFixture[str], cach
     assert option(lines["prep_00000001"], "wrap") == (
         'wfbench prep_00000001 --percent-cpu 0.6 --out "{\\"clean.txt\\":4000000}" raw.txt'
     )
-    assert option(lines["report_00000002"], "wrap") == (
-        "echo \"$HOME\" 'it''s' > out.txt; sleep 1"
-    )
+    assert option(lines["report_00000002"], "wrap") == ("echo \"$HOME\" 'it''s' > out.txt; sleep 1")
     assert "task=prep" in (option(lines["prep_00000001"], "comment") or "")  # the 1.4 category
     assert option(lines["report_00000002"], "dependency") == "afterok:<prep_00000001>"
 
 
 def test_dry_run_json_validates(capsys: pytest.CaptureFixture[str], cache: Path) -> None:
-    assert main(["submit", str(FORKJOIN), "--dry-run", "--db", str(cache), "--format",
-                 "json", "--partition", "fat"]) == 0
+    assert (
+        main(
+            [
+                "submit",
+                str(FORKJOIN),
+                "--dry-run",
+                "--db",
+                str(cache),
+                "--format",
+                "json",
+                "--partition",
+                "fat",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     validate(data, "submit-output", source="submit")
     assert data["state"] == "dry-run" and data["run_id"] is None
@@ -98,15 +111,15 @@ def test_dry_run_json_validates(capsys: pytest.CaptureFixture[str], cache: Path)
 
 def test_submission_chains_real_job_ids_records_the_run_and_the_advice(cache: Path) -> None:
     sbatch = FakeSbatch()
-    data = submit_workflow(PlanRequest(inputs=(str(FORKJOIN),), db=str(cache)),
-                           side=sbatch.side()).to_json()
+    data = submit_workflow(
+        PlanRequest(inputs=(str(FORKJOIN),), db=str(cache)), side=sbatch.side()
+    ).to_json()
     validate(data, "submit-output", source="submit")
     ids = {job["id"]: job["job_id"] for job in data["jobs"]}
     assert ids["fork"] == 101 and ids["join"] == 110
     for argv in sbatch.calls:
         name = option(argv, "job-name")
-        want = ([ids["fork"]] if name in WORKS else [ids[w] for w in WORKS] if name == "join"
-                else [])
+        want = [ids["fork"]] if name in WORKS else [ids[w] for w in WORKS] if name == "join" else []
         got = option(argv, "dependency")
         assert got == (f"afterok:{':'.join(map(str, want))}" if want else None)
         assert all(ids[w] < ids[name] for w in ([] if name == "fork" else ["fork"]))
@@ -115,14 +128,23 @@ def test_submission_chains_real_job_ids_records_the_run_and_the_advice(cache: Pa
         advice = store.query("SELECT task, job_id, outcome, cluster, user FROM advice ORDER BY id")
     assert loaded is not None
     run, jobs = loaded
-    assert (run.id, run.state, run.cluster, run.user) == (data["run_id"], "submitted", "testc",
-                                                          "alice")
+    assert (run.id, run.state, run.cluster, run.user) == (
+        data["run_id"],
+        "submitted",
+        "testc",
+        "alice",
+    )
     assert run.planned_makespan_s == data["makespan_s"]
     assert [j.job_id for j in jobs] == [ids[j.task_id] for j in jobs]
     assert jobs[-1].argv == tuple(sbatch.calls[-1])
     assert len(advice) == 10 and {a["outcome"] for a in advice} == {"submitted"}
-    assert advice[0] == {"task": "wf-sleep-fork", "job_id": 101, "outcome": "submitted",
-                         "cluster": "testc", "user": "alice"}
+    assert advice[0] == {
+        "task": "wf-sleep-fork",
+        "job_id": 101,
+        "outcome": "submitted",
+        "cluster": "testc",
+        "user": "alice",
+    }
 
 
 def test_a_failed_sbatch_stops_the_submission_and_names_the_task(cache: Path) -> None:
@@ -157,8 +179,10 @@ def test_status_compares_planned_and_actual(cache: Path) -> None:
     assert data["dependency_order_ok"] is True and data["partitions_match"] is True
     assert data["jobs_completed"] == 10 and data["finished"] is True
     assert {r["id"]: r["start_s"] for r in data["jobs"]}["join"] == 8.0
-    early = [r if r.job_id_raw != by_task["join"].job_id
-             else record(r.job_id_raw, "fat", 7, 9) for r in records]
+    early = [
+        r if r.job_id_raw != by_task["join"].job_id else record(r.job_id_raw, "fat", 7, 9)
+        for r in records
+    ]
     worse = compare(run, jobs, early, submitted).to_json()
     assert worse["dependency_order_ok"] is False
     assert worse["partitions_match"] is (by_task["join"].partition == "fat")
@@ -183,8 +207,9 @@ def test_status_asks_sacct_for_the_runs_job_ids(cache: Path) -> None:
     assert data["dependency_order_ok"] is None and data["partitions_match"] is None
 
 
-def test_submit_usage_and_input_errors(capsys: pytest.CaptureFixture[str], cache: Path,
-                                       tmp_path: Path) -> None:
+def test_submit_usage_and_input_errors(
+    capsys: pytest.CaptureFixture[str], cache: Path, tmp_path: Path
+) -> None:
     assert main(["submit", "--db", str(cache)]) == 2
     assert "give a WORKFLOW" in capsys.readouterr().err
     assert main(["submit", "--status", "x", "--db", str(cache)]) == 2
@@ -197,8 +222,9 @@ def test_submit_usage_and_input_errors(capsys: pytest.CaptureFixture[str], cache
     bare.write_text(json.dumps(doc))
     assert main(["submit", str(bare), "--dry-run", "--db", str(cache)]) == 2
     assert "task 'work_3' has no command" in capsys.readouterr().err
-    assert main(["submit", str(FORKJOIN), "--dry-run", "--db", str(cache), "--partition",
-                 "gpu"]) == 2
+    assert (
+        main(["submit", str(FORKJOIN), "--dry-run", "--db", str(cache), "--partition", "gpu"]) == 2
+    )
     assert "unknown partition 'gpu'" in capsys.readouterr().err
 
 
@@ -207,8 +233,10 @@ def test_plan_on_the_cached_cluster(capsys: pytest.CaptureFixture[str], cache: P
     data = json.loads(capsys.readouterr().out)
     validate(data, "plan-output", source="plan")
     assert [n["name"] for n in data["nodes"]] == ["c1", "c2", "f1"]
-    assert data["cluster"]["classes"] == [{"name": "small", "nodes": ["c1", "c2"], "cores": 4},
-                                          {"name": "big", "nodes": ["f1"], "cores": 8}]
+    assert data["cluster"]["classes"] == [
+        {"name": "small", "nodes": ["c1", "c2"], "cores": 4},
+        {"name": "big", "nodes": ["f1"], "cores": 8},
+    ]
     rows = {row["id"]: row for row in data["tasks"]}
     assert {rows[t]["partition"] for t in rows} <= {"cpu", "fat"}
     assert all(rows[t]["constraint"] is None and rows[t]["limit_s"] == 60 for t in rows)
@@ -222,12 +250,28 @@ def test_plan_on_the_cached_cluster(capsys: pytest.CaptureFixture[str], cache: P
 
 def test_plan_uses_the_task_models(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cache = train(tmp_path / "models.db", "align", PARTITIONS, NODES)
-    spec = [{"name": "align", "id": f"align_{i}", "parents": [], "children": [],
-             "inputFiles": [f"reads_{i}"], "advisor": {"command": "true"}} for i in range(3)]
+    spec = [
+        {
+            "name": "align",
+            "id": f"align_{i}",
+            "parents": [],
+            "children": [],
+            "inputFiles": [f"reads_{i}"],
+            "advisor": {"command": "true"},
+        }
+        for i in range(3)
+    ]
     files = [{"id": f"reads_{i}", "sizeInBytes": 10**9} for i in range(3)]
     flow = tmp_path / "aligns.json"
-    flow.write_text(json.dumps({"name": "aligns", "schemaVersion": "1.5", "workflow": {
-        "specification": {"tasks": spec, "files": files}}}))
+    flow.write_text(
+        json.dumps(
+            {
+                "name": "aligns",
+                "schemaVersion": "1.5",
+                "workflow": {"specification": {"tasks": spec, "files": files}},
+            }
+        )
+    )
     assert main(["plan", str(flow), "--db", str(cache), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     with Store.open(cache, readonly=True) as store:

@@ -102,7 +102,9 @@ def test_both_versions_are_recorded() -> None:
 
 
 def test_every_capture_carries_its_version_and_command(version: str) -> None:
-    names = sorted(p.name for p in (SLURM_DATA / version).iterdir() if p.name != "jobs_submitted.tsv")
+    names = sorted(
+        p.name for p in (SLURM_DATA / version).iterdir() if p.name != "jobs_submitted.tsv"
+    )
     assert len(names) > 30
     for name in names:
         c = capture(name, version)
@@ -182,7 +184,9 @@ def test_pipe_in_user_text_is_an_error_naming_the_job_not_a_silent_shift(version
 def test_a_newline_in_a_job_name_breaks_its_row_with_any_delimiter(version: str) -> None:
     job = submitted(version)[NEWLINE]
     for name, delimiter in (("sacct_allocations.txt", "|"), ("sacct_allocations_x1f.txt", X1F)):
-        body = _text(version, name, drop=(PIPE,)) if delimiter == "|" else capture(name, version).body
+        body = (
+            _text(version, name, drop=(PIPE,)) if delimiter == "|" else capture(name, version).body
+        )
         assert body.count(f"{job}{delimiter}{job}{delimiter}two\nlines{delimiter}") == 1
         with pytest.raises(InputError, match=r"sacct:\d+: expected 20 fields, found 3"):
             parse_sacct(body, delimiter=delimiter)
@@ -240,7 +244,9 @@ def test_running_and_pending_rows_of_the_snapshot(version: str) -> None:
 def test_the_in_flight_sequence_ends_in_the_final_row(version: str) -> None:
     """22.05 shows a job first as JobName=allocation without a partition; 24.11 does not."""
     body = capture("sacct_inflight_sequence.txt", version).body
-    rows = [parse_sacct_line(line) for line in body.splitlines() if line and not line.startswith("#")]
+    rows = [
+        parse_sacct_line(line) for line in body.splitlines() if line and not line.startswith("#")
+    ]
     assert len(rows) >= 2 and len({r.job_id for r in rows}) == 1
     *early, last = rows
     assert last.is_final and last.state == "COMPLETED" and last.name == "inflight-probe"
@@ -416,7 +422,9 @@ def test_a_node_name_that_is_not_utf8_is_stored_as_any_utf8_reader_shows_it(
     assert parse_sacct_line("7|COMPLETED|61|2024-05-01T08:00:00|c\udcff1",
                             ("JobID", "State", "ElapsedRaw", "End", "NodeList")).nodes == ("c\ufffd1",)  # fmt: skip
     path = tmp_path / "dump.txt"
-    path.write_bytes(b"JobID|State|ElapsedRaw|End|NodeList\n7|COMPLETED|61|2024-05-01T08:00:00|c\xff1\n")
+    path.write_bytes(
+        b"JobID|State|ElapsedRaw|End|NodeList\n7|COMPLETED|61|2024-05-01T08:00:00|c\xff1\n"
+    )
     with Store.open(tmp_path / "cache.db") as store:
         result = update_from_file(store, path, kind="sacct", dump=dump_format(cluster="x"))
         (row,) = store.query("SELECT node FROM observations")

@@ -34,10 +34,7 @@ from advisor.validate import validate
 from tests.helpers.captures import capture
 from tests.helpers.hostile import SEPARATORS
 
-JOBS = [
-    job
-    for job in parse_sacct(capture("sacct_allocations_x1f.txt").body, delimiter="\x1f")
-]
+JOBS = [job for job in parse_sacct(capture("sacct_allocations_x1f.txt").body, delimiter="\x1f")]
 #: What users may set and what changes what sacct prints (sacct(1), and SACCT_FORMAT).
 HOSTILE_ENV = {
     "SACCT_FORMAT": "JobID,State",
@@ -77,7 +74,11 @@ def test_a_name_cannot_forge_a_record() -> None:
     delimiter = sacct_delimiter()
     forged_row = format_sacct_row(JOBS[1]._replace(job_id="999", job_id_raw=999, user="victim"),
                                   delimiter="\x1f")  # fmt: skip
-    for name in (f"x\n{forged_row}\n", f"x\x1f{forged_row}", "x|" + forged_row.replace("\x1f", "|")):
+    for name in (
+        f"x\n{forged_row}\n",
+        f"x\x1f{forged_row}",
+        "x|" + forged_row.replace("\x1f", "|"),
+    ):
         hostile = [JOBS[0]._replace(name=name), *JOBS[2:4]]
         rows = parse_sacct_records(_output(hostile, delimiter), delimiter, SACCT_FIELDS)
         assert rows.records == hostile and "999" not in {job.job_id for job in rows.records}
@@ -85,7 +86,9 @@ def test_a_name_cannot_forge_a_record() -> None:
 
 def test_a_record_that_does_not_parse_is_a_problem_not_a_failure() -> None:
     delimiter = sacct_delimiter()
-    text = _output(JOBS[:3], delimiter).replace(f"{delimiter}COMPLETED{delimiter}", f"{delimiter}F00{delimiter}", 1)
+    text = _output(JOBS[:3], delimiter).replace(
+        f"{delimiter}COMPLETED{delimiter}", f"{delimiter}F00{delimiter}", 1
+    )
     rows = parse_sacct_records(text, delimiter, SACCT_FIELDS)
     assert rows.records == JOBS[1:3]
     assert rows.problems == ["sacct record 1: job 36: State: not a job state 'F00'"]
@@ -96,7 +99,9 @@ def test_delimiters_that_make_no_whole_records_are_an_input_error() -> None:
     text = _output(JOBS[:2], delimiter)
     with pytest.raises(InputError, match="do not make records of 20 fields"):
         split_records(text + "1" + delimiter + "2\n", 20, delimiter)
-    assert split_records("", 20, delimiter) == [] and split_records(text.rstrip("\n"), 20, delimiter)
+    assert split_records("", 20, delimiter) == [] and split_records(
+        text.rstrip("\n"), 20, delimiter
+    )
 
 
 class NamedSacct:
@@ -124,7 +129,9 @@ def test_update_stores_names_with_line_breaks_and_every_other_job(tmp_path: Path
     with Store.open(tmp_path / "cache.db") as store:
         result = update_from_sacct(store, CliBackend(SlurmCommands(NamedSacct(hostile))),
                                    since="2026-11-29T00:00", until="2026-11-30T00:00")  # fmt: skip
-        names = {r["job_id"]: r["name"] for r in store.query("SELECT job_id, name FROM accounting_jobs")}
+        names = {
+            r["job_id"]: r["name"] for r in store.query("SELECT job_id, name FROM accounting_jobs")
+        }
     assert result.stored == len(JOBS) and result.warnings == ()
     validate({**result.to_json(), "spool": None}, "update-output", source="advisor update")
     assert names == {job.job_id: job.name for job in hostile}
@@ -132,7 +139,9 @@ def test_update_stores_names_with_line_breaks_and_every_other_job(tmp_path: Path
 
 def test_a_delimiter_found_in_a_name_is_asked_for_again(tmp_path: Path) -> None:
     fake = NamedSacct(JOBS, collide_first=True)
-    records = CliBackend(SlurmCommands(fake)).accounting(datetime(2026, 11, 29), datetime(2026, 11, 30))
+    records = CliBackend(SlurmCommands(fake)).accounting(
+        datetime(2026, 11, 29), datetime(2026, 11, 30)
+    )
     assert records == JOBS and fake.calls == 2
 
 
@@ -140,7 +149,9 @@ def test_a_delimiter_found_in_a_name_is_asked_for_again(tmp_path: Path) -> None:
 
 
 def test_query_environment_drops_what_changes_sacct_output() -> None:
-    env = query_environment({**HOSTILE_ENV, "PATH": "/bin", "SLURM_CONF": "/etc/slurm/x.conf", "TZ": "UTC"})
+    env = query_environment(
+        {**HOSTILE_ENV, "PATH": "/bin", "SLURM_CONF": "/etc/slurm/x.conf", "TZ": "UTC"}
+    )
     assert env == {"PATH": "/bin", "SLURM_CONF": "/etc/slurm/x.conf", "TZ": "UTC",
                    "SLURM_TIME_FORMAT": "standard"}  # fmt: skip
 
@@ -165,7 +176,9 @@ def test_sacct_really_runs_without_the_callers_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tool = tmp_path / "sacct"
-    tool.write_text(f"#!{sys.executable}\nimport os\nfor k in sorted(os.environ): print(k + '=' + os.environ[k])\n")
+    tool.write_text(
+        f"#!{sys.executable}\nimport os\nfor k in sorted(os.environ): print(k + '=' + os.environ[k])\n"
+    )
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
     for name, value in HOSTILE_ENV.items():
         monkeypatch.setenv(name, value)
@@ -176,5 +189,8 @@ def test_sacct_really_runs_without_the_callers_variables(
     submit = tmp_path / "sbatch"
     submit.write_bytes(tool.read_bytes())
     submit.chmod(tool.stat().st_mode)
-    kept = dict(line.split("=", 1) for line in run_subprocess([str(submit), "job.sh"], 30).stdout.splitlines())
+    kept = dict(
+        line.split("=", 1)
+        for line in run_subprocess([str(submit), "job.sh"], 30).stdout.splitlines()
+    )
     assert kept["SACCT_FORMAT"] == "JobID,State" and kept["SLURM_TIME_FORMAT"] == "%s"

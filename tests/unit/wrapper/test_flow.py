@@ -438,7 +438,11 @@ def test_an_advisor_side_failure_to_run_sbatch_is_not_resubmitted(world: World) 
 
 
 def _directives(*lines: str) -> str:
-    return "#!/bin/sh\n#SBATCH --job-name=align\n" + "".join(f"{line}\n" for line in lines) + "sleep 1\n"
+    return (
+        "#!/bin/sh\n#SBATCH --job-name=align\n"
+        + "".join(f"{line}\n" for line in lines)
+        + "sleep 1\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -498,4 +502,7 @@ def test_task_is_sbatchs_tasks_per_node_and_the_wrapper_says_so(world: World) ->
     assert argv[0] == "--task=2" and argv[-1] == script
     assert "--time=00:10:00" in argv  # the task is the job name's, align
     (line,) = err.splitlines()
-    assert line == "advisor: warning: sbatch reads --task as its own option; the advisor's is --advisor-task"
+    assert (
+        line
+        == "advisor: warning: sbatch reads --task as its own option; the advisor's is --advisor-task"
+    )

@@ -41,7 +41,13 @@ def test_limit_is_the_predicted_makespan_with_the_margin(cache: Path, tmp_path: 
     script.write_text("#!/bin/sh\nsimulate | analyse\n")
     steps = 200_000
     code, argv, err = _dry_run(
-        cache, "--advisor-insitu", str(STEPS), "--advisor-steps", str(steps), "-p", "long",
+        cache,
+        "--advisor-insitu",
+        str(STEPS),
+        "--advisor-steps",
+        str(steps),
+        "-p",
+        "long",
         str(script),
     )
     assert code == 0, err
@@ -60,7 +66,13 @@ def test_limit_is_clamped_to_the_partitions_maxtime(cache: Path, tmp_path: Path)
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/sh\ntrue\n")
     code, argv, _ = _dry_run(
-        cache, "--advisor-insitu", str(STEPS), "--advisor-steps", "100000000", "-p", "cpu",
+        cache,
+        "--advisor-insitu",
+        str(STEPS),
+        "--advisor-steps",
+        "100000000",
+        "-p",
+        "cpu",
         str(script),
     )
     assert code == 0

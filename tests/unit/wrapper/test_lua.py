@@ -36,7 +36,9 @@ EXPORT = {
         },
         "a b,c": {"partitions": {"cpu": {"limit_min": 4}}},
     },
-    "users": {"alice": {"tasks": {name_key("alice", "align"): {"partitions": {"cpu": {"limit_min": 20}}}}}},
+    "users": {
+        "alice": {"tasks": {name_key("alice", "align"): {"partitions": {"cpu": {"limit_min": 20}}}}}
+    },
 }
 
 
@@ -94,7 +96,9 @@ def test_plugin_sets_clamps_tags_and_otherwise_passes(lua: str, tmp_path: Path) 
 def test_the_users_own_entries_come_in_the_wrappers_order(lua: str, tmp_path: Path) -> None:
     """users[u].tasks[name], else tasks[name] (a model), else users[u].partitions (history)."""
     export = json.loads(json.dumps(EXPORT))
-    export["users"]["alice"]["tasks"][name_key("alice", "sim.sh")] = {"partitions": {"cpu": {"limit_min": 188}}}
+    export["users"]["alice"]["tasks"][name_key("alice", "sim.sh")] = {
+        "partitions": {"cpu": {"limit_min": 188}}
+    }
     export["users"]["alice"]["partitions"] = {"cpu": {"limit_min": 75}, "fat": {"limit_min": 40}}
     export["users"]["bob"] = {"tasks": {}, "partitions": {"cpu": {"limit_min": 61}}}
     alice = {"user_name": "alice"}
@@ -130,7 +134,11 @@ def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
             {"export_text": '{"version": 2, "tasks": {', "job": job(), "parts": PARTS},
             {"job": job(), "parts": PARTS},  # same corrupt file: logged once only
             {"export_text": json.dumps(changed), "job": job(), "parts": PARTS},
-            {"export_text": '{"version": 1, "tasks": {"align": {"partitions": {"cpu": {"limit_min": 9}}}}}', "job": job(), "parts": PARTS},
+            {
+                "export_text": '{"version": 1, "tasks": {"align": {"partitions": {"cpu": {"limit_min": 9}}}}}',
+                "job": job(),
+                "parts": PARTS,
+            },
             {
                 "export_text": '{"version": 2, "tasks": {"align": {"partitions": {"cpu": {"limit_min": "x"}}}}}',
                 "job": job(),
@@ -169,22 +177,33 @@ def test_name_key_is_hashlibs_blake2s() -> None:
     import hashlib
 
     for user, name in [("bob", n) for n in TWIN_NAMES] + [("", ""), ("é", "\udcff")]:
-        data = f"{user}\0{name}".encode("utf-8", "surrogateescape").replace(b"\xff", "\ufffd".encode())
-        assert name_key(user, name) == hashlib.blake2s(data, digest_size=12, person=b"advname1").hexdigest()
+        data = f"{user}\0{name}".encode("utf-8", "surrogateescape").replace(
+            b"\xff", "\ufffd".encode()
+        )
+        assert (
+            name_key(user, name)
+            == hashlib.blake2s(data, digest_size=12, person=b"advname1").hexdigest()
+        )
 
 
-def test_the_plugin_finds_each_users_names_by_the_same_digest_as_python(lua: str, tmp_path: Path) -> None:
+def test_the_plugin_finds_each_users_names_by_the_same_digest_as_python(
+    lua: str, tmp_path: Path
+) -> None:
     export = json.loads(json.dumps(EXPORT))
     export["users"]["bob"] = {
-        "tasks": {name_key("bob", name): {"partitions": {"cpu": {"limit_min": 100 + i}}}
-                  for i, name in enumerate(TWIN_NAMES)},
+        "tasks": {
+            name_key("bob", name): {"partitions": {"cpu": {"limit_min": 100 + i}}}
+            for i, name in enumerate(TWIN_NAMES)
+        },
         "partitions": {},
     }
     cases = [{"job": job(name, user_name="bob"), "parts": PARTS} for name in TWIN_NAMES]
     cases[0]["export_text"] = json.dumps(export)
     cases.append({"job": job(TWIN_NAMES[1], user_name="alice"), "parts": PARTS})  # bob's only
     results = run_cases(lua, tmp_path, cases)
-    assert [r["time_limit"] for r in results] == [100 + i for i in range(len(TWIN_NAMES))] + [NO_VAL]
+    assert [r["time_limit"] for r in results] == [100 + i for i in range(len(TWIN_NAMES))] + [
+        NO_VAL
+    ]
 
 
 def test_a_name_over_slurms_limit_is_left_alone(lua: str, tmp_path: Path) -> None:
@@ -205,7 +224,9 @@ def test_a_name_over_slurms_limit_is_left_alone(lua: str, tmp_path: Path) -> Non
     assert results[1]["logs"] == results[2]["logs"] == [] and results[2]["comment"] == ""
 
 
-def test_the_tag_is_left_out_when_the_comment_would_pass_slurms_limit(lua: str, tmp_path: Path) -> None:
+def test_the_tag_is_left_out_when_the_comment_would_pass_slurms_limit(
+    lua: str, tmp_path: Path
+) -> None:
     """Finding 8: a 1000-character --comment plus the tag made slurmctld reject the job."""
     tag = "advisor:lua,action=set,limit=15,task=align"
     fits = "c" * (1024 - len(tag) - 1)
@@ -304,8 +325,12 @@ def test_a_given_time_is_lowered_only_while_the_guards_heartbeat_is_fresh(
         assert (unchanged["time_limit"], unchanged["comment"], unchanged["logs"]) == (300, "", [])
 
 
-@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e300", "4294967295", "4294967293.5"])
-def test_a_limit_that_is_no_number_of_minutes_is_left_alone(lua: str, tmp_path: Path, value: str) -> None:
+@pytest.mark.parametrize(
+    "value", ["NaN", "Infinity", "-Infinity", "1e300", "4294967295", "4294967293.5"]
+)
+def test_a_limit_that_is_no_number_of_minutes_is_left_alone(
+    lua: str, tmp_path: Path, value: str
+) -> None:
     # Regression (found by the 100,000-input campaign of tests/fuzz/test_fuzz_lua.py): cjson
     # reads NaN and Infinity; NaN passed 'limit < 1' and became the job's time limit, and an
     # infinite or huge one stayed above a partition without MaxTime.
@@ -314,6 +339,9 @@ def test_a_limit_that_is_no_number_of_minutes_is_left_alone(lua: str, tmp_path: 
     results = run_cases(
         lua,
         tmp_path,
-        [{"export_text": text, "job": job(partition=p), "parts": PARTS} for p in ("cpu", "inf", "fat")],
+        [
+            {"export_text": text, "job": job(partition=p), "parts": PARTS}
+            for p in ("cpu", "inf", "fat")
+        ],
     )
     assert [r["time_limit"] for r in results] == [NO_VAL, NO_VAL, 60]  # fat: 90, clamped to MaxTime

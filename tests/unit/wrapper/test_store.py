@@ -86,7 +86,9 @@ def test_export_is_per_task_and_partition_clamped_and_valid(trained: Path, tmp_p
     assert set(parts) == {"cpu", "fat"}
     assert parts["cpu"]["limit_min"] > parts["fat"]["limit_min"] >= 1
     assert parts["fat"]["limit_min"] <= 60  # fat's MaxTime
-    assert doc["users"]["alice"]["tasks"][name_key("alice", "align")]["partitions"]["cpu"] == {"limit_min": 5}
+    assert doc["users"]["alice"]["tasks"][name_key("alice", "align")]["partitions"]["cpu"] == {
+        "limit_min": 5
+    }
     out = write_export(tmp_path / "limits.json", doc)
     assert json.loads(out.read_text()) == doc
     assert stat.S_IMODE(out.stat().st_mode) == 0o644
