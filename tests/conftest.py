@@ -1,10 +1,11 @@
 """Fixtures shared by unit and integration tests, and two rules of a run.
 
 - **Where a test runs** (tests/run.sh runs the suite under pytest-xdist, ``--dist loadgroup``):
-  every test under tests/integration joins the xdist group ``cluster`` unless it names another
-  group, so the tests that share the one real test cluster run one after another on one worker,
-  while the unit and fuzz tests, a module at a time, spread over the other workers as the
-  integration tests wait on Slurm.  A new test falls into that scheme without a line of its own.
+  a module at a time, on a worker of its kind (tests/helpers/xdist_schedule.py): some workers
+  take the integration modules, which mostly wait on Slurm, the others the unit and fuzz
+  modules meanwhile.  Integration modules run at once only where their ``cluster`` marks allow
+  (tests/helpers/cluster_turns.py): an unmarked one runs alone.  A new test falls into that
+  scheme without a line of its own.
 - **No skips in CI**: with ``CI`` or ``ADVISOR_TEST_CLUSTER=1`` set (CI, tests/run.sh), a skipped
   test is reported as failed: a skip there means a missing dependency or missing data, and a
   skipped test counted as passing hides it.  ``ADVISOR_ALLOW_SKIPS=1`` turns the rule off.
@@ -20,8 +21,8 @@ import pytest
 
 from tests.helpers.paths import REPO, unpack_pwa_logs
 
-#: The xdist group of the tests that use the real test cluster (one worker, one at a time).
-CLUSTER_GROUP = "cluster"
+#: The prefix of an integration module's xdist group (tests/helpers/xdist_schedule.py).
+CLUSTER_PREFIX = "cluster:"
 INTEGRATION = REPO / "tests" / "integration"
 
 
@@ -34,21 +35,29 @@ def skips_fail() -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each test's xdist group, and the cluster's tests first.
+    """Each test's xdist group: its module (an integration module's marked as the cluster's).
 
-    Integration tests join the cluster's group unless they name their own; every other test
-    is grouped with its module, so a module's fixtures are built on one worker only.  The
-    integration tests go first so that their worker starts on them at once (tests/run.sh passes
-    ``--no-loadscope-reorder``, which keeps this order).
+    A module's tests run on one worker, so its fixtures are built once; the integration modules
+    go first in the queue (tests/run.sh passes ``--no-loadscope-reorder``, which keeps it).
     """
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
-        if INTEGRATION in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group(CLUSTER_GROUP))
-        else:
-            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(REPO).as_posix()))
+        module = item.path.relative_to(REPO).as_posix()
+        cluster = INTEGRATION in item.path.parents
+        item.add_marker(pytest.mark.xdist_group(f"{CLUSTER_PREFIX}{module}" if cluster else module))
     items.sort(key=lambda item: INTEGRATION not in item.path.parents)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Loadgroup scheduling with ADVISOR_CLUSTER_WORKERS workers kept for the cluster's modules."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from tests.helpers.xdist_schedule import ClusterFirstScheduling
+
+    scheduler = ClusterFirstScheduling(config, log)
+    scheduler.cluster_workers = int(os.environ.get("ADVISOR_CLUSTER_WORKERS", "4"))
+    return scheduler
 
 
 @pytest.hookimpl(wrapper=True)

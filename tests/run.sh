@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian 12 (Slurm 22.05) or Debian 13 (Slurm 24.11) machine as
 # root: installs what it needs (Python deps in .venv, Debian's Slurm/munge/MariaDB when missing),
-# runs the lint and type gates, starts the real test cluster, runs the unit, fuzz and integration
-# tests, and stops the cluster it started.  Arguments go to pytest.
+# starts the real test cluster, runs the unit, fuzz and integration tests and, beside them, the
+# lint and type gates, and stops the cluster it started.  Arguments go to pytest.
 #
-# The tests run under pytest-xdist (tests/conftest.py says how): the integration tests one after
-# another on one worker, the unit and fuzz tests on the others meanwhile.  A skipped test fails
-# the run (ADVISOR_TEST_CLUSTER=1).  ADVISOR_TEST_WORKERS sets the number of workers (default 3:
-# on two cores the integration worker mostly waits on Slurm); 0 runs everything in one process.
+# The tests run under pytest-xdist (tests/conftest.py says how): ADVISOR_CLUSTER_WORKERS workers
+# (default 4) for the integration modules, which mostly wait on Slurm, and ADVISOR_UNIT_WORKERS
+# (default 2, one per core) for the unit and fuzz modules meanwhile; ADVISOR_UNIT_WORKERS=0
+# ADVISOR_CLUSTER_WORKERS=0 runs everything in one process.  A skipped test fails the run
+# (ADVISOR_TEST_CLUSTER=1, tests/conftest.py).
 #
-# Each step is a function step_NAME, run in the order of STEPS; to add one, write its function
-# and list it there.
+# STEPS run one after another; CHECKS run beside them from the end of `install` on, each into
+# its own log, printed at the end (the run fails if one failed).  To add either, write its
+# function step_NAME and list it.
 set -euo pipefail
 cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
 
 VENV=${ADVISOR_VENV:-.venv}
-WORKERS=${ADVISOR_TEST_WORKERS:-3}
-STEPS=(install lint types cluster tests)
+export ADVISOR_CLUSTER_WORKERS=${ADVISOR_CLUSTER_WORKERS:-4}
+UNIT_WORKERS=${ADVISOR_UNIT_WORKERS:-2}
+STEPS=(install checks cluster tests)
+CHECKS=(lint types)
 
 step_install() {
 	if [[ ! -x $VENV/bin/python ]]; then
@@ -34,24 +38,67 @@ step_types() {
 	"$VENV/bin/mypy"
 }
 
+CHECK_DIR=$(mktemp -d)
+declare -A CHECK_PIDS=()
+step_checks() { # start every check in the background
+	local check
+	for check in "${CHECKS[@]}"; do
+		"step_$check" >"$CHECK_DIR/$check.log" 2>&1 &
+		CHECK_PIDS[$check]=$!
+	done
+}
+
+wait_checks() { # print each check's output; fail if one failed
+	local check failed=0
+	for check in "${CHECKS[@]}"; do
+		[[ -n ${CHECK_PIDS[$check]:-} ]] || continue
+		if wait "${CHECK_PIDS[$check]}"; then
+			echo "== $check: ok ($(date +%T))"
+		else
+			echo "== $check: FAILED ($(date +%T))"
+			failed=1
+		fi
+		cat "$CHECK_DIR/$check.log"
+	done
+	return "$failed"
+}
+
 step_cluster() {
 	bash slurm/cluster.sh install
 	bash slurm/cluster.sh up
-	trap 'bash slurm/cluster.sh down' EXIT
+	CLUSTER_UP=1
 	echo "Debian $(cat /etc/debian_version 2>/dev/null || echo '?'), $(sinfo --version), $("$VENV/bin/python" --version)"
 }
 
 step_tests() {
 	export ADVISOR_TEST_CLUSTER=1
-	local parallel=()
-	if ((WORKERS > 0)); then
-		parallel=(-n "$WORKERS" --dist loadgroup --no-loadscope-reorder)
+	local parallel=() workers=$((ADVISOR_CLUSTER_WORKERS + UNIT_WORKERS))
+	if ((workers > 1)); then
+		parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 	fi
-	"$VENV/bin/pytest" -p no:cacheprovider "${parallel[@]}" "$@"
+	"$VENV/bin/pytest" -p no:cacheprovider "${parallel[@]}" "$@" | tee "$CHECK_DIR/pytest.log"
 }
+
+CLUSTER_UP=0
+finish() {
+	local status=$? checks=0
+	wait_checks || checks=$?
+	if ((CLUSTER_UP)); then
+		bash slurm/cluster.sh down || true
+	fi
+	echo "== done ($(date +%T))"
+	if [[ -s $CHECK_DIR/pytest.log ]]; then # pytest's summary line closes the output
+		tail -n 1 "$CHECK_DIR/pytest.log"
+	fi
+	rm -rf -- "$CHECK_DIR"
+	if ((status == 0 && checks != 0)); then
+		exit "$checks"
+	fi
+	exit "$status"
+}
+trap finish EXIT
 
 for step in "${STEPS[@]}"; do
 	echo "== $step ($(date +%T))"
 	"step_$step" "$@"
 done
-echo "== done ($(date +%T))"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cluster import EXPORT, PLUGIN, live_cache_at, require_cluster
+from tests.helpers.cluster_turns import lock_dir, needs, turn
 from tests.helpers.paths import REPO
 
 
@@ -19,6 +20,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/integration/" in str(item.path).replace(os.sep, "/"):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The module's turn on the cluster (tests/helpers/cluster_turns.py), held while it runs."""
+    with turn(needs(request.node), lock_dir()):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,8 @@ import pytest
 from advisor.cli.commands import COMMANDS
 from advisor.validate import validate
 
-pytestmark = pytest.mark.integration
+# cluster_turns: profile and calibrate cases: srun on every node, probes on time
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(uses=("daemons",), owns=("nodes",))]
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "advisor" / "sample"

@@ -27,6 +27,9 @@ from advisor.slurm.parsers import SACCT_FIELDS
 from tests.helpers.captures import record
 from tests.helpers.cluster import ADVISOR, final_in_sacct, sh
 
+# cluster_turns: its own jobs, read back by id
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+
 HEX = secrets.token_hex(3)
 WAIT_S = 240
 #: What sacct prints does not depend on the caller's environment (SLURM_TIME_FORMAT, SACCT_FORMAT).
