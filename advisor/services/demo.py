@@ -285,13 +285,14 @@ def limit_rows(explained: Explanation) -> list[dict[str, Any]]:
 
 def node_classes(plan: Plan) -> tuple[DemoClass, ...]:
     """The plan's node classes with their cores and how many tasks each runs."""
-    cores: dict[str, int] = {}
-    for node in plan.problem.nodes:
-        name = node.node_class or node.name
-        cores[name] = cores.get(name, 0) + node.cores
-    nodes = plan.problem.nodes
-    tasks = Counter(nodes[p.node].node_class or nodes[p.node].name for p in plan.placements)
-    return tuple(DemoClass(name, count, tasks[name]) for name, count in cores.items())
+    class_of = [node.node_class or node.name for node in plan.problem.nodes]
+    cores: Counter[str] = Counter()
+    for node, name in zip(plan.problem.nodes, class_of, strict=True):
+        cores[name] += node.cores
+    tasks = Counter(class_of[p.node] for p in plan.placements)
+    return tuple(
+        DemoClass(node_class=name, cores=count, tasks=tasks[name]) for name, count in cores.items()
+    )
 
 
 def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
