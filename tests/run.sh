@@ -2,7 +2,7 @@
 # The whole test suite, on a fresh Debian 12 (Slurm 22.05) or Debian 13 (Slurm 24.11) machine as
 # root: installs what it needs (Python deps in .venv, Debian's Slurm/munge/MariaDB when missing),
 # starts the real test cluster, runs the unit, fuzz and integration tests and, beside them, the
-# lint and type gates, and stops the cluster it started.  Arguments go to pytest.
+# lint, type and docs gates, and stops the cluster it started.  Arguments go to pytest.
 #
 # The tests run under pytest-xdist (tests/conftest.py says how): ADVISOR_CLUSTER_WORKERS workers
 # (default 4) for the integration modules, which mostly wait on Slurm, and ADVISOR_UNIT_WORKERS
@@ -20,7 +20,7 @@ VENV=${ADVISOR_VENV:-.venv}
 export ADVISOR_CLUSTER_WORKERS=${ADVISOR_CLUSTER_WORKERS:-4}
 UNIT_WORKERS=${ADVISOR_UNIT_WORKERS:-2}
 STEPS=(install checks cluster tests)
-CHECKS=(lint types)
+CHECKS=(lint types docs)
 
 step_install() {
 	if [[ ! -x $VENV/bin/python ]]; then
@@ -36,6 +36,13 @@ step_lint() {
 
 step_types() {
 	"$VENV/bin/mypy"
+}
+
+step_docs() { # the manual (mkdocs.yml): strict, so a broken link or anchor fails; built out of the tree
+	local site
+	site=$(mktemp -d)
+	"$VENV/bin/mkdocs" build --strict --site-dir "$site"
+	rm -rf -- "$site"
 }
 
 CHECK_DIR=$(mktemp -d)
