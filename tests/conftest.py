@@ -1,6 +1,6 @@
 """Fixtures shared by unit and integration tests, and two rules of a run.
 
-- **Where a test runs** (tests/run.sh runs the suite under pytest-xdist, ``--dist loadgroup``):
+- **Where a test runs** (tests/run.sh runs the suite under pytest-xdist, ``--dist loadscope``):
   a module at a time, on a worker of its kind (tests/helpers/xdist_schedule.py): some workers
   take the integration modules, which mostly wait on Slurm, the others the unit and fuzz
   modules meanwhile.  Integration modules run at once only where their ``cluster`` marks allow
@@ -21,8 +21,6 @@ import pytest
 
 from tests.helpers.paths import REPO, unpack_pwa_logs
 
-#: The prefix of an integration module's xdist group (tests/helpers/xdist_schedule.py).
-CLUSTER_PREFIX = "cluster:"
 INTEGRATION = REPO / "tests" / "integration"
 
 
@@ -33,25 +31,14 @@ def skips_fail() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get("ADVISOR_TEST_CLUSTER") == "1"
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each test's xdist group: its module (an integration module's marked as the cluster's).
-
-    A module's tests run on one worker, so its fixtures are built once; the integration modules
-    go first in the queue (tests/run.sh passes ``--no-loadscope-reorder``, which keeps it).
-    """
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        module = item.path.relative_to(REPO).as_posix()
-        cluster = INTEGRATION in item.path.parents
-        item.add_marker(pytest.mark.xdist_group(f"{CLUSTER_PREFIX}{module}" if cluster else module))
+    """The integration modules first: with ``--no-loadscope-reorder`` their workers start at once."""
     items.sort(key=lambda item: INTEGRATION not in item.path.parents)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """Loadgroup scheduling with ADVISOR_CLUSTER_WORKERS workers kept for the cluster's modules."""
-    if config.getoption("dist") != "loadgroup":
+    """By module, ADVISOR_CLUSTER_WORKERS workers kept for the cluster's (``--dist loadscope``)."""
+    if config.getoption("dist") != "loadscope":
         return None
     from tests.helpers.xdist_schedule import ClusterFirstScheduling
 

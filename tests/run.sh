@@ -81,7 +81,7 @@ step_tests() {
 	export ADVISOR_TEST_CLUSTER=1
 	local parallel=() workers=$((ADVISOR_CLUSTER_WORKERS + UNIT_WORKERS))
 	if ((workers > 1)); then
-		parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
+		parallel=(-n "$workers" --dist loadscope --no-loadscope-reorder)
 	fi
 	"$VENV/bin/pytest" -p no:cacheprovider "${parallel[@]}" "$@" | tee "$CHECK_DIR/pytest.log"
 }

@@ -11,7 +11,7 @@ exclusive where it changes it for everyone.  The parts:
 A module says what it needs with ``pytestmark = pytest.mark.cluster(uses=(...), owns=(...))``;
 a module without the mark owns all three, so it runs alone: a new integration test is safe by
 default and runs beside other ones once its mark says it may.  The locks are flock(2) locks on
-files named after the run (every xdist worker of one run shares them), taken in the order of
+files in the run's temporary directory (every xdist worker of one run shares them), taken in the order of
 PARTS (no deadlock), each with a gate that makes a waiting owner go before later users.
 """
 
@@ -42,12 +42,10 @@ def needs(node: pytest.Item | pytest.Collector) -> dict[str, bool]:
     return {part: part in owns for part in PARTS if part in uses or part in owns}
 
 
-def lock_dir() -> Path:
-    """The run's lock files: one directory per pytest run, whatever its xdist workers."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
-    path = Path("/tmp") / f"advisor-cluster-turns-{run}"
-    path.mkdir(exist_ok=True)
-    return path
+def lock_dir(factory: pytest.TempPathFactory) -> Path:
+    """The run's directory for the lock files, the same for all its xdist workers."""
+    base = factory.getbasetemp()  # under xdist: the run's directory / popen-gwN
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @contextmanager

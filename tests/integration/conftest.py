@@ -23,9 +23,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cluster_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+def cluster_turn(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
     """The module's turn on the cluster (tests/helpers/cluster_turns.py), held while it runs."""
-    with turn(needs(request.node), lock_dir()):
+    with turn(needs(request.node), lock_dir(tmp_path_factory)):
         yield
 
 
