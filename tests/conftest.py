@@ -14,11 +14,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.cluster_turns import lock_dir, turn
 from tests.helpers.paths import REPO, unpack_pwa_logs
 
 INTEGRATION = REPO / "tests" / "integration"
@@ -60,6 +61,20 @@ def pytest_runtest_makereport(
             f"ADVISOR_TEST_CLUSTER=1): {reason}"
         )
     return report
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cpu_turn(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Unit and fuzz modules share the cores; one marked ``quiet`` (it measures real timings)
+    runs while no other does.  Integration modules, which mostly wait on Slurm, take no part."""
+    if INTEGRATION in request.path.parents:
+        yield
+        return
+    quiet = request.node.get_closest_marker("quiet") is not None
+    with turn({"cpu": quiet}, lock_dir(tmp_path_factory)):
+        yield
 
 
 @pytest.fixture(scope="session")

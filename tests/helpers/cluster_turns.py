@@ -12,7 +12,7 @@ A module says what it needs with ``pytestmark = pytest.mark.cluster(uses=(...), 
 a module without the mark owns all three, so it runs alone: a new integration test is safe by
 default and runs beside other ones once its mark says it may.  The locks are flock(2) locks on
 files in the run's temporary directory (every xdist worker of one run shares them), taken in the order of
-PARTS (no deadlock), each with a gate that makes a waiting owner go before later users.
+ORDER (no deadlock), each with a gate that makes a waiting owner go before later users.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from pathlib import Path
 import pytest
 
 PARTS = ("daemons", "export", "nodes")
+#: The order locks are taken in: "cpu" (tests/conftest.py: unit and fuzz modules share it, a
+#: module marked ``quiet`` owns it), then the cluster's parts.
+ORDER = ("cpu", *PARTS)
 
 
 def needs(node: pytest.Item | pytest.Collector) -> dict[str, bool]:
@@ -60,11 +63,9 @@ def _flock(path: Path, operation: int) -> Iterator[None]:
 
 @contextmanager
 def turn(parts: dict[str, bool], folder: Path) -> Iterator[None]:
-    """Hold each part's lock, shared or exclusive, in the order of PARTS."""
+    """Hold each part's lock, shared or exclusive, in the order of ORDER."""
     with ExitStack() as held:
-        for part in PARTS:
-            if part not in parts:
-                continue
+        for part in sorted(parts, key=ORDER.index):
             with _flock(folder / f"{part}.gate", fcntl.LOCK_EX):
                 mode = fcntl.LOCK_EX if parts[part] else fcntl.LOCK_SH
                 held.enter_context(_flock(folder / f"{part}.lock", mode))
