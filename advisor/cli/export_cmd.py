@@ -6,10 +6,10 @@ import argparse
 from dataclasses import asdict
 
 from advisor.render import Result, Table
+from advisor.sbatch.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.services.export import export_to_file
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
-from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 
 
 def _quantile(text: str) -> float:

@@ -13,9 +13,9 @@ from advisor.planner.planning import PlanRequest
 from advisor.planner.registry import SCHEDULERS
 from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
+from advisor.sbatch.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.services.plan import plan_workflows
 from advisor.slurm.timefmt import format_duration
-from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.wrapper.effects import user as current_user
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from advisor.advice.advice import JobAdvice
+from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import UsageError
 from advisor.planner import registry
 from advisor.planner.build import to_problem
@@ -28,11 +30,9 @@ from advisor.planner.plan import Plan
 from advisor.planner.planning import PlanRequest, check_request, combined, summarise
 from advisor.planner.predictive_sampler import PredictiveSampler
 from advisor.planner.summary import ClassSummary, ClusterSummary, PlanSummary, TaskJob
+from advisor.sbatch.argv import AdvisorOptions, CommandLine
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
-from advisor.wrapper.advise import JobAdvice
-from advisor.wrapper.argv import AdvisorOptions, CommandLine
-from advisor.wrapper.snapshot import Snapshot, load_snapshot
 
 
 @dataclass(frozen=True)

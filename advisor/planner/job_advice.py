@@ -1,7 +1,7 @@
 """A workflow job's time limit and sbatch arguments, through the sbatch wrapper's own logic.
 
 The limit is what ``advisor sbatch --advisor-task MODEL -p PARTITION`` with the task's inputs
-would set (``advisor.wrapper.advise.plan``: the upper quantile on the slowest class of the partition, plus
+would set (``advisor.advice.advice.plan``: the upper quantile on the slowest class of the partition, plus
 the margin, rounded up to minutes, clamped to MaxTime) and the job carries the same ``advisor:``
 comment tag.  Two additions, both because a workflow knows more than a lone job:
 
@@ -22,17 +22,17 @@ from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING, NamedTuple
 
+from advisor.advice.advice import JobAdvice, partition_limits, plan
+from advisor.advice.forecast import Forecast
 from advisor.planner.cluster import Cluster, ClusterNode
 from advisor.planner.matrix import Estimate
+from advisor.sbatch.argv import AdvisorOptions, CommandLine, parse_command_line
 from advisor.slurm.records import Partition
-from advisor.wrapper.advise import JobAdvice, partition_limits, plan
-from advisor.wrapper.argv import AdvisorOptions, CommandLine, parse_command_line
-from advisor.wrapper.predictor import Forecast
 
 if TYPE_CHECKING:
-    from advisor.wrapper.predictor import Predictor
-from advisor.wrapper.argv import job_request
-from advisor.wrapper.snapshot import Snapshot
+    from advisor.advice.forecast import Predictor
+from advisor.advice.snapshot import Snapshot
+from advisor.sbatch.argv import job_request
 
 
 def lognormal_quantile_s(mean_s: float, cv: float, q: float) -> float:

@@ -29,7 +29,7 @@ from advisor.planner.uncertainty import (
     makespan_distribution,
     slurm_makespan,
 )
-from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
+from advisor.sbatch.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 
 #: ``--cv``: a standard deviation 100 times the mean is already no runtime model at all.
 MAX_CV = 100.0

@@ -233,7 +233,7 @@ def write_sample_job(workdir: Path) -> None:
 
 def wrapper_decision(argv: list[str]) -> Explanation:
     """What ``advisor sbatch ARGV`` decides: the wrapper's own code, its real side effects."""
-    from advisor.wrapper.argv import parse_command_line
+    from advisor.sbatch.argv import parse_command_line
     from advisor.wrapper.effects import real
     from advisor.wrapper.explain import explanation
     from advisor.wrapper.submit import prepare

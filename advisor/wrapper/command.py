@@ -29,7 +29,7 @@ USAGE = "advisor sbatch [ADVISOR OPTIONS] [SBATCH OPTIONS] SCRIPT [ARGS...]"
 
 def help_text() -> str:
     """What ``advisor sbatch --help`` prints (and the full parser shows as its description)."""
-    from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
+    from advisor.sbatch.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 
     return f"""usage: {USAGE}
 
@@ -188,7 +188,7 @@ def main(
 ) -> int:
     """Run ``advisor sbatch`` with these arguments; the exit code (sbatch's when it ran)."""
     from advisor.errors import UsageError
-    from advisor.wrapper.argv import parse_command_line
+    from advisor.sbatch.argv import parse_command_line
     from advisor.wrapper.submit import prepare, record, submit
 
     out = out or sys.stdout

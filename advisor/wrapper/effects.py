@@ -12,10 +12,10 @@ from advisor.lite import TYPE_CHECKING
 from advisor.wrapper.submit import SideEffects
 
 if TYPE_CHECKING:
+    from advisor.advice.snapshot import Snapshot
     from advisor.slurm.records import StartEstimate
     from advisor.slurm.runner import CommandResult, RetryPolicy, Runner
     from advisor.store.advice import Advice
-    from advisor.wrapper.snapshot import Snapshot
 
 #: How long the wrapper waits for a locked cache before it fails open (reads) or skips (writes).
 #: The advice row is written after the job is submitted, and another writer (``advisor update``)
@@ -50,8 +50,8 @@ def input_bytes(paths: Sequence[str]) -> int:
 
 def load_snapshot(db: str | None, task: str, user: str) -> Snapshot:
     """One read-only pass over the cache: the task's models as this user sees them."""
+    from advisor.advice.snapshot import load_snapshot as load
     from advisor.store.connection import Store
-    from advisor.wrapper.snapshot import load_snapshot as load
 
     with Store.open(db, readonly=True, busy_timeout_s=READ_BUSY_S) as store:
         return load(store, (task,), user=user)

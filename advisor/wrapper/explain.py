@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from advisor.advice.advice import Decision, JobAdvice, PartitionLimit, PickEstimate
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.wrapper.advise import Decision, JobAdvice, PartitionLimit, PickEstimate
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from advisor.wrapper.advise import Basis
-    from advisor.wrapper.argv import Setting
+    from advisor.advice.advice import Basis
+    from advisor.sbatch.argv import Setting
 
 #: What shlex.quote leaves unquoted: ASCII word characters and ``@%+=:,./-``.
 _SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.wrapper.advise import (
+from advisor.advice.advice import (
     Decision,
     JobAdvice,
     candidate_partitions,
@@ -18,7 +17,8 @@ from advisor.wrapper.advise import (
     pick_earliest,
     plan,
 )
-from advisor.wrapper.argv import (
+from advisor.lite import TYPE_CHECKING, NamedTuple
+from advisor.sbatch.argv import (
     CommandLine,
     JobRequest,
     Option,
@@ -29,10 +29,10 @@ from advisor.wrapper.argv import (
 )
 
 if TYPE_CHECKING:
+    from advisor.advice.snapshot import Snapshot
     from advisor.slurm.records import StartEstimate
     from advisor.slurm.runner import CommandResult
     from advisor.store.advice import Advice, Outcome
-    from advisor.wrapper.snapshot import Snapshot
 
 #: sbatch options after which sbatch only prints something: nothing to advise.
 _INFO_OPTIONS = frozenset({"help", "usage", "version"})
@@ -115,7 +115,7 @@ def translated_options(
     """
     if text is None or ("#BSUB" not in text and "#PBS" not in text):
         return None, None
-    from advisor.wrapper.xlate import ignored, translate_directives
+    from advisor.sbatch.translated import ignored, translate_directives
 
     if ignored(command_line, script, env):
         return None, None

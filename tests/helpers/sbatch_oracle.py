@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import InputError
-from advisor.slurm.timefmt import parse_timelimit
-from advisor.wrapper.argv import (
+from advisor.sbatch.argv import (
     JobRequest,
     job_request,
     parse_command_line,
     parse_options,
     read_directives,
 )
+from advisor.slurm.timefmt import parse_timelimit
 from advisor.wrapper.submit import translated_options
 from tests.helpers.paths import TEST_DATA
 

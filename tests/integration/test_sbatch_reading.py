@@ -24,10 +24,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor.sbatch.argv import FLAGS, LONG_OPTIONS, ONLY_IN, VALUED
 from advisor.services.cluster import fetch_cluster
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import parse_key_values
-from advisor.wrapper.argv import FLAGS, LONG_OPTIONS, ONLY_IN, VALUED
 from tests.helpers.caches import train
 from tests.helpers.cluster import ADVISOR
 from tests.helpers.hostile import budget

@@ -170,8 +170,9 @@ def test_only_the_slurm_adapter_runs_programs() -> None:
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"cli", "__main__"}),
     frozenset({"services"}),
-    frozenset({"wrapper", "models", "profiling", "imports", "history", "accounting", "replay",
-               "planner", "insitu", "reports", "spool", "completion", "sample", "schemas"}),
+    frozenset({"wrapper", "sbatch", "advice", "models", "profiling", "imports", "history",
+               "accounting", "replay", "planner", "insitu", "reports", "spool", "completion",
+               "sample", "schemas"}),
     frozenset({"slurm", "store"}),
     frozenset({"errors", "lite", "text", "taskkey", "inputs", "factors", "validate",
                "output_target", "progress", "guard_schedule", "render"}),

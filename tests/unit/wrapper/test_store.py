@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice.snapshot import load_snapshot
 from advisor.errors import CacheError
 from advisor.services.export import UserLimits, export_document, write_atomically, write_export
 from advisor.slurm.runner import AmbiguousSubmitError, CommandResult, RetryPolicy, run_subprocess
@@ -19,7 +20,6 @@ from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
 from advisor.wrapper import effects
-from advisor.wrapper.snapshot import load_snapshot
 from tests.helpers.caches import NODES, PARTITIONS, train
 
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from advisor.advice.forecast import Forecast
+from advisor.advice.snapshot import Snapshot
+from advisor.advice.tag import Tag, with_tag
 from advisor.errors import InputError
 from advisor.lite import TYPE_CHECKING, NamedTuple
+from advisor.sbatch.argv import AdvisorOptions, JobRequest, SbatchArgv
 from advisor.slurm.timefmt import NoLimit, format_duration, parse_timelimit, whole_minutes_s
-from advisor.wrapper.argv import AdvisorOptions, JobRequest, SbatchArgv
-from advisor.wrapper.predictor import Forecast
-from advisor.wrapper.snapshot import Snapshot
-from advisor.wrapper.tag import Tag, with_tag
 
 if TYPE_CHECKING:  # datetime loads only for --advisor-pick earliest
     from datetime import datetime

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.wrapper.advise import (
+from advisor.advice.advice import (
     MIN_RUNS_TO_TIGHTEN,
     PartitionLimit,
     decide,
     partition_limit,
 )
+from advisor.advice.forecast import Forecast
+from advisor.advice.tag import Tag, format_tag, parse_tag, with_tag
 from advisor.wrapper.explain import command_line, quote
-from advisor.wrapper.predictor import Forecast
-from advisor.wrapper.tag import Tag, format_tag, parse_tag, with_tag
 
 
 def forecast(node_class: str, q_s: float, runs: int = 10) -> Forecast:

@@ -38,11 +38,11 @@ up to the first line that is neither blank nor a comment.  Each directive is spl
 with single and double quotes grouping, a backslash escaping the next character, and an
 unquoted ``#`` starting a comment.  A ``#SBATCH hetjob`` line separates the components of a
 heterogeneous job.  ``#BSUB`` and ``#PBS`` lines, which sbatch translates, are read by
-advisor.wrapper.xlate.
+advisor.sbatch.translated.
 
 **Precedence** (sbatch(1)) makes what the job asks for: options on the command line override
 ``SBATCH_*`` environment variables, which override the ``#BSUB`` or ``#PBS`` lines sbatch
-translates (advisor.wrapper.xlate), which override ``#SBATCH`` lines in the script; among
+translates (advisor.sbatch.translated), which override ``#SBATCH`` lines in the script; among
 options of one origin the last one wins.
 """
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.errors import UsageError
-from advisor.wrapper.argv import (
+from advisor.sbatch.argv import (
     FLAGS,
     LONG_OPTIONS,
     PREFIX,
