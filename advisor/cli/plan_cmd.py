@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.errors import UsageError
 from advisor.planner.gantt import save_gantt
 from advisor.planner.planning import PlanRequest
 from advisor.planner.registry import SCHEDULERS
 from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
-from advisor.sbatch.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.services.plan import plan_workflows
 from advisor.slurm.timefmt import format_duration
 from advisor.wrapper.effects import user as current_user

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from advisor.advice.advice import JobAdvice
+from advisor.advice.settings import AdvisorOptions, CommandLine
 from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import UsageError
 from advisor.planner import registry
@@ -30,7 +31,6 @@ from advisor.planner.plan import Plan
 from advisor.planner.planning import PlanRequest, check_request, combined, summarise
 from advisor.planner.predictive_sampler import PredictiveSampler
 from advisor.planner.summary import ClassSummary, ClusterSummary, PlanSummary, TaskJob
-from advisor.sbatch.argv import AdvisorOptions, CommandLine
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
 

@@ -233,13 +233,13 @@ def write_sample_job(workdir: Path) -> None:
 
 def wrapper_decision(argv: list[str]) -> Explanation:
     """What ``advisor sbatch ARGV`` decides: the wrapper's own code, its real side effects."""
-    from advisor.sbatch.argv import parse_command_line
+    from advisor.advice.settings import parse_command_line
     from advisor.wrapper.effects import real
     from advisor.wrapper.explain import explanation
     from advisor.wrapper.submit import prepare
 
     prepared = prepare(parse_command_line(argv), real())
-    return explanation(prepared.plan, prepared.argv, prepared.warning)
+    return explanation(prepared.advice, prepared.argv, prepared.warning)
 
 
 def limit_rows(explained: Explanation) -> list[dict[str, Any]]:

@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from advisor.advice.advice import partition_limits
+from advisor.advice.settings import AdvisorOptions
 from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import AdvisorError, InputError
 from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
 from advisor.output_target import check_output
-from advisor.sbatch.argv import AdvisorOptions
 from advisor.store.connection import Store
 from advisor.store.names import NAME_SCHEME, name_key
 from advisor.store.task_models import load_user_models

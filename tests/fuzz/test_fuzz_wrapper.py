@@ -23,11 +23,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from advisor.advice.forecast import Forecast
+from advisor.advice.settings import parse_command_line
 from advisor.advice.snapshot import Snapshot
 from advisor.advice.tag import parse_tag
 from advisor.errors import InputError
 from advisor.history.lookup import history_limit
-from advisor.sbatch.argv import parse_command_line, read_directives
+from advisor.sbatch.script import read_directives
 from advisor.services.export import UserLimits, export_document, write_export
 from advisor.slurm.records import Partition
 from advisor.slurm.runner import CommandResult

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from advisor.accounting.mapping import observation_source
+from advisor.advice.settings import parse_command_line
 from advisor.advice.tag import parse_tag
 from advisor.cli import main
 from advisor.errors import InputError, UsageError
 from advisor.history.cache import load_key_states, load_site
 from advisor.history.keys import HistoryKey
 from advisor.history.lookup import history_limit
-from advisor.sbatch.argv import parse_command_line
 from advisor.services.predict import predict_runtime
 from advisor.slurm.records import JobRecord
 from advisor.slurm.timefmt import parse_timelimit

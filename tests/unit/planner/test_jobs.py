@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice.settings import AdvisorOptions
 from advisor.advice.snapshot import load_snapshot
 from advisor.models.distributions import predictive
 from advisor.planner.cluster import Cluster, ClusterNode
@@ -21,7 +22,6 @@ from advisor.planner.job_advice import (
 )
 from advisor.planner.jobs import JobSpec, base_argv, placeholder
 from advisor.planner.matrix import Estimate
-from advisor.sbatch.argv import AdvisorOptions
 from advisor.slurm.records import Partition
 from advisor.store.connection import Store
 from advisor.wrapper import effects

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from advisor.advice.advice import PartitionLimit, decide
+from advisor.advice.limits import PartitionLimit, decide
 from advisor.advice.tag import Tag, format_tag, parse_tag
 from advisor.errors import InputError
 from advisor.guard_schedule import LEAD_S
