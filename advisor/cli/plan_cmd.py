@@ -16,7 +16,7 @@ from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
 from advisor.services.plan import plan_workflows
 from advisor.slurm.timefmt import format_duration
-from advisor.wrapper.effects import user as current_user
+from advisor.users import current_user
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]

@@ -266,9 +266,11 @@ def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
     from advisor.planner.planning import PlanRequest
     from advisor.services.plan import plan_workflows
     from advisor.services.submit import submit_workflow
-    from advisor.wrapper.effects import user
+    from advisor.users import current_user
 
-    request = PlanRequest(inputs=(str(sample_file(SAMPLE_WORKFLOW)),), db=str(db_path), user=user())
+    request = PlanRequest(
+        inputs=(str(sample_file(SAMPLE_WORKFLOW)),), db=str(db_path), user=current_user()
+    )
     planned = plan_workflows(request)
     submitted = submit_workflow(request, dry_run=True)
     gantt = None
