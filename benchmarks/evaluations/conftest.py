@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cluster import live_cache_at, require_cluster
+from tests.helpers.cluster_fixtures import live_cache, slurm_cluster  # noqa: F401 (fixtures)
 from tests.helpers.paths import REPO
 
 
@@ -28,13 +28,3 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.fail(f"shared data not found at {path} (set ADVISOR_SHARED_DATA)")
     return path
-
-
-@pytest.fixture(scope="session")
-def slurm_cluster() -> None:
-    require_cluster()
-
-
-@pytest.fixture(scope="module")
-def live_cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return live_cache_at(tmp_path_factory.mktemp("live") / "cache.db")

@@ -7,11 +7,11 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.helpers.cluster import EXPORT, PLUGIN, live_cache_at, require_cluster
+from tests.helpers.cluster import EXPORT, PLUGIN
+from tests.helpers.cluster_fixtures import live_cache, slurm_cluster  # noqa: F401 (fixtures)
 from tests.helpers.cluster_turns import lock_dir, needs, turn
 from tests.helpers.paths import REPO
 
@@ -29,18 +29,6 @@ def cluster_turn(
     """The module's turn on the cluster (tests/helpers/cluster_turns.py), held while it runs."""
     with turn(needs(request.node), lock_dir(tmp_path_factory)):
         yield
-
-
-@pytest.fixture(scope="session")
-def slurm_cluster() -> None:
-    """Fails (not skips) when the cluster was asked for but does not answer."""
-    require_cluster()
-
-
-@pytest.fixture(scope="module")
-def live_cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache of the live cluster's snapshot, nodes grouped into classes by their hardware."""
-    return live_cache_at(tmp_path_factory.mktemp("live") / "cache.db")
 
 
 @pytest.fixture
