@@ -27,8 +27,7 @@ from advisor.slurm.parsers import SACCT_FIELDS
 from tests.helpers.captures import record
 from tests.helpers.cluster import ADVISOR, final_in_sacct, sh
 
-# cluster_turns: its own jobs, read back by id
-pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+# cluster_turns: none (it runs alone): its live replay reads a window of time, every job in it
 
 HEX = secrets.token_hex(3)
 WAIT_S = 240
