@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
-from typing import TextIO
 
 from advisor.errors import AdvisorError
-from advisor.progress import wanted
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.services.profile import (
-    NodeOutcome,
     ProfileRequest,
     bench_argv,
     profile_cluster,
@@ -68,28 +65,6 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.set_defaults(func=run)
 
 
-class _ProgressBar:
-    """A one-line bar on a terminal; nothing when output goes to a pipe or a file."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.failed: list[str] = []
-
-    def __call__(self, outcome: NodeOutcome, done: int, total: int) -> None:
-        if outcome.error:
-            self.failed.append(outcome.node)
-        width = 30
-        filled = width * done // total
-        failed = f", failed: {','.join(self.failed)}" if self.failed else ""
-        self.stream.write(
-            f"\rprofiling [{'#' * filled}{'.' * (width - filled)}] "
-            f"{done}/{total} nodes{failed}\x1b[K"
-        )
-        if done == total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def run(args: argparse.Namespace) -> Result:
     """Profile, store, and lay out; fails (exit 1) only when no node gave a result."""
     request = ProfileRequest(
@@ -99,9 +74,8 @@ def run(args: argparse.Namespace) -> Result:
         start_timeout_s=args.start_timeout,
         timeout_s=args.timeout,
     )
-    progress = _ProgressBar(sys.stderr) if wanted(sys.stderr) else None
-    with Store.open(getattr(args, "db", None)) as store:
-        profiled = profile_cluster(CliBackend(), store, request, progress=progress)
+    with Store.open(getattr(args, "db", None)) as store, ProgressBar("profiling: nodes") as bar:
+        profiled = profile_cluster(CliBackend(), store, request, progress=bar)
     failed = profiled.failed
     if len(failed) == len(profiled.outcomes):
         raise AdvisorError(

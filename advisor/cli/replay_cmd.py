@@ -6,7 +6,7 @@ import argparse
 from datetime import datetime
 
 from advisor.cli.common import add_dump_options, dump_format_of, positive_int, warn_skipped
-from advisor.progress import Progress
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.replay.run import GROUPS
 from advisor.reports.period import parse_moment
@@ -122,7 +122,7 @@ def request_of(args: argparse.Namespace) -> ReplayRequest:
 
 def run(args: argparse.Namespace) -> Result:
     """Replay (services.replay) and lay out."""
-    done = replay(request_of(args), bars=Progress)
+    done = replay(request_of(args), bars=ProgressBar)
     source, scores = done.source, done.scores
     if source.warnings is not None:
         warn_skipped(list(source.warnings), dict(source.skipped or {}))

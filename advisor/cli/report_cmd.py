@@ -9,7 +9,7 @@ from typing import Any
 
 from advisor.cli.common import positive_int
 from advisor.errors import UsageError
-from advisor.progress import Progress
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.reports import accuracy, limits
 from advisor.reports.age import age_text
@@ -158,7 +158,7 @@ def _selection(args: argparse.Namespace) -> Selection:
 def _report(args: argparse.Namespace, request: ReportRequest) -> Report:
     """The report from the cache (services.report)."""
     with Store.open(getattr(args, "db", None), readonly=True) as store:
-        return report(store, request, now=datetime.now(UTC), bars=Progress)
+        return report(store, request, now=datetime.now(UTC), bars=ProgressBar)
 
 
 def _percent(rows: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:

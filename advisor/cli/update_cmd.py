@@ -7,7 +7,7 @@ import os
 from datetime import timedelta
 
 from advisor.cli.common import add_dump_options, dump_format_of, warn_skipped
-from advisor.progress import Progress
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.services.update import update
 from advisor.slurm.backend import CliBackend
@@ -84,7 +84,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def run(args: argparse.Namespace) -> Result:
     """Ingest and summarise."""
     dump = dump_format_of(args)
-    with Store.open(getattr(args, "db", None)) as store, Progress("update") as bar:
+    with Store.open(getattr(args, "db", None)) as store, ProgressBar("update") as bar:
         done = update(store, CliBackend(), sacct_file=args.sacct_file, swf=args.swf, dump=dump,
                       since=args.since, until=args.until, window=args.window, spool=args.spool,
                       strict=args.strict, progress=bar)  # fmt: skip

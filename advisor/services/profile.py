@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from advisor.errors import AdvisorError, InputError
 from advisor.profiling.bench import run_from_bench_output
 from advisor.profiling.recording import record_runs
+from advisor.progress import Progress
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.hostlist import expand_hostlist
 from advisor.slurm.records import Node, Partition
@@ -184,9 +185,6 @@ def profile_node(
         return NodeOutcome(target.node, target.partition, error=error.one_line())
 
 
-Progress = Callable[[NodeOutcome, int, int], None]
-
-
 @dataclass(frozen=True)
 class Profiled:
     """What ``advisor profile`` did, node by node (schemas/profile-output.json)."""
@@ -223,7 +221,7 @@ def profile_cluster(
         for future in as_completed(futures):
             outcomes.append(future.result())
             if progress:
-                progress(outcomes[-1], len(outcomes), len(targets))
+                progress(len(outcomes), len(targets))
     stored = [o for o in outcomes if o.run is not None]
     with store.write():
         save_cluster(store, partitions, nodes)

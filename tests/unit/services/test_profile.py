@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 
 import pytest
 
-from advisor.cli.profile_cmd import _ProgressBar
 from advisor.errors import InputError
 from advisor.services.profile import (
     NodeOutcome,
@@ -64,13 +62,13 @@ def replay(name: str) -> Callable[[Sequence[str]], CommandResult]:
 def run_profile(
     fake: FakeSlurm,
     request: ProfileRequest = REQUEST,
-    progress: list[tuple[str, int, int]] | None = None,
+    progress: list[tuple[int, int | None]] | None = None,
 ) -> tuple[list[NodeOutcome], Store]:
     store = Store.open(":memory:")
     backend = CliBackend(SlurmCommands(fake, sleep=lambda s: None))
     seen = progress if progress is not None else []
     profiled = profile_cluster(
-        backend, store, request, progress=lambda o, done, total: seen.append((o.node, done, total))
+        backend, store, request, progress=lambda done, total: seen.append((done, total))
     )
     return list(profiled.outcomes), store
 
@@ -83,7 +81,7 @@ def test_one_good_node_is_stored_and_the_failures_are_named() -> None:
             "f1": replay("srun_drained_node.stderr.txt"),
         }
     )
-    progress: list[tuple[str, int, int]] = []
+    progress: list[tuple[int, int | None]] = []
     outcomes, store = run_profile(fake, progress=progress)
     by_node = {o.node: o for o in outcomes}
     assert [o.node for o in outcomes] == ["c1", "c2", "f1"]  # partition order, not finish order
@@ -96,7 +94,7 @@ def test_one_good_node_is_stored_and_the_failures_are_named() -> None:
     assert by_node["f1"].error == (
         "exited with 1: srun: error: Unable to allocate resources: Requested nodes are busy"
     )
-    assert sorted(done for _, done, _ in progress) == [1, 2, 3]
+    assert progress == [(1, 3), (2, 3), (3, 3)]
     assert run_count(store) == 1
     assert set(latest_scores(store)) == {"c1"}
     assert (
@@ -217,13 +215,3 @@ def test_step_error_prefers_the_advisors_own_line() -> None:
         "exited with 2: advisor: error: boom"
     )
     assert step_error("", "", 137) == "exited with 137"
-
-
-def test_progress_bar_names_failed_nodes_and_ends_the_line() -> None:
-    out = io.StringIO()
-    bar = _ProgressBar(out)
-    bar(NodeOutcome("c1"), 1, 2)
-    bar(NodeOutcome("nosuch", error="not a node of this cluster"), 2, 2)
-    text = out.getvalue()
-    assert text.count("\r") == 2 and text.endswith("\n")
-    assert "1/2 nodes" in text and "2/2 nodes, failed: nosuch" in text
