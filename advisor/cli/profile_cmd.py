@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from advisor.cli.common import add_deprecated
 from advisor.errors import AdvisorError
 from advisor.progress import ProgressBar
 from advisor.render import Result, Table
@@ -39,8 +40,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="profile the nodes of P (repeatable; default: every partition)",
     )
     parser.add_argument(
-        "--nodes", metavar="LIST", help="profile these nodes (a Slurm host list, e.g. c[1-4],f1)"
+        "-w",
+        "--nodelist",
+        metavar="LIST",
+        help="profile these nodes: a Slurm host list, e.g. c[1-4],f1 (as sbatch -w)",
     )
+    add_deprecated(parser, "--nodes", use="-w/--nodelist", dest="nodelist", metavar="LIST")
     parser.add_argument("--full", action="store_true", help="run the full benchmark (≤ 30 s)")
     parser.add_argument(
         "--dir",
@@ -70,7 +75,7 @@ def run(args: argparse.Namespace) -> Result:
     request = ProfileRequest(
         argv=bench_argv(quick=not args.full, directory=args.dir),
         partitions=tuple(args.partition),
-        nodes=args.nodes,
+        nodelist=args.nodelist,
         start_timeout_s=args.start_timeout,
         timeout_s=args.timeout,
     )

@@ -48,7 +48,7 @@ class ProfileRequest:
 
     argv: tuple[str, ...]
     partitions: tuple[str, ...] = ()
-    nodes: str | None = None
+    nodelist: str | None = None
     start_timeout_s: int = 60
     timeout_s: float = 180.0
 
@@ -106,7 +106,7 @@ def is_unavailable(state: str) -> bool:
 def select_targets(
     partitions: Sequence[Partition], nodes: Sequence[Node], request: ProfileRequest
 ) -> list[Target]:
-    """The nodes to profile: of the given partitions (default: all), narrowed to --nodes."""
+    """The nodes to profile: of the given partitions (default: all), narrowed to --nodelist."""
     by_part = {p.name: p for p in partitions}
     unknown = [name for name in request.partitions if name not in by_part]
     if unknown:
@@ -116,8 +116,8 @@ def select_targets(
         )
     chosen = [by_part[name] for name in request.partitions] or list(partitions)
     in_parts = list(dict.fromkeys(node for p in chosen for node in p.nodes))
-    names = list(expand_hostlist(request.nodes)) if request.nodes else in_parts
-    if request.nodes and request.partitions:
+    names = list(expand_hostlist(request.nodelist)) if request.nodelist else in_parts
+    if request.nodelist and request.partitions:
         names = [name for name in names if name in in_parts]
     by_node = {n.name: n for n in nodes}
     up_parts = [p for p in chosen if p.state.upper() == "UP"]
@@ -213,7 +213,7 @@ def profile_cluster(
     partitions, nodes = backend.partitions(), backend.nodes()
     targets = select_targets(partitions, nodes, request)
     if not targets:
-        raise InputError("no nodes selected", hint="check --partition and --nodes")
+        raise InputError("no nodes selected", hint="check --partition and --nodelist")
     token = secrets.token_hex(3)
     outcomes: list[NodeOutcome] = []
     with ThreadPoolExecutor(max_workers=len(targets)) as pool:

@@ -174,7 +174,7 @@ LAYERS: tuple[frozenset[str], ...] = (
                "planner", "insitu", "reports", "spool", "completion", "sample", "schemas"}),
     frozenset({"slurm", "store"}),
     frozenset({"errors", "lite", "text", "taskkey", "inputs", "factors", "validate",
-               "output_target", "progress", "guard_schedule", "render"}),
+               "output_target", "progress", "guard_schedule", "render", "timespec"}),
 )  # fmt: skip
 
 

@@ -105,7 +105,7 @@ def test_one_good_node_is_stored_and_the_failures_are_named() -> None:
 def test_srun_is_pinned_to_the_node_in_one_of_its_partitions() -> None:
     fake = FakeSlurm({"c1": replay("srun_bench_c1.txt")})
     run_profile(
-        fake, ProfileRequest(argv=REQUEST.argv, nodes="c1", start_timeout_s=7, timeout_s=90)
+        fake, ProfileRequest(argv=REQUEST.argv, nodelist="c1", start_timeout_s=7, timeout_s=90)
     )
     (srun,) = [call for call in fake.calls if call[0] == "srun"]
     assert {
@@ -122,7 +122,7 @@ def test_srun_is_pinned_to_the_node_in_one_of_its_partitions() -> None:
 
 def test_unknown_node_fails_alone_without_running_anything() -> None:
     fake = FakeSlurm({"c1": replay("srun_bench_c1.txt")})
-    outcomes, store = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodes="c1,nosuch"))
+    outcomes, store = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodelist="c1,nosuch"))
     assert [(o.node, o.error) for o in outcomes] == [
         ("c1", None),
         ("nosuch", "not a node of this cluster"),
@@ -139,7 +139,9 @@ def test_a_step_that_times_out_is_cancelled_and_not_retried() -> None:
         raise TransientSlurmError("srun did not answer within 5 s", argv=argv)
 
     fake = FakeSlurm({"c1": hang})
-    outcomes, store = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodes="c1", timeout_s=5))
+    outcomes, store = run_profile(
+        fake, ProfileRequest(argv=REQUEST.argv, nodelist="c1", timeout_s=5)
+    )
     assert outcomes[0].error is not None and "no result within 5 s" in outcomes[0].error
     assert calls == ["srun"]
     scancel = [call for call in fake.calls if call[0] == "scancel"]
@@ -158,7 +160,7 @@ def test_a_transient_srun_failure_is_retried() -> None:
         ]
     )
     fake = FakeSlurm({"c1": lambda argv: next(answers)(argv)})
-    outcomes, _ = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodes="c1"))
+    outcomes, _ = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodelist="c1"))
     assert outcomes[0].error is None
 
 
@@ -178,8 +180,8 @@ def test_selection_by_partition_and_host_list() -> None:
     assert names() == ["c1", "c2", "f1"]
     assert names(partitions=("fat",)) == ["f1"]
     assert names(partitions=("cpu", "long")) == ["c1", "c2"]
-    assert names(nodes="c[1-2],f1") == ["c1", "c2", "f1"]
-    assert names(nodes="c[1-2],f1", partitions=("cpu",)) == ["c1", "c2"]
+    assert names(nodelist="c[1-2],f1") == ["c1", "c2", "f1"]
+    assert names(nodelist="c[1-2],f1", partitions=("cpu",)) == ["c1", "c2"]
     with pytest.raises(InputError, match="unknown partition 'gpu'"):
         names(partitions=("gpu",))
 
