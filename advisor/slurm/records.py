@@ -40,6 +40,8 @@ class Partition(NamedTuple):
     is_default: bool
     state: str
     total_cpus: int | None = None
+    #: The partition's ``QOS=`` (its limits apply to every job in it), or None.
+    qos: str | None = None
 
 
 class Node(NamedTuple):
