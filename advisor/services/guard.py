@@ -44,8 +44,7 @@ from advisor.slurm.backend import CliBackend
 from advisor.slurm.bounds import Bound, SiteLimits, job_bounds
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.jobs import RunningJob, running_jobs, set_time_limit
-from advisor.slurm.limits import Reservation
-from advisor.slurm.records import Partition
+from advisor.slurm.records import Partition, Reservation
 from advisor.slurm.runner import RetryPolicy, SlurmCommands
 from advisor.slurm.timefmt import format_duration
 from advisor.store.advice import GuardedRequest, guarded_requests

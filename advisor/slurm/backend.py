@@ -18,16 +18,21 @@ from advisor.slurm.limits import (
     ASSOC_FIELDS,
     QOS_FIELDS,
     USER_FIELDS,
-    Association,
-    Qos,
-    Reservation,
     parse_associations,
     parse_default_accounts,
     parse_qos,
     parse_reservations,
 )
 from advisor.slurm.parsers import parse_job_id, parse_nodes, parse_partitions, parse_test_only
-from advisor.slurm.records import JobRecord, Node, Partition, StartEstimate
+from advisor.slurm.records import (
+    Association,
+    JobRecord,
+    Node,
+    Partition,
+    Qos,
+    Reservation,
+    StartEstimate,
+)
 from advisor.slurm.runner import (
     AmbiguousSubmitError,
     CommandResult,

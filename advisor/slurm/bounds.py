@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from advisor.lite import NamedTuple
-from advisor.slurm.limits import Association, Qos
+from advisor.slurm.records import Association, Qos
 
 #: The QoS slurmctld gives a job whose association names no default and several QoS.
 DEFAULT_QOS = "normal"

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from advisor.errors import InputError
-from advisor.lite import NamedTuple
 from advisor.slurm.hostlist import expand_hostlist
+from advisor.slurm.records import Association, Qos, Reservation
 from advisor.slurm.timefmt import parse_timelimit
 
 #: The fields asked of ``sacctmgr show qos``, in this order.
@@ -23,38 +23,6 @@ QOS_FIELDS = ("Name", "MaxWall", "Flags")
 ASSOC_FIELDS = ("Cluster", "Account", "User", "Partition", "MaxWall", "QOS", "DefaultQOS")
 #: The fields asked of ``sacctmgr show user``, in this order.
 USER_FIELDS = ("User", "DefaultAccount")
-
-
-class Qos(NamedTuple):
-    """A QoS and its per-job wall-clock limit (None: no limit)."""
-
-    name: str
-    max_wall_s: int | None
-    #: Flag OverPartQOS: this QoS's limits win over the partition's QoS.
-    over_partition_qos: bool = False
-
-
-class Association(NamedTuple):
-    """A user's association (cluster, account, optionally partition) and its limits."""
-
-    cluster: str
-    account: str
-    user: str
-    partition: str
-    max_wall_s: int | None
-    #: The QoS the association may use, and its default QoS ('' when none is set).
-    qos: tuple[str, ...]
-    default_qos: str
-
-
-class Reservation(NamedTuple):
-    """An advance reservation: its nodes and when it holds them (epoch seconds)."""
-
-    name: str
-    start_epoch: int
-    end_epoch: int
-    nodes: tuple[str, ...]
-    flags: tuple[str, ...]
 
 
 def _rows(text: str, fields: tuple[str, ...], what: str) -> Iterator[tuple[int, list[str]]]:

@@ -89,6 +89,38 @@ class JobRecord(NamedTuple):
         return self.state in FINAL_STATES and bool(self.partition) and self.end is not None
 
 
+class Qos(NamedTuple):
+    """A QoS and its per-job wall-clock limit (None: no limit)."""
+
+    name: str
+    max_wall_s: int | None
+    #: Flag OverPartQOS: this QoS's limits win over the partition's QoS.
+    over_partition_qos: bool = False
+
+
+class Association(NamedTuple):
+    """A user's association (cluster, account, optionally partition) and its limits."""
+
+    cluster: str
+    account: str
+    user: str
+    partition: str
+    max_wall_s: int | None
+    #: The QoS the association may use, and its default QoS ('' when none is set).
+    qos: tuple[str, ...]
+    default_qos: str
+
+
+class Reservation(NamedTuple):
+    """An advance reservation: its nodes and when it holds them (epoch seconds)."""
+
+    name: str
+    start_epoch: int
+    end_epoch: int
+    nodes: tuple[str, ...]
+    flags: tuple[str, ...]
+
+
 class StartEstimate(NamedTuple):
     """What ``sbatch --test-only`` expects."""
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from advisor.lite import TYPE_CHECKING, json_loads
-from advisor.slurm.limits import Association, Qos
-from advisor.slurm.records import Node, Partition
+from advisor.slurm.records import Association, Node, Partition, Qos
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
