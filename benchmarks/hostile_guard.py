@@ -130,11 +130,11 @@ def site(fake: Path, jobs: list[dict[str, object]]) -> Path:
     fake.mkdir()
     text = RECORDING.read_text()
     (fake / "recording.json").write_text(
-        "".join(l for l in text.splitlines(True) if not l.startswith("#"))
+        "".join(x for x in text.splitlines(True) if not x.startswith("#"))
     )
     parts = PARTITIONS.read_text()
     (fake / "show_partition.txt").write_text(
-        "".join(l for l in parts.splitlines(True) if not l.startswith("#"))
+        "".join(x for x in parts.splitlines(True) if not x.startswith("#"))
     )
     (fake / "show_reservation.txt").write_text("No reservations in the system\n")
     (fake / "show_config.txt").write_text("AccountingStorageEnforce = associations,limits,qos\n")
