@@ -1,5 +1,5 @@
 """Issue 31's attacks on the guard, on an older version and on this one: the "before" and
-"after" columns of docs/reliability.md's rows N1, N2, N12 and N15.
+"after" columns of docs/reliability.md's rows N1, N2, N12, N14 and N15.
 
 Run (as root; nothing touches the real cluster)::
 
@@ -239,11 +239,49 @@ def n15_export(v: Version, tmp: Path) -> str:
     )
 
 
+N14_SCRIPT = r"""
+import contextlib, inspect, io, json, sys
+from datetime import datetime, timedelta
+from advisor.cli import main
+from advisor.slurm.records import JobRecord
+from advisor.store import Store
+from advisor.store.accounting import save_jobs
+from advisor.store.advice import Advice, record_advice
+start = datetime(2026, 12, 1, 8, 0)
+jobs = [JobRecord("advisor", str(150 + i), 150 + i, "sim", "mallory", "lab", "cpu", ("c1",), 1,
+                  100.0, 3000, 36000, None, "COMPLETED", None, 0, 0, start, start,
+                  start + timedelta(seconds=3000), "") for i in range(10)]
+# what root's update --spool stores for ten lines of mallory's own spool file
+spool = {"origin": "spool"} if "origin" in inspect.signature(record_advice).parameters else {}
+with Store.open(sys.argv[1]) as store:
+    save_jobs(store, jobs)
+    for job in jobs:
+        record_advice(store, Advice("mallory", "fill", ["sbatch"], "submitted", task="sim",
+                      partition="cpu", limit_s=36000, predicted_s=35400, cluster="advisor",
+                      job_id=job.job_id_raw), **spool)
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    main(["--db", sys.argv[1], "report", "limits", "--by", "user", "--format", "json"])
+row = json.loads(out.getvalue())["rows"][0]
+print(f"advised_jobs {row['advised_jobs']}, advised_limit_h {row['advised_limit_h']}, "
+      f"advised_unverified {row.get('advised_unverified', '(no such column)')}")
+"""
+
+
+def n14_forged_rows(v: Version, tmp: Path) -> str:
+    """Ten spool lines claiming mallory's own plain jobs (their real 10 h limit)."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(v.tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-c", N14_SCRIPT, str(tmp / "cache.db")],
+                          capture_output=True, text=True, check=False, env=env)  # fmt: skip
+    return f"report limits, mallory: {done.stdout.strip() or done.stderr.strip()[-200:]}"
+
+
 SCENARIOS: dict[str, Callable[[Version, Path], str]] = {
     "N1": n1_forged_comment,
     "N1-qos": n1_qos,
     "N2": n2_load,
     "N12": n12_foreign_row,
+    "N14": n14_forged_rows,
     "N15": n15_export,
 }
 
