@@ -272,7 +272,7 @@ def n14_forged_rows(v: Version, tmp: Path) -> str:
     """Ten spool lines claiming mallory's own plain jobs (their real 10 h limit)."""
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(v.tree), "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([sys.executable, "-c", N14_SCRIPT, str(tmp / "cache.db")],
-                          capture_output=True, text=True, check=False, env=env)  # fmt: skip
+                          capture_output=True, text=True, check=False, env=env, cwd=tmp)  # fmt: skip
     return f"report limits, mallory: {done.stdout.strip() or done.stderr.strip()[-200:]}"
 
 
