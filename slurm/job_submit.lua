@@ -13,9 +13,9 @@ or below --time-min, a comment over Slurm's limit).
 While `advisor guard` is alive (its heartbeat file, beside the export, is fresh) a user's own
 --time is lowered to the advice as well, and the plugin records what it did in the job's
 AdminComment (`advisor:lua,action=guarded,limit=L,...,req=R`): users cannot set that field,
-so it is the one record the guard trusts. A job whose comment already holds an `advisor:` tag
-(the sbatch wrapper decided, or its user wrote one) is left alone, and slurm_job_modify refuses
-a user's comment update that writes an `advisor:` tag (docs/guard.md).
+so it is the one record the guard trusts. R is the job's own --time and L the plugin's own
+advice, never what a tag in the comment claims; slurm_job_modify refuses a user's comment
+update that writes an `advisor:` tag (docs/guard.md).
 
 Every input a user controls is bounded before any work that grows with it: the name, the
 comment, the partition list, the QoS and the account (Slurm refuses each over 1024 bytes after
@@ -447,9 +447,6 @@ local function advice(job_desc, part_list, submit_uid)
 		or longer(job_desc.partition, FIELD_MAX) or longer(job_desc.qos, FIELD_MAX)
 		or longer(job_desc.account, FIELD_MAX) then
 		return nil -- slurmctld rejects a longer name, comment or list anyway
-	end
-	if type(job_desc.comment) == "string" and job_desc.comment:find("advisor:", 1, true) then
-		return nil -- the wrapper decided already, or the user wrote a tag: not ours to vouch for
 	end
 	name = task_key(name, job_desc.comment)
 	local doc = limits()

@@ -123,8 +123,11 @@ def _without_s(row: Mapping[str, Any], tag: Tag | None, applied: bool) -> int | 
 
 
 def confirmed(row: Mapping[str, Any], tag: Tag | None) -> bool:
-    """Whether the job's advice row may be believed: the advisor wrote it into the cache, or
-    the job's comment carries the tag the wrapper adds with the limit the row claims."""
+    """Whether the job's advice row may be believed (a spool line needs the job's own tag).
+
+    The advisor wrote it into the cache, or the job's comment carries the tag the wrapper adds,
+    with the limit the row claims.
+    """
     if row.get("advice_id") is None or row.get("advice_origin", "direct") != "spool":
         return True
     limit = row.get("advice_limit_s")

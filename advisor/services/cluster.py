@@ -7,9 +7,8 @@ from typing import Any
 
 from advisor.errors import InputError, SlurmError
 from advisor.slurm.backend import SlurmBackend
-from advisor.slurm.bounds import SiteLimits
 from advisor.slurm.conf import local_cluster_name
-from advisor.slurm.records import Node, Partition
+from advisor.slurm.records import Node, Partition, SiteLimits
 from advisor.slurm.timefmt import format_duration
 from advisor.store.cluster import save_cluster, save_site_limits
 from advisor.store.connection import Store

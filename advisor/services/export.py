@@ -37,7 +37,8 @@ from advisor.errors import AdvisorError, InputError
 from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
 from advisor.output_target import check_output
-from advisor.slurm.bounds import DEFAULT_QOS, SiteLimits, job_qos
+from advisor.slurm.bounds import DEFAULT_QOS, job_qos
+from advisor.slurm.records import SiteLimits
 from advisor.store.cluster import load_site_limits
 from advisor.store.connection import Store
 from advisor.store.names import NAME_SCHEME, name_key

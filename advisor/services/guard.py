@@ -41,10 +41,10 @@ from advisor.errors import AdvisorError, InputError, SlurmError
 from advisor.guard_schedule import LEAD_S, POLL_S, next_limit_s
 from advisor.lite import NamedTuple
 from advisor.slurm.backend import CliBackend
-from advisor.slurm.bounds import Bound, SiteLimits, job_bounds
+from advisor.slurm.bounds import Bound, job_bounds
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.jobs import RunningJob, running_jobs, set_time_limit
-from advisor.slurm.records import Partition, Reservation
+from advisor.slurm.records import Partition, Reservation, SiteLimits
 from advisor.slurm.runner import RetryPolicy, SlurmCommands
 from advisor.slurm.timefmt import format_duration
 from advisor.store.advice import GuardedRequest, guarded_requests

@@ -20,10 +20,10 @@ Standard library only: the sbatch wrapper computes a bound on every submission.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from advisor.lite import NamedTuple
-from advisor.slurm.records import Association, Qos
+from advisor.slurm.records import Association, SiteLimits
 
 #: The QoS slurmctld gives a job whose association names no default and several QoS.
 DEFAULT_QOS = "normal"
@@ -34,26 +34,6 @@ class Bound(NamedTuple):
 
     limit_s: int
     source: str
-
-
-class SiteLimits(NamedTuple):
-    """What ``advisor cluster --save`` read of the QoS and associations.
-
-    known is False when they could not be read (no slurmdbd, no accounting): then only MaxTime
-    bounds a limit, and the explanation says so.
-    """
-
-    qos: Mapping[str, Qos]
-    associations: tuple[Association, ...]
-    default_accounts: Mapping[str, str]
-    known: bool = True
-    #: AccountingStorageEnforce's words: with 'associations', a job without one is refused.
-    enforce: frozenset[str] = frozenset()
-
-    @classmethod
-    def unknown(cls) -> SiteLimits:
-        """No QoS or association data."""
-        return cls({}, (), {}, False)
 
 
 class JobBounds(NamedTuple):
@@ -145,7 +125,6 @@ __all__ = [
     "DEFAULT_QOS",
     "Bound",
     "JobBounds",
-    "SiteLimits",
     "association_of",
     "job_bounds",
     "job_qos",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from advisor.lite import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
 
     from advisor.slurm.timefmt import NoLimit
@@ -119,6 +120,26 @@ class Reservation(NamedTuple):
     end_epoch: int
     nodes: tuple[str, ...]
     flags: tuple[str, ...]
+
+
+class SiteLimits(NamedTuple):
+    """What ``advisor cluster --save`` read of the QoS and associations.
+
+    known is False when they could not be read (no slurmdbd, no accounting): then only MaxTime
+    bounds a limit, and the explanation says so.
+    """
+
+    qos: Mapping[str, Qos]
+    associations: tuple[Association, ...]
+    default_accounts: Mapping[str, str]
+    known: bool = True
+    #: AccountingStorageEnforce's words: with 'associations', a job without one is refused.
+    enforce: frozenset[str] = frozenset()
+
+    @classmethod
+    def unknown(cls) -> SiteLimits:
+        """No QoS or association data."""
+        return cls({}, (), {}, False)
 
 
 class StartEstimate(NamedTuple):

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from advisor.lite import TYPE_CHECKING, json_loads
-from advisor.slurm.records import Association, Node, Partition, Qos
+from advisor.lite import json_loads
+from advisor.slurm.records import Association, Node, Partition, Qos, SiteLimits
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
-
-if TYPE_CHECKING:
-    from advisor.slurm.bounds import SiteLimits
 
 
 def save_cluster(store: Store, partitions: Sequence[Partition], nodes: Sequence[Node]) -> None:
@@ -137,8 +134,6 @@ def load_site_limits(store: Store, *, user: str | None = None) -> SiteLimits:
 
     Nothing saved yet is SiteLimits.unknown(): only MaxTime bounds a limit.
     """
-    from advisor.slurm.bounds import SiteLimits
-
     known = store.conn.execute("SELECT known, enforce FROM site_limits WHERE id = 1").fetchone()
     if known is None or not known[0]:
         return SiteLimits.unknown()

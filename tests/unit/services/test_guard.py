@@ -32,9 +32,8 @@ from advisor.services.guard import (
     run_guard,
     watched_job,
 )
-from advisor.slurm.bounds import SiteLimits
 from advisor.slurm.jobs import RunningJob, parse_running_jobs
-from advisor.slurm.records import Association, Partition, Qos, Reservation
+from advisor.slurm.records import Association, Partition, Qos, Reservation, SiteLimits
 from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.store.advice import Advice, GuardedRequest, guarded_requests, record_advice
 from advisor.store.connection import Store

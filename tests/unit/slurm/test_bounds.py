@@ -15,9 +15,9 @@ import pytest
 
 from advisor.errors import InputError
 from advisor.services.export import export_from_cache
-from advisor.slurm.bounds import SiteLimits, job_bounds, job_qos
+from advisor.slurm.bounds import job_bounds, job_qos
 from advisor.slurm.limits import parse_associations, parse_default_accounts, parse_qos
-from advisor.slurm.records import Association, Node, Partition, Qos
+from advisor.slurm.records import Association, Node, Partition, Qos, SiteLimits
 from advisor.store.cluster import load_site_limits, save_cluster, save_site_limits
 from advisor.store.connection import Store
 from advisor.validate import validate

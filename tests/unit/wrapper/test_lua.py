@@ -336,8 +336,9 @@ def test_a_given_time_is_lowered_only_while_the_guards_heartbeat_is_fresh(
     assert results[6]["admin_comment"] == f"ops {tag}"
 
 
-def test_a_tag_the_job_already_carries_is_not_vouched_for(lua: str, tmp_path: Path) -> None:
-    """Issue 31, N1: a user's own tag at submission is left as it is, and no record is made."""
+def test_a_tag_the_job_carries_is_never_what_the_plugin_records(lua: str, tmp_path: Path) -> None:
+    """Issue 31, N1: the record holds the job's own --time and the plugin's own advice; a
+    tag written at submission (req=60 on a one-minute job) claims nothing."""
     forged = "advisor:x,action=guarded,limit=1,req=60"
     results = run_cases(
         lua,
@@ -348,13 +349,14 @@ def test_a_tag_the_job_already_carries_is_not_vouched_for(lua: str, tmp_path: Pa
                 "guard_text": heartbeat(5),
                 "job": job(time_limit=1, comment=forged),
                 "parts": PARTS,
-            },
+            },  # fmt: skip
             {"job": job(time_limit=300, comment=f"mine {forged}"), "parts": PARTS},
-            {"job": job(comment=forged), "parts": PARTS},
         ],
     )
-    for result, limit in zip(results, (1, 300, NO_VAL), strict=True):
-        assert (result["time_limit"], result["admin_comment"], result["logs"]) == (limit, "", [])
+    assert (results[0]["time_limit"], results[0]["admin_comment"]) == (1, "")
+    record = "advisor:lua,action=guarded,limit=15,task=align,req=300"
+    assert (results[1]["time_limit"], results[1]["admin_comment"]) == (15, record)
+    assert results[1]["comment"] == f"mine {forged} {record}"  # the plugin's tag comes last
 
 
 def test_users_cannot_write_an_advisor_tag_into_their_jobs_comment(
