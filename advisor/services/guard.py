@@ -69,6 +69,9 @@ USER_ROUND = 16
 #: second and a quarter of one poll, while a genuine array of this many tasks due at once
 #: still gets through in the two polls its 25 s of lead leave.
 USER_RAISES_PER_POLL = 500
+#: Seconds one lookup of QoS, associations or reservations may take, without a retry: a tenth
+#: of what remains of a due job's limit, so a slurmdbd that hangs costs a poll little.
+LOOKUP_S = 2.5
 
 
 class Watched(NamedTuple):
@@ -234,6 +237,12 @@ class Guard:
             timeout_s=float(LEAD_S),
             sleep=self.commands.sleep,
         )
+        # QoS, associations and reservations are asked once, briefly: a slurmdbd that does not
+        # answer must not make a poll late (the cache's copy stands in for sacctmgr).
+        self.lookups = SlurmCommands(
+            self.commands.runner, policy=RetryPolicy(attempts=1), timeout_s=LOOKUP_S,
+            sleep=self.commands.sleep,
+        )  # fmt: skip
         self._limits: tuple[float, dict[str, Partition], SiteLimits] | None = None
 
     def limits(self) -> tuple[dict[str, Partition], SiteLimits]:
@@ -245,9 +254,8 @@ class Guard:
 
         now = time.monotonic()
         if self._limits is None or now - self._limits[0] > PARTITIONS_TTL_S:
-            backend = CliBackend(self.commands)
-            partitions = {p.name: p for p in backend.partitions()}
-            site, problem = fetch_site_limits(backend)
+            partitions = {p.name: p for p in CliBackend(self.commands).partitions()}
+            site, problem = fetch_site_limits(CliBackend(self.lookups))
             if problem is not None:
                 self.log(f"advisor guard: QoS and associations: {problem}; using the cache's")
                 with self.store.read():
@@ -258,7 +266,7 @@ class Guard:
     def reservations(self) -> list[Reservation]:
         """The reservations now (they come and go: read at every poll that has due jobs)."""
         try:
-            return CliBackend(self.commands).reservations()
+            return CliBackend(self.lookups).reservations()
         except (SlurmError, InputError) as error:
             self.log(f"advisor guard: reservations unreadable: {error.one_line()}")
             return []
