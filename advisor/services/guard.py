@@ -346,14 +346,14 @@ class Guard:
         return extensions, failures
 
     def beat(self, result: Poll) -> None:
-        """The heartbeat: in the cache, then in the heartbeat file (with --export)."""
+        """The heartbeat: in the heartbeat file (with --export), then in the cache."""
         beat = Heartbeat(
             result.at_epoch, socket.gethostname(), os.getpid(), self.poll_s, result.watched,
             len(result.extensions),
         )  # fmt: skip
-        write_heartbeat(self.store, beat)
         if self.export is not None:
             write_heartbeat_file(heartbeat_file(self.export), result.at_epoch, self.poll_s)
+        write_heartbeat(self.store, beat)
 
 
 def extension_line(done: Extension) -> str:

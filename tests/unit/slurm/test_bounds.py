@@ -16,11 +16,17 @@ import pytest
 from advisor.errors import InputError
 from advisor.services.export import export_from_cache
 from advisor.slurm.bounds import job_bounds, job_qos
-from advisor.slurm.limits import parse_associations, parse_default_accounts, parse_qos
+from advisor.slurm.limits import (
+    parse_associations,
+    parse_default_accounts,
+    parse_qos,
+    parse_reservations,
+)
 from advisor.slurm.records import Association, Node, Partition, Qos, SiteLimits
 from advisor.store.cluster import load_site_limits, save_cluster, save_site_limits
 from advisor.store.connection import Store
 from advisor.validate import validate
+from tests.helpers.captures import SLURM_DATA, VERSIONS, capture
 from tests.helpers.lua_plugin import NO_VAL, run_cases
 
 CLUSTER = "advisor"
@@ -77,6 +83,37 @@ def test_slurm_picks_the_qos_of_a_job_without_qos() -> None:
     assert job_qos(LIMITS.associations[1], None) == "short"  # its only one
     assert job_qos(LIMITS.associations[3], None) == "short"  # the default
     assert job_qos(None, "x") == "x"
+
+
+#: The versions with a recording of the limits (slurm/capture-fixtures.sh does not make them:
+#: they were recorded with a QoS and a reservation made for the purpose, see each header).
+RECORDED = [v for v in VERSIONS if (SLURM_DATA / v / "sacctmgr_qos.txt").exists()]
+
+
+@pytest.mark.parametrize("version", RECORDED)
+def test_recorded_sacctmgr_and_scontrol_outputs_are_read(version: str) -> None:
+    assert "22.05" in RECORDED  # the shared cluster's recording is there
+    qos = {q.name: q for q in parse_qos(capture("sacctmgr_qos.txt", version).body)}
+    assert qos["advshort"].max_wall_s == 600 and qos["normal"].max_wall_s is None
+    assocs = parse_associations(capture("sacctmgr_assoc.txt", version).body)
+    nobody = next(a for a in assocs if a.user == "nobody")
+    assert (nobody.cluster, nobody.account, nobody.partition) == (CLUSTER, "research", "")
+    assert nobody.qos == ("advshort", "normal") and nobody.max_wall_s is None
+    inherited = parse_associations(capture("sacctmgr_assoc_inherited.txt", version).body)
+    assert {a.user: a.max_wall_s for a in inherited if a.account == "research"} == {
+        "daemon": 7200, "nobody": 7200, "root": 7200, "slurm": 7200,
+    }  # fmt: skip
+    accounts = parse_default_accounts(capture("sacctmgr_user.txt", version).body)
+    assert accounts["nobody"] == "research"
+    (maint,) = parse_reservations(capture("scontrol_show_reservation.txt", version).body)
+    assert (maint.name, maint.nodes, maint.end_epoch - maint.start_epoch) == (
+        "advmaint", ("c1",), 1800,
+    )  # fmt: skip
+    assert "MAINT" in maint.flags
+    assert parse_reservations(capture("scontrol_show_reservation_none.txt", version).body) == []
+    limits = SiteLimits(qos, tuple(assocs), accounts, True, frozenset({"associations"}))
+    found = job_bounds(limits, user="nobody", partition="cpu", max_time_s=86400, qos="advshort")
+    assert found.tightest is not None and found.tightest.source == "QoS advshort MaxWall"
 
 
 def test_sacctmgr_lines_that_do_not_fit_are_named() -> None:
