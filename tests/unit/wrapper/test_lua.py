@@ -349,7 +349,7 @@ def test_a_tag_the_job_carries_is_never_what_the_plugin_records(lua: str, tmp_pa
                 "guard_text": heartbeat(5),
                 "job": job(time_limit=1, comment=forged),
                 "parts": PARTS,
-            },  # fmt: skip
+            },
             {"job": job(time_limit=300, comment=f"mine {forged}"), "parts": PARTS},
         ],
     )
