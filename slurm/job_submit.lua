@@ -392,7 +392,7 @@ end
 
 -- The longest limit (minutes) Slurm lets the job have in one partition beside MaxTime: the
 -- MaxWall of its association, of its QoS (--qos, else the association's) and of the
--- partition's QoS, as `advisor export` carries them (advisor/slurm/bounds.py says why the
+-- partition's QoS, as `advisor export` carries them (SiteLimits.job_bounds in advisor/slurm/records.py says why the
 -- smallest). Returns false when the job has no association Slurm would accept, nil when no
 -- bound applies.
 local function wall_bound(doc, user, job_desc, part_name)

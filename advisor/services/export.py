@@ -37,8 +37,7 @@ from advisor.errors import AdvisorError, InputError
 from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
 from advisor.output_target import check_output
-from advisor.slurm.bounds import DEFAULT_QOS, job_qos
-from advisor.slurm.records import SiteLimits
+from advisor.slurm.records import DEFAULT_QOS, SiteLimits
 from advisor.store.cluster import load_site_limits
 from advisor.store.connection import Store
 from advisor.store.names import NAME_SCHEME, name_key
@@ -124,7 +123,7 @@ def limits_document(limits: SiteLimits) -> dict[str, Any]:
 
     Per user: the default account and, per account (and per partition where an association
     names one), the association's MaxWall and the QoS a job without --qos gets (the same
-    choice as advisor.slurm.bounds.job_qos, made here so the plugin only looks it up).  Users
+    choice as advisor.slurm.records.Association.job_qos, made here so the plugin only looks it up).  Users
     and QoS are what sacctmgr shows every user by default; minutes, rounded down.
     """
     if not limits.known:
@@ -132,7 +131,7 @@ def limits_document(limits: SiteLimits) -> dict[str, Any]:
     users: dict[str, Any] = {}
     for a in limits.associations:
         mine = users.setdefault(a.user, {"accounts": {}})
-        entry: dict[str, Any] = {"qos": job_qos(a, None)}
+        entry: dict[str, Any] = {"qos": a.job_qos()}
         if a.max_wall_s is not None:
             entry["max_wall_min"] = a.max_wall_s // 60
         account = mine["accounts"].setdefault(a.account, {})

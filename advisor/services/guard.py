@@ -10,7 +10,7 @@ The job's own ``--comment`` is never trusted: its owner can write any tag into i
 A watched job with at most ``LEAD_S`` left is raised by the next step of the schedule
 (advisor/guard_schedule.py, shared with the replay), never past its ceiling: the smallest of
 the recorded request, the partition's MaxTime, the MaxWall of its QoS, of its partition's QoS
-and of its association (advisor.slurm.bounds), and the start of the next reservation on its
+and of its association (SiteLimits.job_bounds), and the start of the next reservation on its
 nodes.  An operator's raise skips every one of Slurm's own checks, so the guard makes them.
 
 Under load the raises of one poll run concurrently (``RAISE_WORKERS``), each with a deadline
@@ -41,10 +41,9 @@ from advisor.errors import AdvisorError, InputError, SlurmError
 from advisor.guard_schedule import LEAD_S, POLL_S, next_limit_s
 from advisor.lite import NamedTuple
 from advisor.slurm.backend import CliBackend
-from advisor.slurm.bounds import Bound, job_bounds
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.jobs import RunningJob, running_jobs, set_time_limit
-from advisor.slurm.records import Partition, Reservation, SiteLimits
+from advisor.slurm.records import Bound, Partition, Reservation, SiteLimits
 from advisor.slurm.runner import RetryPolicy, SlurmCommands
 from advisor.slurm.timefmt import format_duration
 from advisor.store.advice import GuardedRequest, guarded_requests
@@ -166,8 +165,8 @@ def watched_job(
         return None
     bounds = [Bound(request.request_s, "the request")]
     part = partitions.get(job.partition)
-    found = job_bounds(
-        limits or SiteLimits.unknown(), user=job.user, partition=job.partition,
+    found = (limits or SiteLimits.unknown()).job_bounds(
+        user=job.user, partition=job.partition,
         max_time_s=part.max_time_s if part else None, partition_qos=part.qos if part else None,
         account=job.account or None, qos=job.qos or None,
     )  # fmt: skip

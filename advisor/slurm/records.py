@@ -90,6 +90,10 @@ class JobRecord(NamedTuple):
         return self.state in FINAL_STATES and bool(self.partition) and self.end is not None
 
 
+#: The QoS slurmctld gives a job whose association names no default and several QoS.
+DEFAULT_QOS = "normal"
+
+
 class Qos(NamedTuple):
     """A QoS and its per-job wall-clock limit (None: no limit)."""
 
@@ -111,6 +115,14 @@ class Association(NamedTuple):
     qos: tuple[str, ...]
     default_qos: str
 
+    def job_qos(self, requested: str | None = None) -> str:
+        """A job's QoS: --qos, else the default, else the only one, else normal (slurmctld's)."""
+        if requested:
+            return requested
+        if self.default_qos:
+            return self.default_qos
+        return self.qos[0] if len(self.qos) == 1 else DEFAULT_QOS
+
 
 class Reservation(NamedTuple):
     """An advance reservation: its nodes and when it holds them (epoch seconds)."""
@@ -120,6 +132,32 @@ class Reservation(NamedTuple):
     end_epoch: int
     nodes: tuple[str, ...]
     flags: tuple[str, ...]
+
+
+class Bound(NamedTuple):
+    """One bound on a job's limit, in seconds, and what it is (for --advisor-explain)."""
+
+    limit_s: int
+    source: str
+
+
+class JobBounds(NamedTuple):
+    """Every bound that applies to a job, and why none could be found (problem)."""
+
+    bounds: tuple[Bound, ...]
+    #: Set when the job has no association Slurm would accept (it is refused or pends).
+    problem: str | None = None
+
+    @property
+    def tightest(self) -> Bound | None:
+        """The smallest bound (ties: the first named), or None when none applies."""
+        return min(self.bounds, key=lambda b: b.limit_s, default=None)
+
+    @property
+    def limit_s(self) -> int | None:
+        """The smallest bound in seconds, floored to whole minutes (Slurm's unit)."""
+        tight = self.tightest
+        return None if tight is None else tight.limit_s // 60 * 60
 
 
 class SiteLimits(NamedTuple):
@@ -140,6 +178,58 @@ class SiteLimits(NamedTuple):
     def unknown(cls) -> SiteLimits:
         """No QoS or association data."""
         return cls({}, (), {}, False)
+
+    def association_of(
+        self, user: str, account: str | None, partition: str | None
+    ) -> Association | None:
+        """The association slurmctld gives a job: (user, account, partition), else (user, account)."""
+        account = account or self.default_accounts.get(user)
+        mine = [a for a in self.associations if a.user == user and a.account == account]
+        specific = [a for a in mine if partition and a.partition == partition]
+        general = [a for a in mine if not a.partition]
+        found = specific or general
+        return found[0] if found else None
+
+    def job_bounds(
+        self,
+        *,
+        user: str,
+        partition: str,
+        max_time_s: int | None,
+        partition_qos: str | None = None,
+        account: str | None = None,
+        qos: str | None = None,
+    ) -> JobBounds:
+        """The longest limit Slurm lets a job have in a partition, bound by bound.
+
+        The smallest of: the partition's MaxTime; the MaxWall of the job's association (user,
+        account — --account else the user's default — and the partition where an association
+        names one; the parents' limits inherited, as sacctmgr shows them); the MaxWall of its
+        QoS (Association.job_qos) and of the partition's QOS=.  Slurm itself lets a QoS MaxWall
+        override the association's, and an OverPartQOS QoS the partition's: the smallest of
+        all is never more than Slurm allows, and an operator's raise (the guard's) skips
+        Slurm's own checks, so the bound must hold by itself.
+        """
+        bounds = []
+        if max_time_s is not None:
+            bounds.append(Bound(max_time_s, f"partition {partition} MaxTime"))
+        if not self.known:
+            return JobBounds(tuple(bounds))
+        association = self.association_of(user, account, partition)
+        if association is None and "associations" in self.enforce:
+            which = account or self.default_accounts.get(user) or "(no default account)"
+            return JobBounds(tuple(bounds), f"no association for user {user} in account {which}")
+        if association is not None and association.max_wall_s is not None:
+            where = f"{association.account}/{association.user}"
+            if association.partition:
+                where += f"/{association.partition}"
+            bounds.append(Bound(association.max_wall_s, f"association {where} MaxWall"))
+        job_qos = association.job_qos(qos) if association is not None else qos or DEFAULT_QOS
+        for name, what in ((job_qos, "QoS"), (partition_qos, "partition QoS")):
+            record = self.qos.get(name) if name else None
+            if record is not None and record.max_wall_s is not None:
+                bounds.append(Bound(record.max_wall_s, f"{what} {name} MaxWall"))
+        return JobBounds(tuple(bounds), None)
 
 
 class StartEstimate(NamedTuple):

@@ -1,4 +1,4 @@
-"""The limits Slurm accepts (issue 30): the bounds of advisor.slurm.bounds, the export that
+"""The limits Slurm accepts (issue 30): SiteLimits.job_bounds, the export that
 carries them, and job_submit.lua reading them back to the same bound.
 
 The sacctmgr and scontrol outputs are the test cluster's, recorded with a 10-minute QoS granted
@@ -15,7 +15,6 @@ import pytest
 
 from advisor.errors import InputError
 from advisor.services.export import export_from_cache
-from advisor.slurm.bounds import job_bounds, job_qos
 from advisor.slurm.limits import (
     parse_associations,
     parse_default_accounts,
@@ -63,26 +62,26 @@ def test_the_smallest_bound_applies(
     user: str, partition: str, account: str | None, qos: str | None, expected: tuple[int, str]
 ) -> None:
     part = next(p for p in PARTITIONS if p.name == partition)
-    found = job_bounds(LIMITS, user=user, partition=partition, max_time_s=part.max_time_s,
+    found = LIMITS.job_bounds(user=user, partition=partition, max_time_s=part.max_time_s,
                        partition_qos=part.qos, account=account, qos=qos)  # fmt: skip
     assert found.problem is None and found.tightest is not None
     assert (found.tightest.limit_s, found.tightest.source) == expected
 
 
 def test_no_association_is_a_problem_only_where_slurm_requires_one() -> None:
-    found = job_bounds(LIMITS, user="mallory", partition="cpu", max_time_s=86400)
+    found = LIMITS.job_bounds(user="mallory", partition="cpu", max_time_s=86400)
     assert found.problem == "no association for user mallory in account (no default account)"
     lax = LIMITS._replace(enforce=frozenset({"limits"}))
-    assert job_bounds(lax, user="mallory", partition="cpu", max_time_s=86400).problem is None
-    unknown = job_bounds(SiteLimits.unknown(), user="x", partition="cpu", max_time_s=60)
+    assert lax.job_bounds(user="mallory", partition="cpu", max_time_s=86400).problem is None
+    unknown = SiteLimits.unknown().job_bounds(user="x", partition="cpu", max_time_s=60)
     assert unknown.limit_s == 60 and unknown.problem is None
 
 
 def test_slurm_picks_the_qos_of_a_job_without_qos() -> None:
-    assert job_qos(LIMITS.associations[0], None) == "normal"  # several, no default
-    assert job_qos(LIMITS.associations[1], None) == "short"  # its only one
-    assert job_qos(LIMITS.associations[3], None) == "short"  # the default
-    assert job_qos(None, "x") == "x"
+    assert LIMITS.associations[0].job_qos() == "normal"  # several, no default
+    assert LIMITS.associations[1].job_qos() == "short"  # its only one
+    assert LIMITS.associations[3].job_qos() == "short"  # the default
+    assert LIMITS.associations[3].job_qos("x") == "x"
 
 
 #: The versions with a recording of the limits (slurm/capture-fixtures.sh does not make them:
@@ -112,7 +111,7 @@ def test_recorded_sacctmgr_and_scontrol_outputs_are_read(version: str) -> None:
     assert "MAINT" in maint.flags
     assert parse_reservations(capture("scontrol_show_reservation_none.txt", version).body) == []
     limits = SiteLimits(qos, tuple(assocs), accounts, True, frozenset({"associations"}))
-    found = job_bounds(limits, user="nobody", partition="cpu", max_time_s=86400, qos="advshort")
+    found = limits.job_bounds(user="nobody", partition="cpu", max_time_s=86400, qos="advshort")
     assert found.tightest is not None and found.tightest.source == "QoS advshort MaxWall"
 
 
@@ -157,7 +156,7 @@ def test_the_cache_keeps_them_and_the_export_carries_them_to_the_plugin(
     results = run_cases(lua, tmp_path, cases)
     for (user, partition, account, qos), result in zip(combos, results, strict=True):
         part = next(p for p in PARTITIONS if p.name == partition)
-        found = job_bounds(LIMITS, user=user, partition=partition, max_time_s=part.max_time_s,
+        found = LIMITS.job_bounds(user=user, partition=partition, max_time_s=part.max_time_s,
                            partition_qos=part.qos, account=account, qos=qos)  # fmt: skip
         expected = NO_VAL if found.problem or found.limit_s is None else found.limit_s // 60
         assert result["time_limit"] == expected, (user, partition, account, qos, found)
