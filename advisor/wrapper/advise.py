@@ -9,7 +9,9 @@ every submission, and each module costs it ~80 µs to find and load, issue 17).
 
 A partition's limit is the chosen upper quantile of the runtime on the slowest of its node
 classes (the job may land on any node of the partition), times (1 + margin), rounded up to whole
-minutes (Slurm's unit) and clamped to the partition's MaxTime.  Slurm applies one limit to all
+minutes (Slurm's unit) and clamped to the partition's MaxTime; then (``within_bounds``) to the
+MaxWall of the job's QoS, of the partition's QoS and of its association
+(SiteLimits.job_bounds), so that Slurm accepts it where limits are enforced.  Slurm applies one limit to all
 the partitions of ``-p a,b``: the largest per-partition limit kills the job on none of them, and
 the smallest becomes ``--time-min``, which lets backfill start the job earlier with less time.
 The one limit is capped at the smallest MaxTime of the partitions, so it is valid in each.
@@ -63,6 +65,8 @@ class PartitionLimit(NamedTuple):
     reason: str
     #: 'model' (task model forecasts) or 'history' (the history policy, no forecasts).
     basis: Basis = "model"
+    #: What max_time_s is: the partition's MaxTime, or a tighter bound (QoS, association).
+    bound: str = "MaxTime"
 
     @property
     def confident(self) -> bool:
@@ -175,6 +179,15 @@ def decide(
         return Decision("set", high, time_min, "no --time given", high)
     current = user_limit_s(user_time)
     if policy == "guarded":
+        bounded = [p for p in limits if p.max_time_s is not None]
+        cap = min(bounded, key=lambda p: p.max_time_s or 0) if bounded else None
+        if cap is not None and isinstance(current, int) and current > (cap.max_time_s or 0):
+            return Decision(
+                "kept", None, None,
+                f"--time {user_time} kept: above {cap.partition}'s bound ({cap.bound}, "
+                f"{format_duration(cap.max_time_s or 0)}), which no guard may raise a job past",
+                high,
+            )  # fmt: skip
         return _guarded(user_time, current, high, time_min, guard_fresh, guard_age_s)
     if policy != "tighten":
         return Decision(
@@ -307,6 +320,42 @@ def _not_cached(partition: str, basis: Basis) -> PartitionLimit:
     )
 
 
+def within_bounds(
+    limits: Sequence[PartitionLimit], snapshot: Snapshot, request: JobRequest
+) -> tuple[PartitionLimit, ...]:
+    """Each partition's limit within what Slurm accepts for this job there (issue 30).
+
+    The smallest of MaxTime and the MaxWall of the job's QoS, the partition's QoS and its
+    association (SiteLimits.job_bounds, for the snapshot's user, --account and --qos).  A job
+    without an association Slurm would accept gets no limit: Slurm refuses it in its own words.
+    """
+    site = snapshot.limits
+    if not site.known or snapshot.user is None:
+        return tuple(limits)
+    account = request.account.value if request.account else None
+    qos = request.qos.value if request.qos else None
+    found = []
+    for limit in limits:
+        part = snapshot.partitions.get(limit.partition)
+        if part is None:
+            found.append(limit)
+            continue
+        bounds = site.job_bounds(
+            user=snapshot.user, partition=part.name, max_time_s=part.max_time_s,
+            partition_qos=part.qos, account=account or None, qos=qos or None,
+        )  # fmt: skip
+        tight, cap = bounds.tightest, bounds.limit_s
+        if bounds.problem is not None:
+            limit = limit._replace(limit_s=None, reason=bounds.problem)
+        elif tight is not None and cap is not None and cap < (part.max_time_s or cap + 1):
+            if limit.limit_s is not None and limit.limit_s > cap:
+                limit = limit._replace(limit_s=cap, clamped=True,
+                                       reason=f"{limit.reason}, clamped to {tight.source}")  # fmt: skip
+            limit = limit._replace(max_time_s=cap, bound=tight.source)
+        found.append(limit)
+    return tuple(found)
+
+
 def partition_limits(
     partitions: Sequence[str],
     snapshot: Snapshot,
@@ -350,7 +399,9 @@ def plan(
     limits: tuple[PartitionLimit, ...] = ()
     if task is not None:
         partitions = candidate_partitions(request, snapshot)
-        limits = partition_limits(partitions, snapshot, task, input_bytes, options)
+        limits = within_bounds(
+            partition_limits(partitions, snapshot, task, input_bytes, options), snapshot, request
+        )
     base = JobAdvice(task, input_bytes, options, request, limits, Decision("none", None, None, ""),
                 (), sbatch.args, input_origin=input_origin)  # fmt: skip
     return decided(base, sbatch, snapshot)
@@ -375,7 +426,8 @@ def history_plan(
             limits.append(_not_cached(name, "history"))
         else:
             limits.append(history_limit(name, found.get(name), known.max_time_s))
-    base = JobAdvice(job_name, None, options, request, tuple(limits), Decision("none", None, None, ""),
+    bounded = within_bounds(limits, snapshot, request)
+    base = JobAdvice(job_name, None, options, request, bounded, Decision("none", None, None, ""),
                 (), sbatch.args, input_origin=None, basis="history")  # fmt: skip
     return decided(base, sbatch, snapshot)
 
