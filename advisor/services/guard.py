@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from advisor.advice.tag import parse_tag
 from advisor.errors import AdvisorError, InputError, SlurmError
 from advisor.guard_schedule import LEAD_S, POLL_S, next_limit_s
 from advisor.lite import NamedTuple
@@ -50,7 +51,6 @@ from advisor.store.advice import GuardedRequest, guarded_requests
 from advisor.store.cluster import load_site_limits
 from advisor.store.connection import Store
 from advisor.store.guard import Heartbeat, fresh_within_s, write_heartbeat
-from advisor.wrapper.tag import parse_tag
 
 #: The tag action of a job whose own --time policy guarded lowered.
 GUARDED = "guarded"

@@ -6,7 +6,9 @@ tests.unit.accounting.test_pinned --write`` by the per-record path before the bu
 issue #15: first by commit b09c208, then again by main at 3834a00 (whose hostile-user rules
 changed what is stored: recorded advice for the site budget, no model taught by a job without
 a user, the censored rule, the 'paper' models), run from a copy of that tree (and the empty
-guard_heartbeat table of migration 6 added by hand: no update writes it).  The
+guard_heartbeat table of migration 6 added by hand: no update writes it; and by hand again for
+migration 7, the empty qos_limits, associations, default_accounts and site_limits tables and the
+partition row's new qos column, NULL: the digest of the rows without it was the pinned one).  The
 cases go through everything an update does: jobs, observations, history key states and the
 site budget, the task models (COMPLETED runs online, TIMEOUTs censored) and per-user models,
 on the SWF excerpts, the public projects' recordings, the test cluster's recordings, and a
@@ -31,6 +33,7 @@ from advisor.accounting.mapping import swf_epoch, swf_record
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.accounting.update import Ingested, dump_format, update_from_file
+from advisor.advice.tag import Tag, with_tag
 from advisor.imports.lotaru import read_lotaru_csv
 from advisor.services.learn import learn
 from advisor.slurm.parsers import SACCT_FIELDS
@@ -39,7 +42,6 @@ from advisor.store import Store
 from advisor.store.cluster import save_cluster
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import add_observations
-from advisor.wrapper.tag import Tag, with_tag
 from tests.helpers.caches import cache_content
 from tests.helpers.captures import capture
 from tests.helpers.paths import TEST_DATA, shared_data_dir

@@ -19,6 +19,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from advisor.advice.limits import PartitionLimit, decide
+from advisor.advice.tag import Tag, format_tag, parse_tag
 from advisor.errors import InputError
 from advisor.guard_schedule import LEAD_S
 from advisor.services.guard import (
@@ -39,8 +41,6 @@ from advisor.store.advice import Advice, GuardedRequest, guarded_requests, recor
 from advisor.store.connection import Store
 from advisor.store.guard import Heartbeat, guard_alive, heartbeat_age, write_heartbeat
 from advisor.validate import schema
-from advisor.wrapper.advise import PartitionLimit, decide
-from advisor.wrapper.tag import Tag, format_tag, parse_tag
 from tests.helpers.paths import TEST_DATA
 
 SLURM = TEST_DATA / "slurm"

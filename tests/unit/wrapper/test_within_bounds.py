@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.slurm.records import Association, Qos, SiteLimits, StartEstimate
 from advisor.slurm.runner import CommandResult
 from advisor.store.cluster import save_site_limits
 from advisor.store.connection import Store
 from advisor.store.guard import Heartbeat, write_heartbeat
 from advisor.wrapper.command import main
-from advisor.wrapper.snapshot import Snapshot, load_snapshot
 from advisor.wrapper.submit import SideEffects
 from tests.helpers.caches import NODES, PARTITIONS, train
 
