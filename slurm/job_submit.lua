@@ -550,7 +550,18 @@ local function advice(job_desc, part_list, submit_uid)
 		record = record }
 end
 
+-- Only this plugin writes an `advisor:` tag into AdminComment: whatever a submission brought
+-- there itself (slurmctld refuses AdminComment from non-administrators in scontrol update; a
+-- crafted submission RPC is not relied on to be refused as well) goes, except root's.
+local function without_foreign_record(job_desc, submit_uid)
+	local admin = job_desc.admin_comment
+	if submit_uid ~= 0 and type(admin) == "string" and admin:find("advisor:", 1, true) then
+		job_desc.admin_comment = ""
+	end
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
+	pcall(without_foreign_record, job_desc, submit_uid)
 	local ok, found = pcall(advice, job_desc, part_list, submit_uid)
 	local err
 	if not ok then

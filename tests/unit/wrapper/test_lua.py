@@ -359,6 +359,33 @@ def test_a_tag_the_job_carries_is_never_what_the_plugin_records(lua: str, tmp_pa
     assert results[1]["comment"] == f"mine {forged} {record}"  # the plugin's tag comes last
 
 
+def test_a_record_a_submission_brings_in_admin_comment_is_dropped(lua: str, tmp_path: Path) -> None:
+    """Issue 31, N1: only the plugin writes the guard's record, whatever reaches slurmctld."""
+    forged = "advisor:lua,action=guarded,limit=1,task=x,req=600"
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {
+                "export_text": json.dumps(EXPORT),
+                "job": job("other", time_limit=1, admin_comment=forged),
+                "parts": PARTS,
+                "uid": 65534,
+            },
+            {"job": job("other", time_limit=1, admin_comment=forged), "parts": PARTS, "uid": 0},
+            {
+                "guard_text": heartbeat(5),
+                "job": job(time_limit=300, admin_comment=f"x {forged}"),
+                "parts": PARTS,
+                "uid": 65534,
+            },
+        ],
+    )
+    assert [r["admin_comment"] for r in results] == [
+        "", forged, "advisor:lua,action=guarded,limit=15,task=align,req=300",
+    ]  # fmt: skip
+
+
 def test_users_cannot_write_an_advisor_tag_into_their_jobs_comment(
     lua: str, tmp_path: Path
 ) -> None:
