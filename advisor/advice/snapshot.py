@@ -35,7 +35,7 @@ class Snapshot(NamedTuple):
     #: The user whose job it is, and the QoS and associations that bound its limit (unknown
     #: without a user: the export's shared limits are bounded by the plugin, per job).
     user: str | None = None
-    limits: SiteLimits = SiteLimits({}, (), {}, False)
+    limits: SiteLimits = SiteLimits.unknown()
 
     def default_partition(self) -> str | None:
         """The partition Slurm uses without ``-p``."""
@@ -61,7 +61,7 @@ def load_snapshot(
         context = load_node_context(store)
         models = load_models(store, tasks, user=user, methods=LOTARU_METHODS)
         fresh, age = guard_alive(store)
-        limits = load_site_limits(store, user=user) if user else SiteLimits({}, (), {}, False)
+        limits = load_site_limits(store, user=user) if user else SiteLimits.unknown()
     return Snapshot(
         partitions=partitions,
         node_class_of=dict(context.node_class_of),
