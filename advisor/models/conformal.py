@@ -84,9 +84,7 @@ class Site(NamedTuple):
         )
 
 
-def site_from(
-    scales: Iterable[float], own: Iterable[float], transferred: Iterable[float]
-) -> Site:
+def site_from(scales: Iterable[float], own: Iterable[float], transferred: Iterable[float]) -> Site:
     """The site from its records' scales and standardized errors."""
     found = sorted(s for s in scales if s > 0 and math.isfinite(s))
     scale = found[len(found) // 2] if found else DEFAULT_SCALE

@@ -71,7 +71,9 @@ class Moments(NamedTuple):
         du = u - self.mean_u
         mean_u = self.mean_u + du / n
         mean_v = self.mean_v + (v - self.mean_v) / n
-        return Moments(n, mean_u, mean_v, self.cuu + du * (u - mean_u), self.cuv + du * (v - mean_v))
+        return Moments(
+            n, mean_u, mean_v, self.cuu + du * (u - mean_u), self.cuv + du * (v - mean_v)
+        )
 
     def line(self) -> tuple[float, float] | None:
         """(intercept, slope); None below 3 pairs or without spread in u (nothing to fit)."""
@@ -178,7 +180,9 @@ class Evidence(NamedTuple):
             return None
         if index == 3 and prior is not None:
             own = self.scores[3].scale()
-            scale = prior[1] if own is None else _pooled(prior[1], 1, own, len(self.scores[3].errors))
+            scale = (
+                prior[1] if own is None else _pooled(prior[1], 1, own, len(self.scores[3].errors))
+            )
             return Forecast(loc, scale, float(max(1, self.scores[3].scored + 1)), PRIOR, True)
         score = self.scores[index]
         own = score.scale()

@@ -23,6 +23,7 @@ from advisor.factors import Scores, class_factor
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.conformal import Site
 from advisor.models.distributions import Predictive, scaled
+from advisor.models.evidence import Forecast
 from advisor.models.pooling import ClassEffect
 from advisor.models.reference import ReferenceModel
 from advisor.models.task_model import ClassRecord, Reference, effect_for, predictive_of
@@ -176,11 +177,35 @@ def predict_on(
         return _paper_prediction(models, node_class, input_bytes, factor)
     if method != "lotaru":
         return _baseline_prediction(models, node_class, input_bytes, method)
+    found = view(models, node_class, input_bytes if input_bytes > 0 else None, factor)
+    return ClassPrediction(
+        node_class,
+        method,
+        found.source,
+        found.factor,
+        found.runs,
+        predictive_of(found.forecast, models.site),
+    )
+
+
+class View(NamedTuple):
+    """A forecast on the log scale as one user sees it, and what it rests on."""
+
+    forecast: Forecast
+    source: PredictionSource
+    #: the factor the reference forecast is moved by (benchmarks and runs; 1 on the reference)
+    factor: float
+    runs: int
+    #: the shared forecast (everyone's), which a user's own record is raced against
+    shared: Forecast
+
+
+def view(models: TaskModels, node_class: str, size: float | None, factor: float | None) -> View:
+    """The forecast the task's models give on node_class at size (LookupError without a model)."""
     reference = models.reference
     if reference is None:
         raise LookupError(f"no model for task {models.task!r}")
     site = models.site
-    size = input_bytes if input_bytes > 0 else None
     base = reference.forecast(size, site)
     if base is None:  # pragma: no cover - a reference has at least one run
         raise LookupError(f"no runs behind the model of task {models.task!r}")
@@ -188,21 +213,26 @@ def predict_on(
     if node_class == reference.reference:
         shared, value, runs, source = base, 1.0, 0, "reference"
     else:
-        log_factor = math.log(factor) if factor is not None and factor > 0 else 0.0
-        effect = effect_for(models.effects, reference.reference, node_class, factor is not None)
         record = models.classes.get(node_class, ClassRecord())
-        prior = record.prior(base, log_factor, effect, reference.noise2(site))
+        prior = record.prior(base, *transfer(models, reference, node_class, factor))
         shared = record.forecast(size, site, prior)
         value, runs = math.exp(prior[0] - base.loc), record.n
         source = "online" if runs else "transferred"
     user = models.user_runs.get(node_class)
-    if user is not None and user.n:
-        prior = user.prior(shared, 0.0, user_effect(site), reference.noise2(site))
-        mine = user.forecast(size, site, prior)
-        return ClassPrediction(
-            node_class, method, "user", value, runs + user.n, predictive_of(mine, site)
-        )
-    return ClassPrediction(node_class, method, source, value, runs, predictive_of(shared, site))
+    if user is None or not user.n:
+        return View(shared, source, value, runs, shared)
+    prior = user.prior(shared, 0.0, user_effect(site), reference.noise2(site))
+    mine = user.forecast(size, site, prior)
+    return View(mine, "user", value, runs + user.n, shared)
+
+
+def transfer(
+    models: TaskModels, reference: Reference, node_class: str, factor: float | None
+) -> tuple[float, ClassEffect, float]:
+    """(log of the benchmark factor, the class effect, the task's noise) for a class."""
+    log_factor = math.log(factor) if factor is not None and factor > 0 else 0.0
+    effect = effect_for(models.effects, reference.reference, node_class, factor is not None)
+    return log_factor, effect, reference.noise2(models.site)
 
 
 def user_effect(site: Site) -> ClassEffect:

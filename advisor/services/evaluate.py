@@ -1,9 +1,10 @@
 """``advisor evaluate``: the Lotaru paper's evaluation protocol on a traces directory.
 
 Fits every task of every workflow on the reference machine (advisor.models.evaluation), scores
-every method on every machine's test runs with the discrepancy the advisor ships, and
-cross-validates the discrepancy (advisor.models.cross_validation).  Returns an ``Evaluation``,
-whose ``to_json`` is schemas/evaluate-output.json (errors and coverage as fractions).
+every method on every machine's test runs, and cross-validates the conformal correction of the
+advisor's intervals (advisor.models.cross_validation): the pooled and per-group figures are the
+cross-validated ones.  Returns an ``Evaluation``, whose ``to_json`` is
+schemas/evaluate-output.json (errors and coverage as fractions).
 """
 
 from __future__ import annotations
@@ -12,19 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.models.class_model import TAU
 from advisor.models.cross_validation import (
     FoldRow,
-    Scorer,
     Summary,
     cross_validate,
-    estimate_discrepancy,
     grouped,
     scope_of,
     summary,
 )
-from advisor.models.discrepancy import DISCREPANCY
-from advisor.models.evaluation import fit_traces, setting_for
+from advisor.models.evaluation import fit_traces, score_fits, setting_for, with_site
 
 
 @dataclass(frozen=True)
@@ -40,8 +37,6 @@ class EvaluateRequest:
     shared_inputs: bool = True
     #: Online-P's seed
     seed: int = 0
-    tau: float = TAU
-    discrepancy: float = DISCREPANCY
 
 
 @dataclass(frozen=True)
@@ -73,14 +68,6 @@ class PooledRow:
 
 
 @dataclass(frozen=True)
-class Discrepancy:
-    """The advisor model's δ: the one used, and the one these traces' reference runs give."""
-
-    used: float
-    estimated: float
-
-
-@dataclass(frozen=True)
 class Evaluation:
     """Every method's figures: per workflow and target, pooled, and per cross-validation fold."""
 
@@ -90,7 +77,8 @@ class Evaluation:
     calibrate: bool
     test_rows: str
     seed: int
-    discrepancy: Discrepancy
+    #: the site's typical spread of a task's log runtime (the reference runs' median)
+    site_scale: float
     methods: tuple[str, ...]
     groups: tuple[GroupRow, ...]
     pooled: tuple[PooledRow, ...]
@@ -105,7 +93,7 @@ class Evaluation:
             "calibrate": self.calibrate,
             "test_rows": self.test_rows,
             "seed": self.seed,
-            "discrepancy": {"used": self.discrepancy.used, "estimated": self.discrepancy.estimated},
+            "site_scale": self.site_scale,
             "methods": list(self.methods),
             "groups": [row.to_json() for row in self.groups],
             "pooled": [row.to_json() for row in self.pooled],
@@ -117,11 +105,11 @@ def evaluate(request: EvaluateRequest) -> Evaluation:
     """The protocol over every workflow in the traces directory."""
     root = Path(request.traces)
     setting, runs = setting_for(
-        root, request.reference, calibrate=request.calibrate, seed=request.seed, tau=request.tau
+        root, request.reference, calibrate=request.calibrate, seed=request.seed
     )
     fits = fit_traces(setting, runs, shared_inputs=request.shared_inputs)
-    score = Scorer(setting, fits)
-    scored = score(request.discrepancy)
+    setting = with_site(setting, fits)
+    folds, scored = cross_validate(setting, score_fits(setting, fits))
     groups = grouped(scored, lambda s: (s.workflow, s.target, s.method))
     pooled = grouped(scored, lambda s: (scope_of(setting, s), s.method))
     return Evaluation(
@@ -131,9 +119,9 @@ def evaluate(request: EvaluateRequest) -> Evaluation:
         calibrate=request.calibrate,
         test_rows="shared" if request.shared_inputs else "all",
         seed=request.seed,
-        discrepancy=Discrepancy(request.discrepancy, estimate_discrepancy(setting, score(0.0))),
+        site_scale=setting.site.scale,
         methods=tuple(sorted({s.method for s in scored})),
         groups=tuple(GroupRow(w, t, m, summary(e)) for (w, t, m), e in groups.items()),
         pooled=tuple(PooledRow(scope, m, summary(e)) for (scope, m), e in pooled.items()),
-        folds=tuple(cross_validate(setting, fits, score)),
+        folds=tuple(folds),
     )
