@@ -16,13 +16,11 @@ Each fold's figures are reported, and the pooled figure over all folds' predicti
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-
-import math
-from dataclasses import replace
 
 from advisor.models.conformal import multipliers
 from advisor.models.evaluation import Scored, Setting
@@ -162,8 +160,11 @@ def _fold_rows(
 def cross_validate(
     setting: Setting, scored: Sequence[Scored]
 ) -> tuple[list[FoldRow], list[Scored]]:
-    """The fold rows of both cross-validations, and the predictions as leave-one-workflow-out
-    corrected them (leave-one-target-out where there is a single workflow)."""
+    """The fold rows of both cross-validations, and the predictions as the folds corrected them.
+
+    The predictions are leave-one-workflow-out's (leave-one-target-out's where there is a
+    single workflow, the reference's then uncorrected).
+    """
     workflows = sorted({s.workflow for s in scored})
     lowo = []
     for held in workflows:

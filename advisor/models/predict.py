@@ -14,10 +14,9 @@ The baselines' module loads only when one is read or asked for: the wrapper read
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-
-import math
 
 from advisor.factors import Scores, class_factor
 from advisor.lite import TYPE_CHECKING, NamedTuple
