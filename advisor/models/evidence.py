@@ -12,7 +12,7 @@ explained in three ways, each a location as a function of the input size x:
 * ``power``: log value = a + b·log x (a power law, fitted on the log scale);
 
 and, on a class the task's model was carried to, ``prior``: that transferred prediction (given
-by the caller, advisor.models.transfer).
+by the caller, advisor.models.task_model).
 
 Evidence, not a threshold, decides which one the predictions lean on.  Every run is first
 predicted by each explanation fitted on the runs before it, then learnt (prequential, Dawid
@@ -22,6 +22,15 @@ there is one, else the median.  The leader is the explanation with the largest p
 advantage, else the incumbent: so a task is never predicted by an explanation that did worse
 than the plain median of its own runs on the runs seen so far.  Absolute log error is
 scale-free (a task of seconds counts as much as a task of hours) and robust to a rare 400 s run.
+A transferred prediction learns from every run on its class too (its offset, advisor.models.
+pooling), so a class's own explanations take over from it only when their advantage is beyond
+chance: larger than its own noise, √(Σ gain²) (a t-statistic above one, the usual one-standard-
+error rule, not a fitted threshold); one lucky run does not unseat it.
+
+Asked about an input larger than any seen, the explanations are judged on the same question
+asked of the runs seen: the race as it would have gone had the runs come smallest first
+(``upward``).  The time-ordered race judges the next run, mostly inside the range seen; a power
+law that interpolates a curve well can still extrapolate it badly, and only this race shows it.
 
 The spread comes from the same out-of-sample errors: each explanation keeps its last WINDOW
 signed log errors, and its scale is their robust spread, pooled with the site's typical spread
@@ -36,6 +45,7 @@ wrapper predicts from it.
 
 from __future__ import annotations
 
+import bisect
 import math
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
@@ -89,6 +99,12 @@ class Score(NamedTuple):
     scored: int = 0
     advantage: float = 0.0
     errors: tuple[float, ...] = ()
+    #: the sum of the squared per-run gains (the advantage's own noise)
+    squares: float = 0.0
+
+    def significant(self) -> bool:
+        """Whether the advantage exceeds its own noise: Σ gain > √(Σ gain²) (module docstring)."""
+        return self.advantage > 0.0 and self.advantage * self.advantage > self.squares
 
     def scale(self) -> float | None:
         """The robust spread of its errors (None before two)."""
@@ -96,6 +112,10 @@ class Score(NamedTuple):
             return None
         ordered = sorted(abs(e) for e in self.errors)
         return MAD_TO_SD * _median_sorted(ordered)
+
+
+#: upward()'s answers by window (the planner and the evaluation ask the same one many times).
+_UPWARD: dict[tuple[tuple[float, float], ...], tuple[Score, Score, Score]] = {}
 
 
 def _median_sorted(values: list[float]) -> float:
@@ -155,7 +175,12 @@ class Evidence(NamedTuple):
             best = 0
         top, chosen = 0.0, best
         for index, (score, loc) in enumerate(zip(self.scores, locations, strict=True)):
-            if loc is not None and index != best and score.advantage > top:
+            if (
+                loc is not None
+                and index != best
+                and score.advantage > top
+                and (best != 3 or score.significant())
+            ):
                 top = score.advantage
                 chosen = index
         return chosen if top > 0.0 else best
@@ -174,7 +199,11 @@ class Evidence(NamedTuple):
         site_scale: the site's typical spread, which counts as one run of evidence.
         """
         locations = self.locations(size, None if prior is None else prior[0])
-        index = self.leader(locations)
+        scores = self.scores
+        if size is not None and size > self.x_max_bytes > 0:
+            scores = (*self.upward(), scores[3])
+        raced = self._replace(scores=scores)
+        index = raced.leader(locations)
         loc = locations[index]
         if loc is None:
             return None
@@ -184,11 +213,60 @@ class Evidence(NamedTuple):
                 prior[1] if own is None else _pooled(prior[1], 1, own, len(self.scores[3].errors))
             )
             return Forecast(loc, scale, float(max(1, self.scores[3].scored + 1)), PRIOR, True)
-        score = self.scores[index]
+        score = scores[index]
         own = score.scale()
         count = len(score.errors) if own is not None else 0
         scale = _pooled(site_scale, 1, own or 0.0, count)
         return Forecast(loc, scale, float(1 + count), NAMES[index], False)
+
+    def upward(self) -> tuple[Score, Score, Score]:
+        """The race as it would have gone had the runs come smallest first (the window's).
+
+        Asked beyond the largest input seen, the explanations are judged on the same question
+        asked of the runs seen: each predicted from the runs smaller than it.  The time-ordered
+        race judges the next run, which is mostly inside the range seen; a power law that
+        interpolates a curve well can still extrapolate it badly, and only this race shows it.
+        """
+        cached = _UPWARD.get(self.runs)
+        if cached is not None:
+            return cached
+        if len(_UPWARD) >= 256:
+            _UPWARD.clear()
+        found = _UPWARD[self.runs] = self._upward()
+        return found
+
+    def _upward(self) -> tuple[Score, Score, Score]:
+        ordered = sorted((x, z) for x, z in self.runs if x > 0)
+        logs: list[float] = []
+        line, power, floor = Moments(), Moments(), math.inf
+        scores = [Score(), Score(), Score()]
+        for x, z in ordered:
+            median = _median_sorted(logs) if logs else None
+            fitted_line, fitted_power = line.line(), power.line()
+            locations = (
+                median,
+                None if fitted_line is None else math.log(
+                    max(fitted_line[0] + fitted_line[1] * x / X_UNIT_BYTES, floor)
+                ),
+                None if fitted_power is None else fitted_power[0] + fitted_power[1] * math.log(x),
+            )  # fmt: skip
+            for index, loc in enumerate(locations):
+                if loc is None:
+                    continue
+                score = scores[index]
+                gain = 0.0 if median is None or index == 0 else abs(z - median) - abs(z - loc)
+                scores[index] = Score(
+                    score.scored + 1,
+                    score.advantage + gain,
+                    _window(score.errors, z - loc),
+                    score.squares + gain * gain,
+                )
+            bisect.insort(logs, z)
+            value = math.exp(z)
+            line = line.add(x / X_UNIT_BYTES, value)
+            power = power.add(math.log(x), z)
+            floor = min(floor, value)
+        return scores[0], scores[1], scores[2]
 
     def noise(self, size: float | None = None) -> float | None:
         """The run-to-run spread about the leader's fit (robust, in-sample, log scale).
@@ -257,7 +335,12 @@ class Evidence(NamedTuple):
             loss = abs(z - loc)
             gain = 0.0 if base_loss is None or index == base else base_loss - loss
             scores.append(
-                Score(score.scored + 1, score.advantage + gain, _window(score.errors, z - loc))
+                Score(
+                    score.scored + 1,
+                    score.advantage + gain,
+                    _window(score.errors, z - loc),
+                    score.squares + gain * gain,
+                )
             )
         line, power, floor, x_max = self.line, self.power, self.floor, self.x_max_bytes
         if sized:
@@ -289,7 +372,12 @@ class Evidence(NamedTuple):
             "floor": self.floor if math.isfinite(self.floor) else None,
             "x_max_bytes": self.x_max_bytes,
             "scores": {
-                name: {"scored": s.scored, "advantage": s.advantage, "errors": list(s.errors)}
+                name: {
+                    "scored": s.scored,
+                    "advantage": s.advantage,
+                    "errors": list(s.errors),
+                    "squares": s.squares,
+                }
                 for name, s in zip(NAMES, self.scores, strict=True)
             },
             "calibration": list(self.calibration),
@@ -309,6 +397,7 @@ class Evidence(NamedTuple):
                 int(found["scored"]),
                 float(found["advantage"]),
                 tuple(float(e) for e in found["errors"]),
+                float(found.get("squares", 0.0)),
             )
 
         floor = doc.get("floor")
