@@ -177,7 +177,7 @@ def _constant(value_s: float, spread: float) -> Predictive:
 def predictors(
     f: Fitted, site: Site, effect: ClassEffect, train: str, target: str, probe: bool
 ) -> dict[str, tuple[int, Predictor]]:
-    """method -> (how many of B's first runs it saw, its predictor)."""
+    """Each method's predictor, and how many of B's first runs it saw."""
     models = TaskModels(f.runs.task, f.reference, site=site, effects={(train, target): effect})
     spread = 0.0
 
@@ -269,7 +269,7 @@ def score(
                             found.p90_s,
                             found.p95_s,
                             obs.runtime_s,
-                        )  # fmt: skip
+                        )
                     )
     return out
 
