@@ -20,7 +20,7 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from advisor.models.conformal import multipliers
 from advisor.models.evaluation import Scored, Setting
@@ -53,7 +53,31 @@ class Summary:
         }
 
 
-def summary(scored: Sequence[Scored]) -> Summary:
+class Prediction(Protocol):
+    """What a summary reads of a prediction."""
+
+    @property
+    def error(self) -> float:
+        """Relative error."""
+        ...
+
+    @property
+    def actual_s(self) -> float:
+        """The runtime observed."""
+        ...
+
+    @property
+    def p90_s(self) -> float:
+        """The predicted P90."""
+        ...
+
+    @property
+    def p95_s(self) -> float:
+        """The predicted P95."""
+        ...
+
+
+def summary(scored: Sequence[Prediction]) -> Summary:
     """The Summary of some predictions."""
     errors = [s.error for s in scored]
     n = len(scored)

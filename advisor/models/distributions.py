@@ -231,11 +231,3 @@ def scaled(pred: Predictive, factor: float) -> Predictive:
             p95_s=pred.p95_s * factor, loc_s=pred.loc_s + math.log(factor),
         )  # fmt: skip
     return predictive(pred.loc_s * factor, pred.scale_s * factor, pred.dof)
-
-
-def widened(pred: Predictive, relative_sd: float) -> Predictive:
-    """The predictive with an independent relative noise of sd relative_sd·loc added."""
-    if relative_sd <= 0.0:
-        return pred
-    extra = relative_sd * pred.loc_s
-    return predictive(pred.loc_s, math.sqrt(pred.scale_s * pred.scale_s + extra * extra), pred.dof)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from advisor.factors import class_factor
 from advisor.models.distributions import Predictive
 from advisor.models.predict import TaskModels
-from advisor.models.reference import DEFAULT_CPU_WEIGHT
+from advisor.models.task_model import DEFAULT_CPU_WEIGHT
 from advisor.wrapper.predictor import ModelPredictor
 from advisor.wrapper.snapshot import Snapshot
 

@@ -1,4 +1,7 @@
-"""``advisor evaluate``: the Lotaru paper's evaluation protocol on a traces directory.
+"""``advisor evaluate``: the Lotaru paper's protocol on a traces directory, or any runs file.
+
+With ``--runs``: trained on one class's runs, predicting another's, cross-validated across
+tasks (advisor.models.transfer_evaluation); ``evaluate_runs`` returns a ``RunsEvaluation``.
 
 Fits every task of every workflow on the reference machine (advisor.models.evaluation), scores
 every method on every machine's test runs, and cross-validates the conformal correction of the
@@ -13,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.errors import InputError
+from advisor.imports.json_files import read_task_runs
 from advisor.models.cross_validation import (
     FoldRow,
     Summary,
@@ -22,6 +27,8 @@ from advisor.models.cross_validation import (
     summary,
 )
 from advisor.models.evaluation import fit_traces, score_fits, setting_for, with_site
+from advisor.models.transfer_evaluation import FOLDS, by_method, score, task_runs
+from advisor.models.transfer_evaluation import Scored as RunScored
 
 
 @dataclass(frozen=True)
@@ -125,3 +132,92 @@ def evaluate(request: EvaluateRequest) -> Evaluation:
         pooled=tuple(PooledRow(scope, m, summary(e)) for (scope, m), e in pooled.items()),
         folds=tuple(folds),
     )
+
+
+@dataclass(frozen=True)
+class EvaluateRunsRequest:
+    """A runs file, the class trained on and the class predicted."""
+
+    runs: str | Path
+    train: str
+    target: str
+    #: also observe the target's first 1, 2 and 3 runs of each task
+    probe: bool = False
+    folds: int = FOLDS
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """One method's figures over some predictions (a task's, a fold's, or all)."""
+
+    method: str
+    summary: Summary
+    task: str | None = None
+    fold: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """One row of schemas/evaluate-output.json's runs document."""
+        out: dict[str, Any] = {"method": self.method}
+        if self.task is not None:
+            out["task"] = self.task
+        if self.fold is not None:
+            out["fold"] = self.fold
+        return {**out, **self.summary.to_json()}
+
+
+@dataclass(frozen=True)
+class RunsEvaluation:
+    """Every method on the target's runs: pooled over the folds, per fold, per task."""
+
+    runs: str
+    train: str
+    target: str
+    probe: bool
+    folds: int
+    tasks: int
+    methods: tuple[str, ...]
+    pooled: tuple[MethodRow, ...]
+    by_fold: tuple[MethodRow, ...]
+    by_task: tuple[MethodRow, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """schemas/evaluate-output.json (the runs document)."""
+        return {
+            "runs": self.runs,
+            "train": self.train,
+            "target": self.target,
+            "probe": self.probe,
+            "folds": self.folds,
+            "tasks": self.tasks,
+            "methods": list(self.methods),
+            "pooled": [row.to_json() for row in self.pooled],
+            "by_fold": [row.to_json() for row in self.by_fold],
+            "by_task": [row.to_json() for row in self.by_task],
+        }
+
+
+def evaluate_runs(request: EvaluateRunsRequest) -> RunsEvaluation:
+    """Trained on request.train, predicting request.target, cross-validated across tasks."""
+    observations = read_task_runs(request.runs)
+    runs = task_runs(observations, request.train, request.target)
+    if not runs:
+        raise InputError(
+            f"no task has runs on both {request.train!r} and {request.target!r}",
+            source=str(request.runs),
+        )
+    scored = score(runs, request.train, request.target, probe=request.probe, folds=request.folds)
+    methods = by_method(scored)
+    pooled, folds, tasks = [], [], []
+    for method, items in sorted(methods.items()):
+        pooled.append(MethodRow(method, summary(items)))
+        per_fold: dict[int, list[RunScored]] = {}
+        per_task: dict[str, list[RunScored]] = {}
+        for s in items:
+            per_fold.setdefault(s.fold, []).append(s)
+            per_task.setdefault(s.task, []).append(s)
+        folds += [MethodRow(method, summary(v), fold=k) for k, v in sorted(per_fold.items())]
+        tasks += [MethodRow(method, summary(v), task=k) for k, v in sorted(per_task.items())]
+    return RunsEvaluation(
+        str(request.runs), request.train, request.target, request.probe, request.folds,
+        len(runs), tuple(sorted(methods)), tuple(pooled), tuple(folds), tuple(tasks),
+    )  # fmt: skip
