@@ -31,7 +31,7 @@ def dot(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def matvec(m: Matrix, v: Sequence[float]) -> Vector:
-    """m v."""
+    """The product of a matrix and a vector."""
     return tuple(dot(row, v) for row in m)
 
 
