@@ -49,7 +49,7 @@ class Predictive(NamedTuple):
     def quantile_s(self, q: float) -> float:
         """Any quantile in (0, 1), never below zero (a runtime is not negative)."""
         if self.log:
-            return math.exp(self.loc_s + student_t_ppf(q, self.dof) * self.scale_s)
+            return _exp(self.loc_s + student_t_ppf(q, self.dof) * self.scale_s)
         return max(0.0, self.loc_s + student_t_ppf(q, self.dof) * self.scale_s)
 
 
@@ -195,6 +195,11 @@ def predictive(loc_s: float, scale_s: float, dof: float) -> Predictive:
     )
 
 
+def _exp(value: float) -> float:
+    """exp within what a float holds: never 0, never an overflow (e^±700 is ~1e±304 s)."""
+    return math.exp(min(700.0, max(-700.0, value)))
+
+
 def log_predictive(
     loc: float, scale: float, dof: float, quantiles: tuple[float, float] | None = None
 ) -> Predictive:
@@ -210,12 +215,12 @@ def log_predictive(
     k90, k95 = quantiles if quantiles is not None else (
         student_t_ppf(0.90, dof), student_t_ppf(0.95, dof)
     )  # fmt: skip
-    median = math.exp(loc)
+    median = _exp(loc)
     return Predictive(
         mean_s=median,
         p50_s=median,
-        p90_s=math.exp(loc + k90 * scale),
-        p95_s=math.exp(loc + max(k90, k95) * scale),
+        p90_s=_exp(loc + k90 * scale),
+        p95_s=_exp(loc + max(k90, k95) * scale),
         loc_s=loc,
         scale_s=scale,
         dof=dof,

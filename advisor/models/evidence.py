@@ -151,6 +151,8 @@ class Evidence(NamedTuple):
     floor: float = math.inf
     #: the largest input size seen, bytes
     x_max_bytes: float = 0.0
+    #: the smallest input size seen, bytes
+    x_min_bytes: float = math.inf
     scores: tuple[Score, Score, Score, Score] = (Score(), Score(), Score(), Score())
     #: errors of this record's own forecasts in units of their scale, and of transferred ones
     calibration: tuple[float, ...] = ()
@@ -160,9 +162,21 @@ class Evidence(NamedTuple):
     def locations(self, size: float | None, prior: float | None = None) -> tuple[float | None, ...]:
         """Each explanation's log location at size (None where it cannot say), NAMES' order."""
         median = _median_sorted(sorted(z for _, z in self.runs)) if self.runs else None
-        if size is None or size <= 0:
+        if size is None or size <= 0 or not self.within(size):
             return (median, None, None, prior)
         return (median, self.fitted(1, size), self.fitted(2, size), prior)
+
+    def within(self, size: float) -> bool:
+        """Whether the fits may speak at size: no further from the sizes seen than they spread.
+
+        A fit says nothing about inputs further (in log size) from its runs than its runs are
+        from each other: 1.000-1.006 MB says nothing about 3 MB, whatever its slope.  There
+        the runs' median answers.
+        """
+        if not self.x_max_bytes > 0 or not math.isfinite(self.x_min_bytes):
+            return False
+        spread = math.log(self.x_max_bytes / self.x_min_bytes)
+        return self.x_min_bytes * math.exp(-spread) <= size <= self.x_max_bytes * math.exp(spread)
 
     def incumbent(self, prior: float | None) -> int:
         """The index of the explanation that leads without evidence: the prior, else the median."""
@@ -342,13 +356,14 @@ class Evidence(NamedTuple):
                     score.squares + gain * gain,
                 )
             )
-        line, power, floor, x_max = self.line, self.power, self.floor, self.x_max_bytes
+        line, power, floor = self.line, self.power, self.floor
+        x_max, x_min = self.x_max_bytes, self.x_min_bytes
         if sized:
             x = float(size or 0)
             line = line.add(x / X_UNIT_BYTES, value)
             power = power.add(math.log(x), z)
             floor = min(floor, value)
-            x_max = max(x_max, x)
+            x_max, x_min = max(x_max, x), min(x_min, x)
         return Evidence(
             self.n + 1,
             (*self.runs[-(WINDOW - 1) :], (float(size or 0) if sized else 0.0, z)),
@@ -356,6 +371,7 @@ class Evidence(NamedTuple):
             power,
             floor,
             x_max,
+            x_min,
             (scores[0], scores[1], scores[2], scores[3]),
             calibration,
             transfer_calibration,
@@ -371,6 +387,7 @@ class Evidence(NamedTuple):
             "power": list(self.power),
             "floor": self.floor if math.isfinite(self.floor) else None,
             "x_max_bytes": self.x_max_bytes,
+            "x_min_bytes": self.x_min_bytes if math.isfinite(self.x_min_bytes) else None,
             "scores": {
                 name: {
                     "scored": s.scored,
@@ -400,7 +417,7 @@ class Evidence(NamedTuple):
                 float(found.get("squares", 0.0)),
             )
 
-        floor = doc.get("floor")
+        floor, x_min = doc.get("floor"), doc.get("x_min_bytes")
         return cls(
             int(doc["n"]),
             tuple((float(x), float(z)) for x, z in doc["runs"]),
@@ -408,6 +425,7 @@ class Evidence(NamedTuple):
             _moments(doc["power"]),
             math.inf if floor is None else float(floor),
             float(doc.get("x_max_bytes", 0.0)),
+            math.inf if x_min is None else float(x_min),
             (score(MEDIAN), score(LINE), score(POWER), score(PRIOR)),
             tuple(float(v) for v in doc.get("calibration", ())),
             tuple(float(v) for v in doc.get("transfer_calibration", ())),
