@@ -205,11 +205,11 @@ class Evidence(NamedTuple):
         size: float | None,
         *,
         site_scale: float,
-        prior: tuple[float, float] | None = None,
+        prior: tuple[float, float, float] | None = None,
     ) -> Forecast | None:
         """The forecast at size: the leader's location and its spread (None without any run).
 
-        prior: the transferred (location, scale) on this class, if the task has one.
+        prior: the transferred (location, scale, degrees of freedom) on this class, if any.
         site_scale: the site's typical spread, which counts as one run of evidence.
         """
         locations = self.locations(size, None if prior is None else prior[0])
@@ -226,7 +226,7 @@ class Evidence(NamedTuple):
             scale = (
                 prior[1] if own is None else _pooled(prior[1], 1, own, len(self.scores[3].errors))
             )
-            return Forecast(loc, scale, float(max(1, self.scores[3].scored + 1)), PRIOR, True)
+            return Forecast(loc, scale, prior[2] + len(self.scores[3].errors), PRIOR, True)
         score = scores[index]
         own = score.scale()
         count = len(score.errors) if own is not None else 0
@@ -316,7 +316,7 @@ class Evidence(NamedTuple):
         value: float,
         *,
         site_scale: float,
-        prior: tuple[float, float] | None = None,
+        prior: tuple[float, float, float] | None = None,
     ) -> Evidence:
         """The evidence after one more run: each explanation scored on it first, then taught it.
 

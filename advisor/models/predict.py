@@ -32,10 +32,13 @@ if TYPE_CHECKING:
 
     from advisor.models.baselines import Baseline
 
-    #: Which model answered: the reference class's own, the class's online one, the transferred
-    #: prior alone, the class's model with the user's own runs added, a baseline, or Lotaru as
-    #: published.
-    PredictionSource = Literal["reference", "online", "transferred", "user", "baseline", "paper"]
+    #: Which model answered: the reference class's own, the class's record with runs there, the
+    #: reference carried by a factor (benchmarks, or runs of other tasks there), the same speed
+    #: assumed (a class no benchmark and no run relates to the reference), the user's own record,
+    #: a baseline, or Lotaru as published.
+    PredictionSource = Literal[
+        "reference", "online", "transferred", "assumed", "user", "baseline", "paper"
+    ]
 
 
 #: Lotaru as published (stored as its own reference model, method 'paper').
@@ -85,7 +88,7 @@ class ClassPrediction(NamedTuple):
 
 
 class NoFactorError(LookupError):
-    """Lotaru as published cannot relate the class to the reference (no benchmark scores)."""
+    """Neither benchmark scores nor runs relate the class to the task's reference class."""
 
 
 def task_models_from_rows(
@@ -150,16 +153,22 @@ def predict_task(
     *,
     method: str = "lotaru",
     cores: int | None = None,
+    assume: bool = False,
 ) -> ClassPrediction:
     """The task's predictive runtime on node_class, its factor taken from the node scores.
 
-    LookupError without a model; NoFactorError only for Lotaru as published ('paper') on a
-    class the scores cannot relate to the reference (the advisor's own prediction then assumes
-    the same speed, with a wide interval).
+    LookupError without a model; NoFactorError on a class neither benchmark scores nor runs
+    relate to the reference, unless ``assume``: then the advisor's prediction assumes the same
+    speed, with a wide interval (source 'assumed'; ``advisor predict`` shows it, while the
+    wrapper and the planner, which have other evidence to fall back on, treat the class as
+    unknown).  Lotaru as published ('paper') always needs the factor.
     """
     reference = models.reference or models.paper
     factor = None if reference is None else factor_to(reference, node_class, scores)
-    return predict_on(models, node_class, input_bytes, factor=factor, method=method, cores=cores)
+    found = predict_on(models, node_class, input_bytes, factor=factor, method=method, cores=cores)
+    if found.source == "assumed" and not assume:
+        raise NoFactorError(node_class)
+    return found
 
 
 def predict_on(
@@ -213,10 +222,12 @@ def view(models: TaskModels, node_class: str, size: float | None, factor: float 
         shared, value, runs, source = base, 1.0, 0, "reference"
     else:
         record = models.classes.get(node_class, ClassRecord())
-        prior = record.prior(base, *transfer(models, reference, node_class, factor))
+        moved = transfer(models, reference, node_class, factor)
+        prior = record.prior(base, *moved)
         shared = record.forecast(size, site, prior)
         value, runs = math.exp(prior[0] - base.loc), record.n
-        source = "online" if runs else "transferred"
+        known = factor is not None or moved[1].runs > 0
+        source = "online" if runs else ("transferred" if known else "assumed")
     user = models.user_runs.get(node_class)
     if user is None or not user.n:
         return View(shared, source, value, runs, shared)

@@ -112,16 +112,23 @@ class ClassRecord(NamedTuple):
 
     def prior(
         self, base: Forecast, log_factor: float, effect: ClassEffect, noise2: float
-    ) -> tuple[float, float]:
-        """The transferred (location, scale): base moved by the factor and the pooled offset."""
-        mean, variance = task_offset(effect, self.offsets, noise2)
-        return base.loc + log_factor + mean, math.sqrt(base.scale * base.scale + variance)
+    ) -> tuple[float, float, float]:
+        """The transferred (location, scale, dof): base moved by the factor and the pooled offset.
 
-    def forecast(self, size: float | None, site: Site, prior: tuple[float, float]) -> Forecast:
+        The offset's variance is a known quantity (the prior's and the runs'): the degrees of
+        freedom stay the base forecast's.
+        """
+        mean, variance = task_offset(effect, self.offsets, noise2)
+        scale = math.sqrt(base.scale * base.scale + variance)
+        return base.loc + log_factor + mean, scale, base.dof
+
+    def forecast(
+        self, size: float | None, site: Site, prior: tuple[float, float, float]
+    ) -> Forecast:
         """The leader's forecast on the class; the prior speaks when nothing beat it."""
         found = self.evidence.forecast(size, site_scale=site.scale, prior=prior)
         if found is None:  # pragma: no cover - the prior always speaks
-            return Forecast(prior[0], prior[1], 1.0, "prior", True)
+            return Forecast(prior[0], prior[1], prior[2], "prior", True)
         return found
 
     def observe(

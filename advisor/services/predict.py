@@ -34,8 +34,9 @@ class _Loaded:
         cores: int | None,
     ) -> ClassPrediction:
         return predict_task(
-            self.models, node_class, float(input_bytes), context.scores, method=method, cores=cores
-        )
+            self.models, node_class, float(input_bytes), context.scores, method=method,
+            cores=cores, assume=True,
+        )  # fmt: skip
 
 
 def _load(store: Store, task: str, user: str | None) -> _Loaded:

@@ -169,9 +169,11 @@ def test_lotaru_as_published_needs_a_factor_the_advisor_does_not() -> None:
     models = TaskModels("bwa", _reference(), paper=paper)
     with pytest.raises(NoFactorError):
         predict_task(models, "unknown", 8 * GB, SCORES, method="paper")
-    same = predict_task(models, "unknown", 8 * GB, SCORES)
+    with pytest.raises(NoFactorError):  # the wrapper's and the planner's view: unknown
+        predict_task(models, "unknown", 8 * GB, SCORES)
+    same = predict_task(models, "unknown", 8 * GB, SCORES, assume=True)
     local = predict_task(models, "local", 8 * GB, SCORES)
-    assert same.source == "transferred"
+    assert same.source == "assumed"
     assert same.predictive.p50_s == pytest.approx(local.predictive.p50_s)  # the same speed
     assert same.predictive.p95_s > 1.5 * local.predictive.p95_s  # with a wide interval
 
