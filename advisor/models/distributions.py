@@ -196,7 +196,7 @@ def predictive(loc_s: float, scale_s: float, dof: float) -> Predictive:
 
 
 def _exp(value: float) -> float:
-    """exp within what a float holds: never 0, never an overflow (e^±700 is ~1e±304 s)."""
+    """The exponential within what a float holds: never 0, no overflow (e^±700 ~ 1e±304 s)."""
     return math.exp(min(700.0, max(-700.0, value)))
 
 

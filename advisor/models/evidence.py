@@ -114,6 +114,9 @@ class Score(NamedTuple):
         return MAD_TO_SD * _median_sorted(ordered)
 
 
+#: The smallest positive float: a size the fits' logarithms can take.
+_TINY = 2.2250738585072014e-308
+
 #: upward()'s answers by window (the planner and the evaluation ask the same one many times).
 _UPWARD: dict[tuple[tuple[float, float], ...], tuple[Score, Score, Score]] = {}
 
@@ -162,21 +165,22 @@ class Evidence(NamedTuple):
     def locations(self, size: float | None, prior: float | None = None) -> tuple[float | None, ...]:
         """Each explanation's log location at size (None where it cannot say), NAMES' order."""
         median = _median_sorted(sorted(z for _, z in self.runs)) if self.runs else None
-        if size is None or size <= 0 or not self.within(size):
+        if size is None or not self.x_max_bytes > 0 or not math.isfinite(self.x_min_bytes):
             return (median, None, None, prior)
-        return (median, self.fitted(1, size), self.fitted(2, size), prior)
+        at = self.supported(size)
+        return (median, self.fitted(1, at), self.fitted(2, at), prior)
 
-    def within(self, size: float) -> bool:
-        """Whether the fits may speak at size: no further from the sizes seen than they spread.
+    def supported(self, size: float) -> float:
+        """The size the fits answer for: size, within the range their runs support.
 
         A fit says nothing about inputs further (in log size) from its runs than its runs are
-        from each other: 1.000-1.006 MB says nothing about 3 MB, whatever its slope.  There
-        the runs' median answers.
+        from each other: 1.000-1.006 MB says nothing about 3 MB, whatever its slope.  Further
+        out it answers as at the furthest size it supports (the prediction stays continuous
+        and monotone in the size, as a limit search needs); an empty input is the smallest.
         """
-        if not self.x_max_bytes > 0 or not math.isfinite(self.x_min_bytes):
-            return False
-        spread = math.log(self.x_max_bytes / self.x_min_bytes)
-        return self.x_min_bytes * math.exp(-spread) <= size <= self.x_max_bytes * math.exp(spread)
+        spread = min(700.0, math.log(self.x_max_bytes / self.x_min_bytes))
+        low = max(self.x_min_bytes * math.exp(-spread), _TINY)
+        return min(max(size, low), self.x_max_bytes * math.exp(spread))
 
     def incumbent(self, prior: float | None) -> int:
         """The index of the explanation that leads without evidence: the prior, else the median."""
@@ -214,7 +218,7 @@ class Evidence(NamedTuple):
         """
         locations = self.locations(size, None if prior is None else prior[0])
         scores = self.scores
-        if size is not None and size > self.x_max_bytes > 0:
+        if size is not None and size > self.x_max_bytes > 0 and math.isfinite(self.x_min_bytes):
             scores = (*self.upward(), scores[3])
         raced = self._replace(scores=scores)
         index = raced.leader(locations)

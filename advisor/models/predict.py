@@ -185,7 +185,7 @@ def predict_on(
         return _paper_prediction(models, node_class, input_bytes, factor)
     if method != "lotaru":
         return _baseline_prediction(models, node_class, input_bytes, method)
-    found = view(models, node_class, input_bytes if input_bytes > 0 else None, factor)
+    found = view(models, node_class, input_bytes if input_bytes >= 0 else None, factor)
     return ClassPrediction(
         node_class,
         method,

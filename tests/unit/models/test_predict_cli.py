@@ -72,7 +72,9 @@ def test_a_size_the_runs_do_not_span_is_never_predicted_zero(
         code, rows = _predict(db, capsys, "--task", "t1", "--input-bytes", str(size))
         assert code == 0
         for row in rows:
-            assert 8.0 <= row["predicted_s"] <= 13.0
+            # of the runs' order (their median is 10 s): a fit of a 0.6 % size range answers
+            # beyond it as at the furthest size it supports, never below zero
+            assert 10.0 / 1.5 <= row["predicted_s"] <= 10.0 * 1.5
             assert 0 < row["p50_s"] <= row["p90_s"] <= row["p95_s"]
 
 
