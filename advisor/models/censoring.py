@@ -9,9 +9,10 @@ of freedom and a = (log limit − loc)/scale,
 
 and the imputed runtime is exp(loc + scale·E[T | T > a]) (never below the limit).
 
-It is learnt only when it raises the predicted upper quantile: a kill never makes the next
-limit shorter, and a limit far below the model's prediction (a user's own short --time)
-teaches nothing new.  The observation itself stays censored in the cache.
+It is learnt only when the limit is above the predicted median and learning it raises the
+predicted upper quantile: a kill never makes the next limit shorter, and a limit below what
+the model expects of a typical run (a user's own short --time) teaches nothing new: most runs
+outlive it.  The observation itself stays censored in the cache.
 
 This is the one rule for both places that see censored runs: accounting, online, as each
 TIMEOUT arrives (advisor.accounting.censored), and ``advisor learn`` over the stored ones
@@ -58,6 +59,8 @@ def imputed_runtime(
     before: the predictive the run's user saw; after(runtime): the predictive once that runtime
     is learnt.
     """
+    if limit_s < before.p50_s:
+        return None
     imputed = expected_above(before, limit_s)
     if after(imputed).quantile_s(UPPER_QUANTILE) < before.quantile_s(UPPER_QUANTILE):
         return None

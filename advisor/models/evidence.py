@@ -45,7 +45,6 @@ wrapper predicts from it.
 
 from __future__ import annotations
 
-import bisect
 import math
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
@@ -254,6 +253,8 @@ class Evidence(NamedTuple):
         return found
 
     def _upward(self) -> tuple[Score, Score, Score]:
+        import bisect  # only asked beyond the largest input: the wrapper's default is not
+
         ordered = sorted((x, z) for x, z in self.runs if x > 0)
         logs: list[float] = []
         line, power, floor = Moments(), Moments(), math.inf

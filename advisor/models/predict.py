@@ -8,8 +8,8 @@ scores: the same speed, with a wide interval; never an error).  Models loaded fo
 that user's own runs too (source 'user'): a record whose prior is the shared forecast.
 The baselines answer without any node adjustment, as in the paper; 'paper' is Lotaru exactly as
 published (its regression times the node factor, its median unscaled; no online learning).
-The baselines' module loads only when one is read or asked for: the wrapper reads neither
-(LOTARU_METHODS).
+The baselines' and Lotaru's modules load only when one is read or asked for: the wrapper
+reads neither (LOTARU_METHODS).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from advisor.models.conformal import Site
 from advisor.models.distributions import Predictive, scaled
 from advisor.models.evidence import Forecast
 from advisor.models.pooling import ClassEffect
-from advisor.models.reference import ReferenceModel
 from advisor.models.task_model import ClassRecord, Reference, effect_for, predictive_of
 
 if TYPE_CHECKING:
     from typing import Any, Literal
+
+    from advisor.models.reference import ReferenceModel
 
     from advisor.models.baselines import Baseline
 
@@ -112,6 +113,8 @@ def task_models_from_rows(
         if method == "lotaru":
             reference = Reference.from_params(dict(params))
         elif method == PAPER:
+            from advisor.models.reference import ReferenceModel  # Lotaru's: not the wrapper's
+
             paper = ReferenceModel.from_params(dict(params))
         elif method == "online":
             record = ClassRecord.from_params(dict(params))
