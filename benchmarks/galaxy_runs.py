@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import tempfile
 from pathlib import Path
 
 
@@ -39,10 +40,12 @@ def main() -> None:
     """Convert."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data/galaxy"))
-    parser.add_argument("--out", type=Path, default=Path("/tmp/galaxy-runs.json"))
+    parser.add_argument(
+        "--out", type=Path, default=Path(tempfile.gettempdir()) / "galaxy-runs.json"
+    )
     args = parser.parse_args()
     count = convert(args.data, args.out)
-    print(f"{count} runs -> {args.out}")  # noqa: T201
+    print(f"{count} runs -> {args.out}")
 
 
 if __name__ == "__main__":
