@@ -29,9 +29,8 @@ from advisor.models.task_model import ClassRecord, Reference, effect_for, predic
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-    from advisor.models.reference import ReferenceModel
-
     from advisor.models.baselines import Baseline
+    from advisor.models.reference import ReferenceModel
 
     #: Which model answered: the reference class's own, the class's record with runs there, the
     #: reference carried by a factor (benchmarks, or runs of other tasks there), the same speed
