@@ -15,7 +15,7 @@ Each variant changes one choice of the advisor's model and reruns both evaluatio
 Printed per variant: the pooled median relative error (%), the P95 coverage (%) and how many
 predictions were <= 0 s, for every method.  Results are kept under --cache (one JSON per
 variant and data set) so a rerun prints at once; delete the folder to recompute.  Not a speed
-benchmark: it measures the figures docs/models.md quotes and how much each choice moves them.
+benchmark: it measures the figures docs/performance.md and docs/models.md quote, and how much each choice moves them.
 """
 
 from __future__ import annotations
