@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -80,6 +81,33 @@ def _without(name: str) -> Callable[[], contextlib.AbstractContextManager[None]]
     return lambda: patched(evidence.Evidence, "locations", locations)
 
 
+def _decreasing(self: evidence.Evidence, index: int, size: float) -> float | None:
+    """fitted() without the rule that a runtime does not shrink as its input grows."""
+    found = (self.line if index == 1 else self.power).line()
+    if found is None:
+        return None
+    if index == 1:
+        return math.log(max(found[0] + found[1] * size / evidence.X_UNIT_BYTES, self.floor))
+    return found[0] + found[1] * math.log(size)
+
+
+def _supported() -> contextlib.AbstractContextManager[None]:
+    """Fits answer beyond the sizes their runs span (in log size) as at that span's edge."""
+    original = evidence.Evidence.locations
+    seen: dict[tuple[Any, ...], tuple[float, float]] = {}
+
+    def locations(self: evidence.Evidence, size: Any, prior: Any = None) -> tuple[Any, ...]:
+        sizes = [x for x, _ in self.runs if x > 0]
+        if size is None or not sizes:
+            return original(self, size, prior)
+        low, high = seen.setdefault(self.runs, (min(sizes), max(sizes)))
+        spread = math.log(high / low)
+        at = min(max(size, low * math.exp(-spread)), high * math.exp(spread))
+        return original(self, at, prior)
+
+    return patched(evidence.Evidence, "locations", locations)
+
+
 VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "chosen": contextlib.nullcontext,
     "no upward race (time order only)": lambda: patched(evidence.Evidence, "upward", _no_upward),
@@ -91,6 +119,10 @@ VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     ),
     "without the power law": _without("power"),
     "without the line": _without("line"),
+    "a fit may say the runtime falls as the input grows": lambda: patched(
+        evidence.Evidence, "fitted", _decreasing
+    ),
+    "fits answer beyond the sizes their runs span as at its edge": _supported,
 }
 
 

@@ -153,8 +153,6 @@ class Evidence(NamedTuple):
     floor: float = math.inf
     #: the largest input size seen, bytes
     x_max_bytes: float = 0.0
-    #: the smallest input size seen, bytes
-    x_min_bytes: float = math.inf
     scores: tuple[Score, Score, Score, Score] = (Score(), Score(), Score(), Score())
     #: errors of this record's own forecasts in units of their scale, and of transferred ones
     calibration: tuple[float, ...] = ()
@@ -164,22 +162,10 @@ class Evidence(NamedTuple):
     def locations(self, size: float | None, prior: float | None = None) -> tuple[float | None, ...]:
         """Each explanation's log location at size (None where it cannot say), NAMES' order."""
         median = _median_sorted(sorted(z for _, z in self.runs)) if self.runs else None
-        if size is None or not self.x_max_bytes > 0 or not math.isfinite(self.x_min_bytes):
+        if size is None or not self.x_max_bytes > 0:
             return (median, None, None, prior)
-        at = self.supported(size)
+        at = max(size, _TINY)  # an empty input: the fits' smallest size
         return (median, self.fitted(1, at), self.fitted(2, at), prior)
-
-    def supported(self, size: float) -> float:
-        """The size the fits answer for: size, within the range their runs support.
-
-        A fit says nothing about inputs further (in log size) from its runs than its runs are
-        from each other: 1.000-1.006 MB says nothing about 3 MB, whatever its slope.  Further
-        out it answers as at the furthest size it supports (the prediction stays continuous
-        and monotone in the size, as a limit search needs); an empty input is the smallest.
-        """
-        spread = min(700.0, math.log(self.x_max_bytes / self.x_min_bytes))
-        low = max(self.x_min_bytes * math.exp(-spread), _TINY)
-        return min(max(size, low), self.x_max_bytes * math.exp(spread))
 
     def incumbent(self, prior: float | None) -> int:
         """The index of the explanation that leads without evidence: the prior, else the median."""
@@ -217,7 +203,7 @@ class Evidence(NamedTuple):
         """
         locations = self.locations(size, None if prior is None else prior[0])
         scores = self.scores
-        if size is not None and size > self.x_max_bytes > 0 and math.isfinite(self.x_min_bytes):
+        if size is not None and size > self.x_max_bytes > 0:
             scores = (*self.upward(), scores[3])
         raced = self._replace(scores=scores)
         index = raced.leader(locations)
@@ -305,14 +291,21 @@ class Evidence(NamedTuple):
         return MAD_TO_SD * _median_sorted(sorted(deviations))
 
     def fitted(self, index: int, size: float) -> float | None:
-        """The line's (1) or the power law's (2) log location at size > 0."""
+        """The line's (1) or the power law's (2) log location at size > 0.
+
+        None where it cannot say, and where it says the runtime shrinks as the input grows:
+        no work does, so such a fit is fitting noise (extrapolated, it would claim huge
+        runtimes for small inputs, or none for large ones).
+        """
         if index == 1:
             found = self.line.line()
-            if found is None:
+            if found is None or found[1] < 0:
                 return None
             return math.log(max(found[0] + found[1] * size / X_UNIT_BYTES, self.floor))
         found = self.power.line()
-        return None if found is None else found[0] + found[1] * math.log(size)
+        if found is None or found[1] < 0:
+            return None
+        return found[0] + found[1] * math.log(size)
 
     # -- learning -----------------------------------------------------------------------------
     def observe(
@@ -362,13 +355,13 @@ class Evidence(NamedTuple):
                 )
             )
         line, power, floor = self.line, self.power, self.floor
-        x_max, x_min = self.x_max_bytes, self.x_min_bytes
+        x_max = self.x_max_bytes
         if sized:
             x = float(size or 0)
             line = line.add(x / X_UNIT_BYTES, value)
             power = power.add(math.log(x), z)
             floor = min(floor, value)
-            x_max, x_min = max(x_max, x), min(x_min, x)
+            x_max = max(x_max, x)
         return Evidence(
             self.n + 1,
             (*self.runs[-(WINDOW - 1) :], (float(size or 0) if sized else 0.0, z)),
@@ -376,7 +369,6 @@ class Evidence(NamedTuple):
             power,
             floor,
             x_max,
-            x_min,
             (scores[0], scores[1], scores[2], scores[3]),
             calibration,
             transfer_calibration,
@@ -392,7 +384,6 @@ class Evidence(NamedTuple):
             "power": list(self.power),
             "floor": self.floor if math.isfinite(self.floor) else None,
             "x_max_bytes": self.x_max_bytes,
-            "x_min_bytes": self.x_min_bytes if math.isfinite(self.x_min_bytes) else None,
             "scores": {
                 name: {
                     "scored": s.scored,
@@ -422,7 +413,7 @@ class Evidence(NamedTuple):
                 float(found.get("squares", 0.0)),
             )
 
-        floor, x_min = doc.get("floor"), doc.get("x_min_bytes")
+        floor = doc.get("floor")
         return cls(
             int(doc["n"]),
             tuple((float(x), float(z)) for x, z in doc["runs"]),
@@ -430,7 +421,6 @@ class Evidence(NamedTuple):
             _moments(doc["power"]),
             math.inf if floor is None else float(floor),
             float(doc.get("x_max_bytes", 0.0)),
-            math.inf if x_min is None else float(x_min),
             (score(MEDIAN), score(LINE), score(POWER), score(PRIOR)),
             tuple(float(v) for v in doc.get("calibration", ())),
             tuple(float(v) for v in doc.get("transfer_calibration", ())),

@@ -45,7 +45,6 @@ def _evidence() -> Evidence:
         line=line,
         floor=20.0,
         x_max_bytes=GB,
-        x_min_bytes=GB / 100,
         scores=(Score(), Score(50, 10.0, errors), Score(), Score()),
     )
 
