@@ -398,9 +398,5 @@ def fit_traces(
 
 def with_site(setting: Setting, fits: Sequence[TaskFit]) -> Setting:
     """The setting with the site's typical spread: the median over the tasks' reference runs."""
-    scales = []
-    for fit in fits:
-        evidence = fit.model.evidence
-        index = evidence.leader(evidence.locations(evidence.x_max_bytes or None))
-        scales.append(evidence.scores[index].scale() or 0.0)
+    scales = [fit.model.evidence.spread() or 0.0 for fit in fits]
     return replace(setting, site=site_from(scales, (), ()))

@@ -273,22 +273,10 @@ class Evidence(NamedTuple):
             floor = min(floor, value)
         return scores[0], scores[1], scores[2]
 
-    def noise(self, size: float | None = None) -> float | None:
-        """The run-to-run spread about the leader's fit (robust, in-sample, log scale).
-
-        What one more run of the task differs by from its fitted location: the spread a run on
-        another class is weighed with (advisor.models.pooling).  None before three runs.
-        """
-        if len(self.runs) < 3:
-            return None
-        at = size if size is not None else (self.x_max_bytes or None)
-        index = self.leader(self.locations(at))
-        median = self.locations(None)[0] or 0.0
-        deviations = []
-        for x, z in self.runs:
-            loc = self.fitted(index, x) if index and x > 0 else None
-            deviations.append(abs(z - (median if loc is None else loc)))
-        return MAD_TO_SD * _median_sorted(sorted(deviations))
+    def spread(self) -> float | None:
+        """The leader's out-of-sample spread at the largest input (None before two errors)."""
+        index = self.leader(self.locations(self.x_max_bytes or None))
+        return self.scores[index].scale()
 
     def fitted(self, index: int, size: float) -> float | None:
         """The line's (1) or the power law's (2) log location at size > 0.

@@ -66,8 +66,14 @@ class Reference(NamedTuple):
         return self.evidence.forecast(size, site_scale=site.scale)
 
     def noise2(self, site: Site) -> float:
-        """The run-to-run variance (log scale) a run on another class is weighed with."""
-        found = self.evidence.noise()
+        """The variance (log scale) a run on another class is weighed with.
+
+        A run there is compared with this reference's prediction at its size: its offset
+        carries the run's own noise and the reference's error at that size, which is what the
+        leader's out-of-sample errors measure (not its in-sample residuals, which know neither
+        the fit's own error nor how it extrapolates).  The site's spread before two errors.
+        """
+        found = self.evidence.spread()
         scale = site.scale if found is None else found
         return scale * scale
 

@@ -144,12 +144,7 @@ def site_of(fitted: Sequence[Fitted], train: str, target: str) -> tuple[Site, Cl
     The multipliers come from the errors each task's records made as its runs came in: on A
     (its reference evidence) and on B (a class record learning B's runs one by one).
     """
-    scales = []
-    for f in fitted:
-        evidence = f.reference.evidence
-        index = evidence.leader(evidence.locations(evidence.x_max_bytes or None))
-        scales.append(evidence.scores[index].scale() or 0.0)
-    site = site_from(scales, (), ())
+    site = site_from((f.reference.evidence.spread() or 0.0 for f in fitted), (), ())
     effect = effect_from(fitted, site)
     own: list[float] = []
     transferred: list[float] = []

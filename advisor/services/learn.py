@@ -212,7 +212,7 @@ def learn_models(
         )
         rows.extend(task_rows)
         references[task] = model
-    site = site_from((_leader_scale(r) for r in references.values()), (), ())
+    site = site_from((r.evidence.spread() or 0.0 for r in references.values()), (), ())
     replayed: list[tuple[Observation, str]] = []
     for obs in observations:
         found = references.get(obs.task)
@@ -276,12 +276,6 @@ def learn_models(
         rows, user_rows, summaries, CensoredSummary(replay.censored, replay.used), site,
         tuple(effect_rows),
     )  # fmt: skip
-
-
-def _leader_scale(reference: Reference) -> float:
-    evidence = reference.evidence
-    index = evidence.leader(evidence.locations(evidence.x_max_bytes or None))
-    return evidence.scores[index].scale() or 0.0
 
 
 def _site(replay: _Replay, site: Site) -> Site:
