@@ -3,8 +3,11 @@
 Only the standard library: the sbatch wrapper calls this with rows read from ``task_models``.
 The advisor's prediction ('lotaru') on the task's reference class is its reference evidence's
 (advisor.models.task_model); on another class, the class's record raced against the reference
-forecast moved by the benchmark factor and the offset learnt from runs there (no benchmark
-scores: the same speed, with a wide interval; never an error).  Models loaded for a user carry
+forecast moved by the benchmark factor and the offset learnt from runs there.  A class nothing
+relates to the reference (no benchmark scores, no runs) is assumed to run at the same speed,
+with a wide interval (source 'assumed'): ``predict_on`` always answers, ``predict_task`` only
+when asked to assume (``advisor predict``; the wrapper and the planner treat such a class as
+unknown).  Models loaded for a user carry
 that user's own runs too (source 'user'): a record whose prior is the shared forecast.
 The baselines answer without any node adjustment, as in the paper; 'paper' is Lotaru exactly as
 published (its regression times the node factor, its median unscaled; no online learning).
