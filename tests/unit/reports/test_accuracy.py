@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice.forecast import ModelPredictor
 from advisor.models.conformal import DEFAULT_SCALE
 from advisor.models.distributions import student_t_ppf
 from advisor.models.evidence import MAD_TO_SD, Evidence, Moments, Score
@@ -22,7 +23,6 @@ from advisor.store import Store
 from advisor.store.accounting import save_jobs
 from advisor.store.advice import Advice, record_advice
 from advisor.store.task_models import TaskModelRow, upsert_task_model
-from advisor.wrapper.predictor import ModelPredictor
 from tests.helpers.report_cache import real_jobs
 
 GB = X_UNIT_BYTES
