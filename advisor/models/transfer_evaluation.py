@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from advisor.models.conformal import Site, site_from
 from advisor.models.distributions import Predictive, predictive, scaled
+from advisor.models.evaluation import with_runs
 from advisor.models.fitting import fit_models, positive
 from advisor.models.pooling import ClassEffect, Offsets, class_effect
 from advisor.models.predict import TaskModels, paper_prediction, view
@@ -43,11 +44,6 @@ PROBES = (1, 2, 3)
 ADVISOR, MEDIAN, LINE, PAPER, PROBE, PROBE_LINE = (
     "advisor", "median", "line", "paper", "probe", "probe-line",
 )  # fmt: skip
-
-
-def with_runs(method: str, k: int) -> str:
-    """'advisor+1run', 'probe+2runs', ..."""
-    return f"{method}+{k}run{'s' if k > 1 else ''}"
 
 
 @dataclass(frozen=True)
