@@ -1,8 +1,9 @@
 """Evaluations on the development data of ../shared/data, read by path.
 
-Their data may not be copied into tests/data (the Lotaru traces, the WfCommons instances and the
-BLAST benchmark state no licence that allows it), so they are not part of the test suite that
-a fresh clone runs (tests/run.sh); they are run by hand, and fail, never skip, without the data:
+Their data may not be copied into tests/data (the WfCommons instances and the BLAST benchmark
+state no licence that allows it; the Lotaru figures are benchmarks/model_choices.py's), so they
+are not part of the test suite a fresh clone runs (tests/run.sh); they are run by hand, and
+fail, never skip, without the data:
 
     .venv/bin/pytest -p no:cacheprovider benchmarks/evaluations -m 'not slow'
 
