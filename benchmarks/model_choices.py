@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import advisor.models.evidence as evidence
+import advisor.models.task_model as task_model
 from advisor.imports.json_files import read_task_runs
 from advisor.models.transfer_evaluation import score, task_runs
 from advisor.services.evaluate import EvaluateRequest, evaluate
@@ -108,6 +109,26 @@ def _supported() -> contextlib.AbstractContextManager[None]:
     return patched(evidence.Evidence, "locations", locations)
 
 
+def _one_offset(self: task_model.Reference, size: float | None) -> tuple[float, float]:
+    """Every run's load (1, 0): a task's offset on a class is one ratio at every size."""
+    return 1.0, 0.0
+
+
+def _line_carried() -> contextlib.AbstractContextManager[None]:
+    """The reference's line, where it can speak, is what other classes are carried from.
+
+    (It answers on the reference class too: the homogeneous figures move with it.)
+    """
+    original = task_model.Reference.forecast
+
+    def forecast(self: task_model.Reference, size: Any, site: Any) -> Any:
+        found = original(self, size, site)
+        line = None if found is None or size is None else self.evidence.locations(size)[1]
+        return found if line is None else found._replace(loc=line)
+
+    return patched(task_model.Reference, "forecast", forecast)
+
+
 VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "chosen": contextlib.nullcontext,
     "no upward race (time order only)": lambda: patched(evidence.Evidence, "upward", _no_upward),
@@ -123,6 +144,10 @@ VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
         evidence.Evidence, "fitted", _decreasing
     ),
     "fits answer beyond the sizes their runs span as at its edge": _supported,
+    "one offset per task and class (no overhead / per-byte loads)": lambda: patched(
+        task_model.Reference, "load", _one_offset
+    ),
+    "the reference's line carried to other classes in place of its leader": _line_carried,
 }
 
 

@@ -2,23 +2,29 @@
 
 A task t modelled on its reference class R runs on class C at
 
-    log value = location_R(x) + log F_t + δ_C + u_t + noise,
+    log value = location_R(x) + log F_t + δ_C + o(x)·α_t + p(x)·β_t + noise,
 
 where F_t is the benchmark factor (Lotaru's, advisor.factors; 1 without benchmark scores),
-δ_C is what the benchmarks miss about C, shared by every task (the class effect), u_t is the
-task's own deviation (u_t ~ N(0, τ²_C)), and the noise is the task's spread σ²_t.  Each run of
-t on C gives d = log value − location_R(x) − log F_t; the record keeps their count, sum and
-sum of squares (``Offsets``, O(1) per run).
+δ_C is what the benchmarks miss about C, shared by every task (the class effect), and α_t, β_t
+are the task's own deviations on C of its two costs: the overhead and the work per byte of its
+reference line (Lotaru's a + b·x), each ~ N(0, τ²_C).  The loads o(x) = a / line(x) and
+p(x) = b·x / line(x) are the shares of the two costs in the runtime at x (``Reference.load``;
+(1, 0) for a task without a line: one offset).  A run on C at a small input speaks mostly for
+the overhead, one at a large input for the per-byte cost: a calibration run at an eighth of
+the largest input moves a full-size prediction as far as the per-byte share it measured, not
+by its whole ratio.  The noise is the task's spread σ²_t.  Each run gives
+d = log value − location_R(x) − log F_t and its load; the record keeps the moments of d and
+of the loads (``Offsets``, O(1) per run).
 
 The class effect and τ²_C are estimated from every task's offsets on the class (random-effects
 meta-analysis, DerSimonian & Laird 1986): d̄_t ~ N(δ_C, τ² + σ²_t/n_t).  The benchmarks are the
 prior of δ_C: N(0, PRIOR_SD²) with scores, N(0, NO_SCORES_SD²) without (a same-speed prior with
-a wide interval).  A task's own deviation is then partially pooled toward the class: its
-offset's posterior given its n_t runs is the precision-weighted mean of the class's δ_C (prior
-variance τ² + var δ̂_C) and its own d̄_t (variance σ²_t/n_t).  One run moves a task as far as
-its noise against the spread of tasks on the class says, no further; many runs make it its
-own.  Where fewer than two tasks ran on the class, τ² cannot be estimated and the prior's
-variance stands for it.
+a wide interval).  A task's own deviations are then partially pooled toward the class: their
+posterior given its runs is a Bayesian linear regression of d − δ̂_C on the loads, each
+deviation's prior variance τ² + var δ̂_C (``task_offset``).  One run moves a task as far as its
+noise against the spread of tasks on the class says, no further; many runs make it its own.
+Where fewer than two tasks ran on the class, τ² cannot be estimated and the prior's variance
+stands for it.
 """
 
 from __future__ import annotations
@@ -40,29 +46,53 @@ PRIOR_SD = 0.2
 NO_SCORES_SD = math.log(4.0) / 1.96
 
 
+#: The shares (overhead o, per-byte p) of a task's two costs in its runtime at some size.
+Load = tuple[float, float]
+#: One cost, no size: a run's offset is the task's offset at every size.
+WHOLE: Load = (1.0, 0.0)
+
+
 class Offsets(NamedTuple):
-    """A task's runs on a class: count, sum and sum of squares of d (module docstring)."""
+    """A task's runs on a class: the moments of d and of the runs' loads (module docstring).
+
+    n, Σd, Σd² (the class effect's); Σo, Σp, Σo², Σo·p, Σp², Σo·d, Σp·d (the task's deviations).
+    """
 
     n: int = 0
     total: float = 0.0
     squares: float = 0.0
+    so: float = 0.0
+    sp: float = 0.0
+    soo: float = 0.0
+    sop: float = 0.0
+    spp: float = 0.0
+    sod: float = 0.0
+    spd: float = 0.0
 
-    def add(self, d: float) -> Offsets:
-        """With one more run."""
-        return Offsets(self.n + 1, self.total + d, self.squares + d * d)
+    def add(self, d: float, load: Load = WHOLE) -> Offsets:
+        """With one more run, whose load is (o, p)."""
+        o, p = load
+        return Offsets(
+            self.n + 1, self.total + d, self.squares + d * d,
+            self.so + o, self.sp + p, self.soo + o * o, self.sop + o * p, self.spp + p * p,
+            self.sod + o * d, self.spd + p * d,
+        )  # fmt: skip
 
     def mean(self) -> float:
         """d̄ (0 without runs)."""
         return self.total / self.n if self.n else 0.0
 
     def to_json(self) -> list[float]:
-        """[n, total, squares]."""
-        return [self.n, self.total, self.squares]
+        """[n, Σd, Σd², Σo, Σp, Σo², Σo·p, Σp², Σo·d, Σp·d]."""
+        return list(self)
 
     @classmethod
     def from_json(cls, values: list[Any]) -> Offsets:
-        """Inverse of to_json."""
-        return cls(int(values[0]), float(values[1]), float(values[2]))
+        """Inverse of to_json; [n, Σd, Σd²] (a record from before the loads): every load (1, 0)."""
+        n, total, squares = int(values[0]), float(values[1]), float(values[2])
+        if len(values) < 10:
+            return cls(n, total, squares, n, 0.0, n, 0.0, 0.0, total, 0.0)
+        return cls(n, total, squares, *(float(v) for v in values[3:10]))
 
 
 class ClassEffect(NamedTuple):
@@ -120,12 +150,34 @@ def class_effect(tasks: Iterable[tuple[Offsets, float]], *, scored: bool) -> Cla
     )
 
 
-def task_offset(effect: ClassEffect, offsets: Offsets | None, sigma2: float) -> tuple[float, float]:
-    """The task's offset on the class (mean, variance): its runs pooled toward the class's."""
+def task_offset(
+    effect: ClassEffect, offsets: Offsets | None, sigma2: float, load: Load = WHOLE
+) -> tuple[float, float]:
+    """The task's offset on the class at a size whose load is (o, p): (mean, variance).
+
+    Its runs pooled toward the class's (module docstring): the posterior of the deviations
+    (α, β) given the runs, each with prior N(0, τ² + var δ̂); where none ran, the class's.  The
+    variance never exceeds the class's: a run does not make a task less certain than the
+    tasks around it.  Runs none of which had a per-byte share (no size, no line: a record
+    from before the loads too) say nothing of how the two costs differ: their offset holds at
+    every size, as one offset.
+    """
     prior_var = effect.tau2 + effect.variance
     if offsets is None or offsets.n == 0:
         return effect.mean, prior_var
-    data_var = max(sigma2, 1e-6) / offsets.n
-    precision = 1.0 / prior_var + 1.0 / data_var
-    mean = (effect.mean / prior_var + offsets.mean() / data_var) / precision
-    return mean, 1.0 / precision
+    if offsets.spp == 0.0:
+        load = WHOLE
+    noise = max(sigma2, 1e-6)
+    shift = effect.mean
+    # precision matrix and information vector of (α, β)
+    paa = 1.0 / prior_var + offsets.soo / noise
+    pab = offsets.sop / noise
+    pbb = 1.0 / prior_var + offsets.spp / noise
+    ha = (offsets.sod - shift * offsets.so) / noise
+    hb = (offsets.spd - shift * offsets.sp) / noise
+    det = paa * pbb - pab * pab
+    alpha = (pbb * ha - pab * hb) / det
+    beta = (paa * hb - pab * ha) / det
+    o, p = load
+    variance = (o * o * pbb - 2.0 * o * p * pab + p * p * paa) / det
+    return shift + o * alpha + p * beta, min(variance, prior_var)

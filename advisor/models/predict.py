@@ -228,7 +228,7 @@ def view(models: TaskModels, node_class: str, size: float | None, factor: float 
     else:
         record = models.classes.get(node_class, ClassRecord())
         moved = transfer(models, reference, node_class, factor)
-        prior = record.prior(base, *moved)
+        prior = record.prior(base, *moved, reference.load(size))
         shared = record.forecast(size, site, prior)
         value, runs = math.exp(prior[0] - base.loc), record.n
         known = factor is not None or moved[1].runs > 0

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.conformal import Site
 from advisor.models.distributions import Predictive, log_predictive
-from advisor.models.evidence import Evidence, Forecast
-from advisor.models.pooling import ClassEffect, Offsets, prior_effect, task_offset
+from advisor.models.evidence import X_UNIT_BYTES, Evidence, Forecast
+from advisor.models.pooling import WHOLE, ClassEffect, Load, Offsets, prior_effect, task_offset
 
 if TYPE_CHECKING:
     from typing import Any
@@ -64,6 +64,23 @@ class Reference(NamedTuple):
     def forecast(self, size: float | None, site: Site) -> Forecast | None:
         """The forecast on the reference class."""
         return self.evidence.forecast(size, site_scale=site.scale)
+
+    def load(self, size: float | None) -> Load:
+        """The shares of the overhead and the per-byte cost in the runtime at size.
+
+        Of the reference line a + b·x (advisor.models.pooling): (a, b·x) / line(x), the line
+        never below the smallest runtime seen (its floor, as the line explanation is); (1, 0)
+        without a size or without a line (a cost that does not grow with the input).
+        """
+        found = self.evidence.line.line()
+        if size is None or not size > 0 or found is None or found[1] < 0:
+            return WHOLE
+        a, b = found
+        work = b * size / X_UNIT_BYTES
+        line = max(a + work, self.evidence.floor)
+        if not line > 0 or not math.isfinite(line):
+            return WHOLE
+        return a / line, work / line
 
     def noise2(self, site: Site) -> float:
         """The variance (log scale) a run on another class is weighed with.
@@ -117,14 +134,20 @@ class ClassRecord(NamedTuple):
         return self.evidence.n
 
     def prior(
-        self, base: Forecast, log_factor: float, effect: ClassEffect, noise2: float
+        self,
+        base: Forecast,
+        log_factor: float,
+        effect: ClassEffect,
+        noise2: float,
+        load: Load = WHOLE,
     ) -> tuple[float, float, float]:
         """The transferred (location, scale, dof): base moved by the factor and the pooled offset.
 
-        The offset's variance is a known quantity (the prior's and the runs'): the degrees of
-        freedom stay the base forecast's.
+        load: the task's cost shares at the forecast's size (``Reference.load``).  The offset's
+        variance is a known quantity (the prior's and the runs'): the degrees of freedom stay
+        the base forecast's.
         """
-        mean, variance = task_offset(effect, self.offsets, noise2)
+        mean, variance = task_offset(effect, self.offsets, noise2, load)
         scale = math.sqrt(base.scale * base.scale + variance)
         return base.loc + log_factor + mean, scale, base.dof
 
@@ -147,11 +170,16 @@ class ClassRecord(NamedTuple):
         log_factor: float,
         effect: ClassEffect,
         noise2: float,
+        load: Load = WHOLE,
     ) -> ClassRecord:
-        """The record after one run: scored against the prior as it stood, then learnt."""
-        prior = self.prior(base, log_factor, effect, noise2)
+        """The record after one run: scored against the prior as it stood, then learnt.
+
+        load: the task's cost shares at the run's size (``Reference.load``).
+        """
+        prior = self.prior(base, log_factor, effect, noise2, load)
         evidence = self.evidence.observe(size, value, site_scale=site.scale, prior=prior)
-        return ClassRecord(evidence, self.offsets.add(math.log(value) - base.loc - log_factor))
+        offset = math.log(value) - base.loc - log_factor
+        return ClassRecord(evidence, self.offsets.add(offset, load))
 
     def to_params(self, model: str = "online") -> dict[str, Any]:
         """Plain numbers for the params JSON ('online', or 'user')."""

@@ -59,8 +59,9 @@ def learn_run(
         raise LookupError(f"no runs behind the model of task {models.task!r}")
     log_factor, effect, noise2 = transfer(models, reference, node_class, factor)
     record = models.classes.get(node_class, ClassRecord()).observe(
-        size, runtime_s, site, base=base, log_factor=log_factor, effect=effect, noise2=noise2
-    )
+        size, runtime_s, site, base=base, log_factor=log_factor, effect=effect, noise2=noise2,
+        load=reference.load(size),
+    )  # fmt: skip
     return Learnt(models._replace(classes={**models.classes, node_class: record}), "class")
 
 

@@ -155,6 +155,39 @@ def test_one_run_moves_a_task_as_far_as_its_noise_allows() -> None:
     assert task_offset(effect, many, 1.0)[0] > 0.95  # many runs make it its own
 
 
+def test_a_small_run_speaks_for_the_overhead_not_for_a_full_size_run() -> None:
+    # a task whose reference line is 100 s of overhead plus 10 s per GB
+    reference = Reference(
+        "ref", learnt([(x * 1e9, 100.0 + 10.0 * x) for x in (1, 2, 4, 8, 16, 32)], site_scale=SCALE)
+    )
+    small, large = 1e9, 64e9  # the overhead's share is 0.91 at 1 GB, 0.14 at 64 GB
+    assert reference.load(small)[0] == pytest.approx(100 / 110)
+    assert reference.load(large)[1] == pytest.approx(640 / 740)
+    assert reference.load(None) == (1.0, 0.0)
+    effect = ClassEffect(0.0, 0.0, 0.25)
+
+    def offset_at(size: float, runs: list[tuple[float, float]]) -> float:
+        found = Offsets()
+        for x, d in runs:
+            found = found.add(d, reference.load(x))
+        return task_offset(effect, found, 0.01, reference.load(size))[0]
+
+    # one run twice as slow as carried: at its own size the task is about twice as slow ...
+    assert offset_at(small, [(small, math.log(2.0))]) > 0.9 * math.log(2.0)
+    # ... but a full-size run is mostly work per byte, which that run hardly measured
+    assert offset_at(large, [(small, math.log(2.0))]) < 0.35 * math.log(2.0)
+    # a full-size run twice as slow speaks for full-size runs
+    assert offset_at(large, [(large, math.log(2.0))]) > 0.9 * math.log(2.0)
+
+
+def test_offsets_of_older_records_are_one_offset_at_every_size() -> None:
+    old = Offsets.from_json([2, 1.0, 0.5])  # a record stored before the loads
+    assert old == Offsets().add(0.5).add(0.5)
+    assert Offsets.from_json(old.to_json()) == old
+    effect = ClassEffect(0.1, 0.01, 0.04)
+    assert task_offset(effect, old, 0.01, (0.2, 0.8)) == task_offset(effect, old, 0.01)
+
+
 def test_conformal_quantile_ranks() -> None:
     scores = [float(i) for i in range(1, 20)]  # 19 scores
     assert conformal_quantile(scores, 0.95) == 19.0
