@@ -11,7 +11,8 @@ migration 7, the empty qos_limits, associations, default_accounts and site_limit
 partition row's new qos column, NULL: the digest of the rows without it was the pinned one), and
 once more for issue 29's log-scale models (migration 8): compared with the file before, only the
 model tables (task_models, user_task_models, the new class_effects and site_model) and the count
-of censored updates differ (4 on the excerpts as before, 120 -> 147 on the whole logs).  The
+of censored updates differ (4 on the excerpts as before, 120 -> 147 on the whole logs); and
+for the offsets' loads (ten numbers where three were): only user_task_models differs.  The
 cases go through everything an update does: jobs, observations, history key states and the
 site budget, the task models (COMPLETED runs online, TIMEOUTs censored) and per-user models,
 on the SWF excerpts, the public projects' recordings, the test cluster's recordings, and a
