@@ -11,7 +11,7 @@ from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.errors import UsageError
 from advisor.planner.gantt import save_gantt
 from advisor.planner.planning import PlanRequest
-from advisor.planner.registry import SCHEDULERS
+from advisor.planner.scheduling.registry import SCHEDULERS
 from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
 from advisor.services.plan import plan_workflows

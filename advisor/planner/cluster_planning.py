@@ -16,21 +16,21 @@ from advisor.advice.advice import JobAdvice
 from advisor.advice.settings import AdvisorOptions, CommandLine
 from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import UsageError
-from advisor.planner import registry
-from advisor.planner.build import to_problem
-from advisor.planner.cache_models import CacheModels
-from advisor.planner.cluster import Cluster, build_cluster
-from advisor.planner.constraints import pinning
-from advisor.planner.dispatch_source import Fetch, measured_dispatch
-from advisor.planner.inputs import load_workflow
-from advisor.planner.job_advice import PlannedFallback, advise_job, choose_partition
-from advisor.planner.jobs import JobSpec, base_argv, placeholder
-from advisor.planner.matrix import RuntimeMatrix, input_bytes, runtime_matrix
-from advisor.planner.model import Workflow
-from advisor.planner.plan import Plan
+from advisor.planner.cluster.cache_models import CacheModels
+from advisor.planner.cluster.constraints import pinning
+from advisor.planner.cluster.dispatch_source import Fetch, measured_dispatch
+from advisor.planner.cluster.job_advice import PlannedFallback, advise_job, choose_partition
+from advisor.planner.cluster.jobs import JobSpec, base_argv, placeholder
+from advisor.planner.cluster.matrix import RuntimeMatrix, input_bytes, runtime_matrix
+from advisor.planner.cluster.nodes import Cluster, build_cluster
+from advisor.planner.cluster.predictive_sampler import PredictiveSampler
 from advisor.planner.planning import PlanRequest, check_request, combined, summarise
-from advisor.planner.predictive_sampler import PredictiveSampler
+from advisor.planner.scheduling import registry
+from advisor.planner.scheduling.plan import Plan
 from advisor.planner.summary import ClassSummary, ClusterSummary, PlanSummary, TaskJob
+from advisor.planner.workflow.build import to_problem
+from advisor.planner.workflow.load import load_workflow
+from advisor.planner.workflow.workflow import Workflow
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
 

@@ -13,23 +13,29 @@ from dataclasses import dataclass
 
 from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.errors import InputError
-from advisor.planner import dag, registry
-from advisor.planner.build import Work, alike_nodes, planned_runtimes, recorded_nodes, to_problem
-from advisor.planner.dispatch import DispatchLatency
-from advisor.planner.estimators import Resources, TaskLoad, estimates
-from advisor.planner.fairness import fairness, outcomes
-from advisor.planner.inputs import load_input
-from advisor.planner.model import Workflow
-from advisor.planner.plan import Plan
-from advisor.planner.platform import load_platform, parse_flops
-from advisor.planner.problem import Problem, combine
-from advisor.planner.ranks import critical_path_s, mean_runtime
-from advisor.planner.summary import NodeSummary, PlannedTask, PlanSummary, WorkflowSummary
-from advisor.planner.uncertainty import (
+from advisor.planner.scheduling import dag, registry
+from advisor.planner.scheduling.dispatch import DispatchLatency
+from advisor.planner.scheduling.fairness import fairness, outcomes
+from advisor.planner.scheduling.plan import Plan
+from advisor.planner.scheduling.problem import Problem, combine
+from advisor.planner.scheduling.ranks import critical_path_s, mean_runtime
+from advisor.planner.scheduling.uncertainty import (
     RuntimeSampler,
     makespan_distribution,
     slurm_makespan,
 )
+from advisor.planner.summary import NodeSummary, PlannedTask, PlanSummary, WorkflowSummary
+from advisor.planner.workflow.build import (
+    Work,
+    alike_nodes,
+    planned_runtimes,
+    recorded_nodes,
+    to_problem,
+)
+from advisor.planner.workflow.classic_estimates import Resources, TaskLoad, estimates
+from advisor.planner.workflow.load import load_input
+from advisor.planner.workflow.platform import load_platform, parse_flops
+from advisor.planner.workflow.workflow import Workflow
 
 #: ``--cv``: a standard deviation 100 times the mean is already no runtime model at all.
 MAX_CV = 100.0

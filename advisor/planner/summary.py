@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.planner.dispatch import DispatchLatency
+from advisor.planner.scheduling.dispatch import DispatchLatency
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class WorkflowFairness:
 
 @dataclass(frozen=True)
 class Fairness:
-    """Shared plan against one-after-another HEFT (advisor.planner.fairness)."""
+    """Shared plan against one-after-another HEFT (advisor.planner.scheduling.fairness)."""
 
     workflows: tuple[WorkflowFairness, ...]
     unfairness: float

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from advisor.planner import registry
 from advisor.planner.cluster_planning import plan_from_cache
-from advisor.planner.plan import Plan
 from advisor.planner.planning import PlanRequest, build_problem, summarise
+from advisor.planner.scheduling import registry
+from advisor.planner.scheduling.plan import Plan
+from advisor.planner.scheduling.uncertainty import LognormalSampler
 from advisor.planner.summary import PlanSummary
-from advisor.planner.uncertainty import LognormalSampler
 
 
 class Planned(NamedTuple):

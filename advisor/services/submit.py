@@ -20,12 +20,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from advisor.errors import InputError, SlurmCommandError, UsageError
+from advisor.planner.cluster.jobs import JobSpec, placeholder
 from advisor.planner.cluster_planning import ClusterPlan, plan_on_cluster
-from advisor.planner.jobs import JobSpec, placeholder
 from advisor.planner.planning import PlanRequest
 from advisor.planner.run_status import MARGIN, Accounting, RunStatus, compare, local_time
+from advisor.planner.scheduling.uncertainty import replay_order
 from advisor.planner.summary import PlanSummary
-from advisor.planner.uncertainty import replay_order
 from advisor.slurm.records import JobRecord
 from advisor.store.advice import Advice, record_advice
 from advisor.store.connection import Store

@@ -236,11 +236,7 @@ def test_no_domain_package_imports_the_sbatch_command() -> None:
 
 
 #: Modules the product never loads, each with the reason it still ships.
-NOT_LOADED_BY_THE_PRODUCT = {
-    # TODO(issue 32, R2): move it to tests/helpers/reference_planner.py (test_kernels.py and
-    # benchmarks/bench_heft.py are its only users).
-    "advisor.planner.reference": "the per-slot schedulers the array kernels are tested against",
-}
+NOT_LOADED_BY_THE_PRODUCT: dict[str, str] = {}
 
 
 def _entry_points() -> set[str]:
@@ -286,4 +282,4 @@ def test_no_module_of_the_package_exists_only_for_tests() -> None:
         "loaded now: drop it from the list"
     )
     # the walk follows the lazy imports of a command module down to the scheduling kernels
-    assert "advisor.planner.heft" in _loaded_from({"advisor.cli.plan_cmd"})
+    assert "advisor.planner.scheduling.heft" in _loaded_from({"advisor.cli.plan_cmd"})

@@ -17,8 +17,8 @@ import pytest
 from jsonschema import Draft7Validator, Draft202012Validator
 
 from advisor.errors import InputError, InvalidWorkflowError
-from advisor.planner import wfformat
-from advisor.planner.problem_file import parse_problem
+from advisor.planner.workflow import wfformat
+from advisor.planner.workflow.problem_file import parse_problem
 from advisor.validate import SchemaCheck, load_json, registry, schema, validate
 from tests.helpers.paths import REPO, TEST_DATA
 

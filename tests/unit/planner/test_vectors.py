@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from advisor.planner import heft, peft
-from advisor.planner.problem import Problem
-from advisor.planner.problem_file import parse_problem
-from advisor.planner.ranks import upward_rank
+from advisor.planner.scheduling import heft, peft
+from advisor.planner.scheduling.problem import Problem
+from advisor.planner.scheduling.ranks import upward_rank
+from advisor.planner.workflow.problem_file import parse_problem
 
 
 @pytest.fixture(scope="module")

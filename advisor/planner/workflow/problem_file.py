@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from advisor.errors import InputError, InvalidWorkflowError
-from advisor.planner.problem import Node, Problem, WorkflowInfo
+from advisor.planner.scheduling.problem import Node, Problem, WorkflowInfo
 from advisor.validate import validate
 
 

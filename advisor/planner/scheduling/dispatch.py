@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from advisor.planner.problem import FloatArray
+from advisor.planner.scheduling.problem import FloatArray
 
 #: A plan's start times are floats: "starts when its input arrives" allows this slack.
 _AT_ONCE_S = 1e-6

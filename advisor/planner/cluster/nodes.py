@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from advisor.errors import InputError
-from advisor.planner.problem import Node
+from advisor.planner.scheduling.problem import Node
 from advisor.slurm.records import Node as SlurmNode
 from advisor.slurm.records import Partition
 

@@ -29,11 +29,11 @@ import heapq
 
 import numpy as np
 
-from advisor.planner.heft import ReadyTimes
-from advisor.planner.plan import Placement, Plan
-from advisor.planner.problem import FloatArray, Problem
-from advisor.planner.problem_arrays import EdgeArrays, edge_arrays
-from advisor.planner.ranks import rank_key, upward_rank
+from advisor.planner.scheduling.arrays import EdgeArrays, edge_arrays
+from advisor.planner.scheduling.heft import ReadyTimes
+from advisor.planner.scheduling.plan import Placement, Plan
+from advisor.planner.scheduling.problem import FloatArray, Problem
+from advisor.planner.scheduling.ranks import rank_key, upward_rank
 
 NAME = "fdws"
 CITATION = (

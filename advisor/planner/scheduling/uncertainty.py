@@ -17,9 +17,9 @@ from typing import NamedTuple, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from advisor.planner.dispatch import DispatchLatency
-from advisor.planner.plan import Plan
-from advisor.planner.problem_arrays import IntArray, edge_arrays, groups
+from advisor.planner.scheduling.arrays import IntArray, edge_arrays, groups
+from advisor.planner.scheduling.dispatch import DispatchLatency
+from advisor.planner.scheduling.plan import Plan
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]

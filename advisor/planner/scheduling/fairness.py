@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from advisor.planner import heft
-from advisor.planner.plan import Plan
+from advisor.planner.scheduling import heft
+from advisor.planner.scheduling.plan import Plan
 from advisor.planner.summary import Fairness, WorkflowFairness
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.planner.heft import list_schedule
-from advisor.planner.plan import Plan
-from advisor.planner.problem import FloatArray, Problem
-from advisor.planner.problem_arrays import EdgeArrays, edge_arrays, groups, heights, segments
-from advisor.planner.ranks import edge_mean_costs, mean_comm
+from advisor.planner.scheduling.arrays import EdgeArrays, edge_arrays, groups, heights, segments
+from advisor.planner.scheduling.heft import list_schedule
+from advisor.planner.scheduling.plan import Plan
+from advisor.planner.scheduling.problem import FloatArray, Problem
+from advisor.planner.scheduling.ranks import edge_mean_costs, mean_comm
 
 NAME = "peft"
 CITATION = (

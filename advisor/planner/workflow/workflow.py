@@ -14,7 +14,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 from advisor.errors import InvalidWorkflowError
-from advisor.planner import dag
+from advisor.planner.scheduling import dag
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Task:
     cpu_work: float | None = None
     #: The task-model name: the ``advisor.task`` extra, else the 1.3/1.4 ``category``; None: ``name``.
     model_name: str | None = None
-    #: The shell command line that runs the task (see ``advisor.planner.wfformat``); None: unknown.
+    #: The shell command line that runs the task (see ``advisor.planner.workflow.wfformat``); None: unknown.
     command: str | None = None
 
     @property

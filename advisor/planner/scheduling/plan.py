@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from advisor.errors import AdvisorError
-from advisor.planner.problem import Problem
+from advisor.planner.scheduling.problem import Problem
 
 
 class PlanError(AdvisorError):

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from advisor.errors import InvalidWorkflowError
-from advisor.planner.model import DataFile, Machine, Task, Workflow
+from advisor.planner.workflow.workflow import DataFile, Machine, Task, Workflow
 from advisor.validate import SchemaCheck, error_message, load_json, paused_gc
 
 SCHEMA_FILES = {

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from advisor.errors import UsageError
-from advisor.planner import fdws, heft, peft
-from advisor.planner.plan import Plan
-from advisor.planner.problem import Problem
+from advisor.planner.scheduling import fdws, heft, peft
+from advisor.planner.scheduling.plan import Plan
+from advisor.planner.scheduling.problem import Problem
 
 
 @dataclass(frozen=True)

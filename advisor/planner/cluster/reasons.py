@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from advisor.planner.plan import Plan
+from advisor.planner.scheduling.plan import Plan
 
 #: Finish times closer than this (relative to the makespan) count as equal, as Plan checks them.
 TOLERANCE = 1e-9

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from advisor.planner.constraints import Pinning
+from advisor.planner.cluster.constraints import Pinning
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisor.errors import InputError
-from advisor.planner.model import Workflow
-from advisor.planner.problem import Problem
-from advisor.planner.problem_file import parse_problem, split_case
-from advisor.planner.wfformat import is_wfformat, parse_workflow
+from advisor.planner.scheduling.problem import Problem
+from advisor.planner.workflow.problem_file import parse_problem, split_case
+from advisor.planner.workflow.wfformat import is_wfformat, parse_workflow
+from advisor.planner.workflow.workflow import Workflow
 from advisor.validate import load_json, paused_gc
 
 

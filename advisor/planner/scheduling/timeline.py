@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from advisor.planner.problem import FloatArray
-from advisor.planner.problem_arrays import IntArray
+from advisor.planner.scheduling.arrays import IntArray
+from advisor.planner.scheduling.problem import FloatArray
 
 _NONE = -np.inf  # the start of the gap before a slot's first interval
 _DEAD = np.inf  # the start of a gap that is used up: no task fits into it

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from advisor.errors import InputError, InvalidWorkflowError
-from advisor.planner import dag
+from advisor.planner.scheduling import dag
 
 FloatArray = NDArray[np.float64]
 #: Slots of one node: beyond the largest shared-memory machines (and every slot costs memory).

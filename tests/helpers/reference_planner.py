@@ -1,9 +1,10 @@
 """The schedulers as they were before the array kernels: the oracle the fast ones must equal.
 
 Kept verbatim (Topcuoglu 2002 HEFT, Arabnejad & Barbosa 2014 PEFT, Arabnejad & Barbosa 2012
-FDWS, one slot scan per core with ``bisect``; the per-task replay of ``uncertainty``), so ``tests/unit/planner/test_kernels.py`` and
-``benchmarks/bench_heft.py`` can compare schedules (placement and times, to the last digit) and
-speed against the same code in the same run.  Nothing in the advisor plans with it.
+FDWS, one slot scan per core with ``bisect``; the per-task replay of ``uncertainty``), so
+``tests/unit/planner/test_kernels.py`` and ``benchmarks/bench_heft.py`` can compare schedules
+(placement and times, to the last digit) and speed against the same code in the same run.
+Nothing in the advisor plans with it, so it lives with the tests.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from advisor.planner.plan import Placement, Plan
-from advisor.planner.problem import FloatArray, Problem
-from advisor.planner.ranks import edge_mean_cost, mean_comm, mean_runtime, rank_key
-from advisor.planner.uncertainty import RuntimeSampler
+from advisor.planner.scheduling.plan import Placement, Plan
+from advisor.planner.scheduling.problem import FloatArray, Problem
+from advisor.planner.scheduling.ranks import edge_mean_cost, mean_comm, mean_runtime, rank_key
+from advisor.planner.scheduling.uncertainty import RuntimeSampler
 
 
 class Timeline:

@@ -18,12 +18,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.errors import InputError
-from advisor.planner import dag
-from advisor.planner.estimators import TaskLoad
-from advisor.planner.model import Workflow
-from advisor.planner.network import bandwidth_matrix
-from advisor.planner.platform import Platform
-from advisor.planner.problem import MAX_NODE_CORES, FloatArray, Node, Problem, WorkflowInfo
+from advisor.planner.scheduling import dag
+from advisor.planner.scheduling.problem import (
+    MAX_NODE_CORES,
+    FloatArray,
+    Node,
+    Problem,
+    WorkflowInfo,
+)
+from advisor.planner.workflow.classic_estimates import TaskLoad
+from advisor.planner.workflow.network import bandwidth_matrix
+from advisor.planner.workflow.platform import Platform
+from advisor.planner.workflow.workflow import Workflow
 
 #: ``--nodes``: more than the largest machines have (Fugaku: 158,976 nodes).
 MAX_ALIKE_NODES = 200_000

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from advisor.planner.problem import FloatArray, Problem
+from advisor.planner.scheduling.problem import FloatArray, Problem
 
 IntArray = NDArray[np.int64]
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from advisor.advice.advice import JobAdvice, advise, partition_limits
 from advisor.advice.forecast import Forecast
 from advisor.advice.settings import AdvisorOptions, CommandLine, parse_command_line
-from advisor.planner.cluster import Cluster, ClusterNode
-from advisor.planner.matrix import Estimate
+from advisor.planner.cluster.matrix import Estimate
+from advisor.planner.cluster.nodes import Cluster, ClusterNode
 from advisor.slurm.records import Partition
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from advisor.errors import AdvisorError
-from advisor.planner.dispatch import DispatchLatency, JobTimes, measure
+from advisor.planner.scheduling.dispatch import DispatchLatency, JobTimes, measure
 from advisor.slurm.records import JobRecord
 from advisor.store.connection import Store
 from advisor.store.workflows import WorkflowJob, accounting_times, recent_runs

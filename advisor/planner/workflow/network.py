@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from advisor.errors import InputError
-from advisor.planner.problem import FloatArray, Node
+from advisor.planner.scheduling.problem import FloatArray, Node
 
 #: The rates are an n x n matrix: 4096 nodes take 128 MiB (and HEFT's transfer costs grow alike).
 MAX_NETWORK_NODES = 4096

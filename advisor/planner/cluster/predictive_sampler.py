@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.planner.matrix import RuntimeMatrix
-from advisor.planner.problem import FloatArray, Node
-from advisor.planner.problem_arrays import IntArray
-from advisor.planner.uncertainty import LognormalSampler
+from advisor.planner.cluster.matrix import RuntimeMatrix
+from advisor.planner.scheduling.arrays import IntArray
+from advisor.planner.scheduling.problem import FloatArray, Node
+from advisor.planner.scheduling.uncertainty import LognormalSampler
 
 
 @dataclass(frozen=True)

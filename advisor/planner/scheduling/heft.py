@@ -28,11 +28,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from advisor.planner.plan import Placement, Plan
-from advisor.planner.problem import FloatArray, Problem
-from advisor.planner.problem_arrays import EdgeArrays, edge_arrays
-from advisor.planner.ranks import rank_key, upward_rank
-from advisor.planner.timeline import SlotTable
+from advisor.planner.scheduling.arrays import EdgeArrays, edge_arrays
+from advisor.planner.scheduling.plan import Placement, Plan
+from advisor.planner.scheduling.problem import FloatArray, Problem
+from advisor.planner.scheduling.ranks import rank_key, upward_rank
+from advisor.planner.scheduling.timeline import SlotTable
 
 NAME = "heft"
 CITATION = (

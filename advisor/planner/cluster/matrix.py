@@ -25,9 +25,9 @@ import numpy as np
 
 from advisor.errors import InputError
 from advisor.models.distributions import Predictive
-from advisor.planner.build import Work, task_runtime
-from advisor.planner.model import Workflow
-from advisor.planner.problem import FloatArray, Node
+from advisor.planner.scheduling.problem import FloatArray, Node
+from advisor.planner.workflow.build import Work, task_runtime
+from advisor.planner.workflow.workflow import Workflow
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from advisor.planner.cluster import ClusterNode
+from advisor.planner.cluster.nodes import ClusterNode
 
 #: Feature sets are searched up to this size; beyond it, all common features are tried at once.
 MAX_SEARCH = 4

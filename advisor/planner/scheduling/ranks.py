@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.planner.problem import FloatArray, Problem
-from advisor.planner.problem_arrays import (
+from advisor.planner.scheduling.arrays import (
     EdgeArrays,
     depths,
     edge_arrays,
@@ -24,6 +23,7 @@ from advisor.planner.problem_arrays import (
     max_per_segment,
     segments,
 )
+from advisor.planner.scheduling.problem import FloatArray, Problem
 
 
 def mean_runtime(problem: Problem) -> FloatArray:
