@@ -234,8 +234,8 @@ def old_load(path: Path, schema_name: str | None = None, draft: str = "2020-12")
 
 
 def case_file(work: Path, n_tasks: int) -> dict[str, Any]:
-    from advisor.planner.planning import PlanRequest, summarise
     from advisor.planner.scheduling.uncertainty import LognormalSampler
+    from advisor.planner.summarise import summarise
     from advisor.planner.workflow.problem_file import parse_problem
 
     path = work / f"problem-{n_tasks}.json"
@@ -264,14 +264,15 @@ def case_file(work: Path, n_tasks: int) -> dict[str, Any]:
     with mock.patch("advisor.planner.workflow.problem_file.validate"):  # validated just above
         problem = parse_problem(doc, "layered", source=str(path))
     plan, heft_s = timed(reference.heft, problem)
-    request = PlanRequest(inputs=(str(path),))
 
     def old_sampling(plan: Any, sampler: Any, *, dispatch: Any = None, **options: Any) -> Any:
         return reference.sample_makespans(plan, sampler, **options)  # no dispatch then
 
     with mock.patch("advisor.planner.scheduling.uncertainty.sample_makespans", old_sampling):
         data, summary_s = timed(
-            lambda *a: summarise(*a).to_json(), plan, request, LognormalSampler(0.2)
+            lambda *a: summarise(*a, samples=500, seed=0, cv=0.2).to_json(),
+            plan,
+            LognormalSampler(0.2),
         )
     base_s, base_cpu = time.perf_counter() - began, time.process_time() - cpu
     rows = {row["id"]: (row["node"], row["start_s"], row["finish_s"]) for row in new["tasks"]}

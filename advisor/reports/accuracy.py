@@ -1,4 +1,4 @@
-"""``advisor report accuracy``: the advisor's predictions against the runtimes that followed.
+"""The accuracy report: the advisor's predictions against the runtimes that followed.
 
 Per group (task × node class by default): relative errors |P50 − actual| / actual of the jobs
 that completed (median, mean, 90th percentile, and the median signed error as the bias:

@@ -299,8 +299,7 @@ def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
     """HEFT on the cached cluster, and the first tasks' submit lines (advisor submit --dry-run)."""
     from advisor.planner.cluster.reasons import placement_reasons
     from advisor.planner.gantt import save_gantt
-    from advisor.planner.planning import PlanRequest
-    from advisor.services.plan import plan_workflows
+    from advisor.services.plan import PlanRequest, plan_workflows
     from advisor.services.submit import submit_workflow
     from advisor.users import current_user
 

@@ -15,8 +15,6 @@ import pytest
 
 from advisor.errors import InputError, SlurmUnavailableError
 from advisor.planner.cluster.dispatch_source import measured_dispatch
-from advisor.planner.planning import MAX_SAMPLE_CELLS, PlanRequest, check_request, check_samples
-from advisor.planner.run_status import compare
 from advisor.planner.scheduling import heft
 from advisor.planner.scheduling.dispatch import DispatchLatency, JobTimes, measure
 from advisor.planner.scheduling.uncertainty import (
@@ -25,6 +23,9 @@ from advisor.planner.scheduling.uncertainty import (
     sample_makespans,
     slurm_makespan,
 )
+from advisor.planner.summarise import MAX_SAMPLE_CELLS, check_samples
+from advisor.services.plan import PlanRequest, check_request
+from advisor.services.submit import compare
 from advisor.slurm.records import JobRecord
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.planner.planning import PlanRequest
 from advisor.planner.scheduling.registry import SCHEDULERS
 from advisor.services.estimate import estimate_workflow
-from advisor.services.plan import plan_workflows
+from advisor.services.plan import PlanRequest, plan_workflows
 from advisor.validate import validate
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.cli.nodes_cmd import _result
 from advisor.errors import InputError
-from advisor.profiling.view import load_nodes_view, nodes_view
+from advisor.profiling.nodes_view import load_nodes_view, nodes_view
 from advisor.slurm.records import Node, Partition
 from advisor.store import Store
 from advisor.store.benchmarks import BenchRun, Measurement, save_bench_run

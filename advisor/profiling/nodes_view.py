@@ -1,4 +1,7 @@
-"""``advisor nodes``: every node and class with its newest scores and its ratios to a reference.
+"""Every node and class with its newest scores and their ratios to a reference node.
+
+What ``advisor nodes`` shows and ``advisor report nodes`` builds on (their use cases:
+advisor.services.nodes, advisor.services.report).
 
 Ratios are reference score / node score (advisor.factors): above 1 the node is slower.  Nodes
 known only from benchmarks (imported machines, a workstation) are their own class.

@@ -1,10 +1,9 @@
-"""``advisor plan --db``: plan workflows over the cached cluster's node classes, job by job.
+"""A plan on the cluster's node classes, job by job: every planned task becomes an sbatch job.
 
-Nodes (cores as slots) and classes come from the cache (``cluster``), runtimes from the task
-models or carried-over recorded runtimes (``matrix``), transfers from file sizes (``network``);
-the plan's makespan distribution samples the models' predictive distributions
-(``predictive_sampler``).  Every planned task then becomes a job (``jobs``) with a partition,
-the pinning to its class (``constraints``) and the wrapper's time limit (``job_advice``).
+The plan itself is made over the cache's nodes (``nodes``) with runtimes from the task models
+(``matrix``); here each planned task gets a partition, the pinning to its class
+(``constraints``) and the wrapper's time limit (``job_advice``), as a job (``jobs``), and the
+plan's summary gets the jobs and the cluster it was planned on.
 """
 
 from __future__ import annotations
@@ -14,25 +13,15 @@ from dataclasses import dataclass, replace
 
 from advisor.advice.advice import JobAdvice
 from advisor.advice.settings import AdvisorOptions, CommandLine
-from advisor.advice.snapshot import Snapshot, load_snapshot
-from advisor.errors import UsageError
-from advisor.planner.cluster.cache_models import CacheModels
+from advisor.advice.snapshot import Snapshot
 from advisor.planner.cluster.constraints import pinning
-from advisor.planner.cluster.dispatch_source import Fetch, measured_dispatch
 from advisor.planner.cluster.job_advice import PlannedFallback, advise_job, choose_partition
 from advisor.planner.cluster.jobs import JobSpec, base_argv, placeholder
-from advisor.planner.cluster.matrix import RuntimeMatrix, input_bytes, runtime_matrix
-from advisor.planner.cluster.nodes import Cluster, build_cluster
-from advisor.planner.cluster.predictive_sampler import PredictiveSampler
-from advisor.planner.planning import PlanRequest, check_request, combined, summarise
-from advisor.planner.scheduling import registry
+from advisor.planner.cluster.matrix import RuntimeMatrix, input_bytes
+from advisor.planner.cluster.nodes import Cluster
 from advisor.planner.scheduling.plan import Plan
 from advisor.planner.summary import ClassSummary, ClusterSummary, PlanSummary, TaskJob
-from advisor.planner.workflow.build import to_problem
-from advisor.planner.workflow.load import load_workflow
 from advisor.planner.workflow.workflow import Workflow
-from advisor.store.cluster import load_nodes
-from advisor.store.connection import Store
 
 
 @dataclass(frozen=True)
@@ -58,60 +47,7 @@ class ClusterPlan:
         )
 
 
-def plan_from_cache(request: PlanRequest) -> ClusterPlan:
-    """Open the cache read-only and plan on its cluster."""
-    with Store.open(request.db, readonly=True) as store:
-        return plan_on_cluster(request, store)
-
-
-def plan_on_cluster(
-    request: PlanRequest, store: Store, *, fetch: Fetch | None = None
-) -> ClusterPlan:
-    """Plan the request's workflows on the cluster in the cache.
-
-    P50/P95 count Slurm's dispatch waits measured on the cache's earlier runs (``fetch``: live
-    sacct for jobs not ingested yet).
-    """
-    check_request(request)
-    if request.nodes is not None or request.cores is not None:
-        raise UsageError(
-            "--nodes/--cores plan on made-up nodes; drop them to plan on the "
-            "cluster in the cache (--db, --partition)"
-        )
-    workflows = tuple(load_workflow(spec) for spec in request.inputs)
-    kinds = tuple(sorted({t.model_task for w in workflows for t in w.tasks}))
-    snapshot = load_snapshot(store, kinds, user=request.user)
-    all_nodes = load_nodes(store)
-    cluster = build_cluster(
-        snapshot.partitions.values(), all_nodes, snapshot.node_class_of, request.partitions
-    )
-    models = CacheModels.from_snapshot(snapshot, frozenset(n.name for n in all_nodes))
-    work = request.work()
-    matrices = tuple(runtime_matrix(w, cluster.classes, models, work) for w in workflows)
-    nodes = cluster.planning_nodes()
-    problem = combined(
-        [
-            to_problem(
-                w, nodes, m.on_nodes(nodes), request.bandwidth_bytes_s, shared_fs=request.shared_fs
-            )
-            for w, m in zip(workflows, matrices, strict=True)
-        ],
-        request,
-    )
-    plan = registry.get(request.algorithm).schedule(problem)
-    dispatch = measured_dispatch(store, fetch=fetch)
-    summary = summarise(
-        plan, request, PredictiveSampler.from_matrices(matrices, nodes, request.cv), dispatch
-    )
-    options = AdvisorOptions(
-        quantile=request.quantile, margin=request.margin, db=request.db, policy="fill"
-    )
-    jobs, snapshots = _jobs(plan, workflows, matrices, cluster, snapshot, options, request.cv)
-    found = ClusterPlan(plan, summary, workflows, jobs, snapshots, options)
-    return _described(found, cluster, request)
-
-
-def _jobs(
+def plan_jobs(
     plan: Plan,
     workflows: Sequence[Workflow],
     matrices: Sequence[RuntimeMatrix],
@@ -120,6 +56,7 @@ def _jobs(
     options: AdvisorOptions,
     cv: float,
 ) -> tuple[tuple[JobSpec, ...], tuple[Snapshot, ...]]:
+    """One job per planned task (plan order), and the snapshot each was advised on."""
     problem = plan.problem
     by_name = {node.name: node for node in cluster.nodes}
     located = [(w, p) for w, flow in enumerate(workflows) for p in range(len(flow.tasks))]
@@ -168,7 +105,19 @@ def _reason(advice: JobAdvice) -> str:
     return "; ".join(limits) or advice.decision.reason
 
 
-def _described(found: ClusterPlan, cluster: Cluster, request: PlanRequest) -> ClusterPlan:
+def class_summaries(cluster: Cluster) -> tuple[ClassSummary, ...]:
+    """Each node class planned on: its nodes and their CPUs."""
+    return tuple(
+        ClassSummary(
+            name,
+            tuple(n.name for n in cluster.nodes if n.node_class == name),
+            sum(n.cpus for n in cluster.nodes if n.node_class == name),
+        )
+        for name in cluster.classes
+    )
+
+
+def described(found: ClusterPlan, on: ClusterSummary) -> ClusterPlan:
     """The summary with per-task jobs and the cluster it was planned on."""
     jobs = {job.task_id: job for job in found.jobs}
     tasks = tuple(
@@ -184,21 +133,5 @@ def _described(found: ClusterPlan, cluster: Cluster, request: PlanRequest) -> Cl
             ),
         )
         for task in found.summary.tasks
-    )
-    on = ClusterSummary(
-        db=request.db,
-        partitions=tuple(p.name for p in cluster.partitions),
-        classes=tuple(
-            ClassSummary(
-                name,
-                tuple(n.name for n in cluster.nodes if n.node_class == name),
-                sum(n.cpus for n in cluster.nodes if n.node_class == name),
-            )
-            for name in cluster.classes
-        ),
-        bandwidth_bytes_s=request.bandwidth_bytes_s,
-        shared_fs=request.shared_fs,
-        quantile=request.quantile,
-        margin=request.margin,
     )
     return replace(found, summary=replace(found.summary, tasks=tasks, cluster=on))
