@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from advisor.planner.scheduling import heft
 from advisor.planner.scheduling.plan import Plan
-from advisor.planner.summary import Fairness, WorkflowFairness
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,58 @@ class WorkflowOutcome:
     def turnaround_s(self) -> float:
         """Arrival to last finish."""
         return self.finish_s - self.arrival_s
+
+
+@dataclass(frozen=True)
+class WorkflowFairness:
+    """One workflow shared with the others against run alone and one after another."""
+
+    name: str
+    arrival_s: float
+    makespan_s: float
+    turnaround_s: float
+    alone_makespan_s: float
+    slowdown: float
+    sequential_turnaround_s: float
+    sequential_slowdown: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The workflow's fairness row."""
+        return {
+            "name": self.name,
+            "arrival_s": self.arrival_s,
+            "makespan_s": self.makespan_s,
+            "turnaround_s": self.turnaround_s,
+            "alone_makespan_s": self.alone_makespan_s,
+            "slowdown": self.slowdown,
+            "sequential_turnaround_s": self.sequential_turnaround_s,
+            "sequential_slowdown": self.sequential_slowdown,
+        }
+
+
+@dataclass(frozen=True)
+class Fairness:
+    """Shared plan against one-after-another HEFT."""
+
+    workflows: tuple[WorkflowFairness, ...]
+    unfairness: float
+    sequential_unfairness: float
+    total_s: float
+    sequential_total_s: float
+    mean_turnaround_s: float
+    sequential_mean_turnaround_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan's ``fairness`` object."""
+        return {
+            "workflows": [w.to_json() for w in self.workflows],
+            "unfairness": self.unfairness,
+            "sequential_unfairness": self.sequential_unfairness,
+            "total_s": self.total_s,
+            "sequential_total_s": self.sequential_total_s,
+            "mean_turnaround_s": self.mean_turnaround_s,
+            "sequential_mean_turnaround_s": self.sequential_mean_turnaround_s,
+        }
 
 
 def outcomes(plan: Plan) -> list[WorkflowOutcome]:
