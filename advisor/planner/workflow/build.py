@@ -4,8 +4,8 @@ Without a cache, a task's runtime is its recorded runtime, else its ``--cpu-work
 flops per unit over the platform's per-core rate plus reading and writing its files alone on a
 node; else the task is named in an error.  The same runtime holds on every node.  Nodes are the
 machines the workflow was recorded on (cores as slots), or ``--nodes N --cores P`` alike nodes.
-On the cluster in the cache, ``matrix`` gives runtimes per node class instead (task models, node
-factors; see ``cluster_planning``).  Transfers cost ``bytes / bandwidth`` between different nodes
+On the cluster in the cache, ``planner.cluster.matrix`` gives runtimes per node class instead
+(task models, node factors).  Transfers cost ``bytes / bandwidth`` between different nodes
 when a bandwidth is given, else nothing (a shared file system, whose staging time the runtimes
 already contain); see ``network``.
 """
