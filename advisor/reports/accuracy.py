@@ -111,7 +111,9 @@ def _told(advice: AdvisorLimit, job_class: str) -> Quantiles | None:
     if advice.stored is None or advice.node_classes not in ((job_class,), ()):
         return None
     p50, p90, p95 = advice.stored
-    return Quantiles(p50, p90, p95, job_class, advice.input_bytes)
+    return Quantiles(
+        p50_s=p50, p90_s=p90, p95_s=p95, node_class=job_class, input_bytes=advice.input_bytes
+    )
 
 
 def score_jobs(

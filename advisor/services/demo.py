@@ -230,7 +230,14 @@ def _build_cache(db_path: Path) -> tuple[int, tuple[PartitionView, ...], tuple[D
         view = cluster_view(load_partitions(store), load_nodes(store))
         learned = learn(store)
     models = tuple(
-        DemoModel(m.task, (m.reference, *m.classes), m.kind, m.pearson_r, m.cpu_weight, m.n_train)
+        DemoModel(
+            task=m.task,
+            node_classes=(m.reference, *m.classes),
+            kind=m.kind,
+            pearson_r=m.pearson_r,
+            cpu_weight=m.cpu_weight,
+            runs=m.n_train,
+        )
         for m in learned.task_models
     )
     return imported, view.partitions, models

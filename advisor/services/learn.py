@@ -100,8 +100,20 @@ def learn_task(
     ]
     model, paper = fit_models(runs, twins, reference=ref)
     rows = [
-        TaskModelRow(task, "*", "lotaru", model.to_params(), model.n_train),
-        TaskModelRow(task, "*", PAPER, paper.to_params(PAPER), paper.n_train),
+        TaskModelRow(
+            task=task,
+            node_class="*",
+            method="lotaru",
+            params=model.to_params(),
+            n_obs=model.n_train,
+        ),
+        TaskModelRow(
+            task=task,
+            node_class="*",
+            method=PAPER,
+            params=paper.to_params(PAPER),
+            n_obs=paper.n_train,
+        ),
     ]
     sized = [
         (float(o.input_bytes), o.runtime_s)
@@ -112,7 +124,15 @@ def learn_task(
         xs, ys = [x for x, _ in sized], [y for _, y in sized]
         for method in BASELINES:
             baseline = fit_baseline(method, xs, ys, task=task, seed=seed)
-            rows.append(TaskModelRow(task, "*", method, baseline.to_params(), len(xs)))
+            rows.append(
+                TaskModelRow(
+                    task=task,
+                    node_class="*",
+                    method=method,
+                    params=baseline.to_params(),
+                    n_obs=len(xs),
+                )
+            )
     return rows, model
 
 
@@ -204,22 +224,34 @@ def learn_models(
         size = float(obs.input_bytes) if obs.input_bytes is not None else found.x_max_bytes
         replay.replay(obs, node_class, size)
     for (task, node_class), online in sorted(replay.classes.items()):
-        rows.append(TaskModelRow(task, node_class, "online", online.to_params(), online.stats.n))
+        rows.append(
+            TaskModelRow(
+                task=task,
+                node_class=node_class,
+                method="online",
+                params=online.to_params(),
+                n_obs=online.stats.n,
+            )
+        )
     user_rows = [
-        UserModelRow(user, task, node_class, mine.to_params(), mine.stats.n)
+        UserModelRow(
+            user=user, task=task, node_class=node_class, params=mine.to_params(), n_obs=mine.stats.n
+        )
         for (user, task, node_class), mine in sorted(replay.users.items())
     ]
     summaries = [
         TaskSummary(
-            task,
-            model.reference,
-            model.kind,
-            model.weight(),
-            model.pearson_r,
-            model.cpu_weight,
-            model.cpu_weight_source,
-            model.n_train,
-            tuple(c for t, c in sorted(replay.classes) if t == task and c != model.reference),
+            task=task,
+            reference=model.reference,
+            kind=model.kind,
+            linear_weight=model.weight(),
+            pearson_r=model.pearson_r,
+            cpu_weight=model.cpu_weight,
+            cpu_weight_source=model.cpu_weight_source,
+            n_train=model.n_train,
+            classes=tuple(
+                c for t, c in sorted(replay.classes) if t == task and c != model.reference
+            ),
         )
         for task, model in references.items()
     ]

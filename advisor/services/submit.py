@@ -204,14 +204,14 @@ def _summary(
 ) -> Submission:
     workflow = found.workflows[0]
     return Submission(
-        run_id,
-        state,
-        workflow.name,
-        workflow.source,
-        cluster,
-        found.summary,
-        tuple(rows),
-        tuple(warnings or ()),
+        run_id=run_id,
+        state=state,
+        workflow=workflow.name,
+        source=workflow.source,
+        cluster=cluster,
+        summary=found.summary,
+        jobs=tuple(rows),
+        warnings=tuple(warnings or ()),
     )
 
 

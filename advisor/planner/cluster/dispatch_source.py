@@ -64,15 +64,15 @@ def _job_times(
         state, submit, start, end = times.get(job.job_id or -1, ("", None, None, None))
         result.append(
             JobTimes(
-                job.task_id,
-                job.parents,
-                job.node_class,
-                job.planned_start_s,
-                job.planned_finish_s,
-                _when(submit),
-                _when(start),
-                _when(end),
-                state,
+                task_id=job.task_id,
+                parents=job.parents,
+                node_class=job.node_class,
+                planned_start_s=job.planned_start_s,
+                planned_finish_s=job.planned_finish_s,
+                submit=_when(submit),
+                start=_when(start),
+                end=_when(end),
+                state=state,
             )
         )
     return result

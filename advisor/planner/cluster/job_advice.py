@@ -53,7 +53,17 @@ def estimate_forecast(cell: Estimate, node_class: str, quantile: float, cv: floa
         q50, q90, q95, qq = (
             lognormal_quantile_s(cell.runtime_s, cv, x) for x in (0.5, 0.9, 0.95, quantile)
         )
-    return Forecast(node_class, cell.runtime_s, q50, q90, q95, quantile, qq, 0, cell.source)
+    return Forecast(
+        node_class=node_class,
+        mean_s=cell.runtime_s,
+        p50_s=q50,
+        p90_s=q90,
+        p95_s=q95,
+        quantile=quantile,
+        quantile_s=qq,
+        runs=0,
+        source=cell.source,
+    )
 
 
 class PlannedFallback(NamedTuple):

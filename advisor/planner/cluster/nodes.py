@@ -97,7 +97,11 @@ def build_cluster(
     chosen = _preferred(partitions, wanted)
     by_name = {
         n.name: ClusterNode(
-            n.name, n.cpus, tuple(n.features), class_of.get(n.name, n.name), n.state
+            name=n.name,
+            cpus=n.cpus,
+            features=tuple(n.features),
+            node_class=class_of.get(n.name, n.name),
+            state=n.state,
         )
         for n in nodes
     }

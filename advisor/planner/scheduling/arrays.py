@@ -53,7 +53,12 @@ def edge_arrays(problem: Problem) -> EdgeArrays:
     out_start = np.zeros(n_tasks + 1, dtype=np.int64)
     np.cumsum(np.bincount(in_parent, minlength=n_tasks), out=out_start[1:])
     return EdgeArrays(
-        in_start, in_parent, in_data, out_start, in_child[by_parent], in_data[by_parent]
+        in_start=in_start,
+        in_parent=in_parent,
+        in_data=in_data,
+        out_start=out_start,
+        out_child=in_child[by_parent],
+        out_data=in_data[by_parent],
     )
 
 

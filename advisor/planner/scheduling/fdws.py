@@ -124,7 +124,9 @@ def schedule(problem: Problem) -> Plan:
                 idle[node] -= 1
                 end = start + float(runtime[node])
                 times.finish[task], times.node_of[task], core_of[task] = end, node, core
-                placements.append(Placement(task, node, core, start, end))
+                placements.append(
+                    Placement(task=task, node=node, core=core, start_s=start, finish_s=end)
+                )
                 state.remaining[workflow] -= 1
                 heapq.heappush(events, (end, 1, task))
                 dispatched = True

@@ -128,7 +128,15 @@ def list_schedule(
         start, end = float(node_start[node]), float(finish[node])
         table.reserve(slot, start, end)
         times.finish[task], times.node_of[task] = end, node
-        placements.append(Placement(task, node, slot - int(table.first_slot[node]), start, end))
+        placements.append(
+            Placement(
+                task=task,
+                node=node,
+                core=slot - int(table.first_slot[node]),
+                start_s=start,
+                finish_s=end,
+            )
+        )
         for child in problem.children[task]:
             waiting[child] -= 1
             if waiting[child] == 0:

@@ -134,5 +134,13 @@ def plan_from_names(
         if node not in nodes:
             raise PlanError(f"task {task!r} on unknown node {node!r}")
         runtime = float(problem.runtime_s[tasks[task], nodes[node]])
-        placements.append(Placement(tasks[task], nodes[node], core, start, start + runtime))
+        placements.append(
+            Placement(
+                task=tasks[task],
+                node=nodes[node],
+                core=core,
+                start_s=start,
+                finish_s=start + runtime,
+            )
+        )
     return Plan(problem, tuple(placements), algorithm)
