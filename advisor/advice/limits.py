@@ -55,20 +55,7 @@ def history_limit(
     partition: str, found: tuple[int, str] | None, max_time_s: int | None
 ) -> PartitionLimit:
     """A partition's limit from the history policy's (limit, why), already within MaxTime."""
-    if found is None:
-        return PartitionLimit(
-            partition=partition,
-            node_classes=(),
-            forecasts=(),
-            max_time_s=max_time_s,
-            predicted_s=None,
-            limit_s=None,
-            clamped=False,
-            reason="no history with enough runs",
-            basis="history",
-        )
-    limit, why = found
-    clamped = max_time_s is not None and limit >= max_time_s
+    limit, why = found if found is not None else (None, "no history with enough runs")
     return PartitionLimit(
         partition=partition,
         node_classes=(),
@@ -76,7 +63,7 @@ def history_limit(
         max_time_s=max_time_s,
         predicted_s=None,
         limit_s=limit,
-        clamped=clamped,
+        clamped=limit is not None and max_time_s is not None and limit >= max_time_s,
         reason=why,
         basis="history",
     )
