@@ -279,6 +279,17 @@ def _submitted(found: ClusterPlan, store: Store, side: SideEffects) -> Submissio
     return _summary(found, rows, run_id, "submitted", cluster, warnings)
 
 
+#: sacct(start, end, job_ids) -> records; CliBackend.accounting by default.
+Accounting = Callable[[datetime, datetime, Sequence[int]], list[JobRecord]]
+#: Looked back before the submission, so a skewed clock cannot hide the first jobs.
+MARGIN = timedelta(minutes=5)
+
+
+def local_time(utc_iso: str) -> datetime:
+    """A stored UTC timestamp as naive local time, the way sacct prints times."""
+    return datetime.fromisoformat(utc_iso).astimezone().replace(tzinfo=None)
+
+
 def workflow_status(
     db: str | None,
     run_id: int | None = None,
@@ -297,17 +308,6 @@ def workflow_status(
     submitted = local_time(run.created_at) if run.created_at else now() - timedelta(days=1)
     records = accounting(submitted - MARGIN, now() + MARGIN, ids) if ids else []
     return compare(run, jobs, records, submitted)
-
-
-#: sacct(start, end, job_ids) -> records; CliBackend.accounting by default.
-Accounting = Callable[[datetime, datetime, Sequence[int]], list[JobRecord]]
-#: Looked back before the submission, so a skewed clock cannot hide the first jobs.
-MARGIN = timedelta(minutes=5)
-
-
-def local_time(utc_iso: str) -> datetime:
-    """A stored UTC timestamp as naive local time, the way sacct prints times."""
-    return datetime.fromisoformat(utc_iso).astimezone().replace(tzinfo=None)
 
 
 def _seconds(moment: datetime | None, origin: datetime | None) -> float | None:
