@@ -60,6 +60,11 @@ ALLOWED: dict[str, str] = {
     "history_keys": "SELECT kind, user, CASE WHEN kind = 'user+name' THEN name_key(user, name) "
     "ELSE name END, partition, runs, cap, completed, kills, updated_at FROM src.history_keys",
     "history_site": "SELECT * FROM src.history_site",
+    # the limits a wrapper's --time must stay within (what sacctmgr shows every user by default)
+    "qos_limits": "SELECT * FROM src.qos_limits",
+    "associations": "SELECT * FROM src.associations",
+    "default_accounts": "SELECT * FROM src.default_accounts",
+    "site_limits": "SELECT * FROM src.site_limits",
     # the tables below name their columns: a column a later migration adds gets its default
     "advice": "(id, created_at, user, task, partition, policy, argv, cluster, job_id, outcome) "
     "SELECT id, created_at, user, CASE WHEN task IS NULL THEN NULL ELSE name_key(user, task) END, "

@@ -8,7 +8,7 @@ schemas/replay-output.json.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +16,7 @@ from typing import Any
 
 from advisor.accounting.sacct_file import DumpFormat
 from advisor.errors import UsageError
+from advisor.progress import Bars
 from advisor.replay.jobs import ReplayJob
 from advisor.replay.run import GROUPS, GuardRaises, ReplayFigures, policies, replay_figures
 from advisor.replay.run import limit_series as _limit_series
@@ -23,10 +24,8 @@ from advisor.replay.run import replay as _replay
 from advisor.replay.schedule import Machine, Schedule
 from advisor.slurm.backend import SlurmBackend
 
+
 #: A progress bar for a named phase ("replay", "schedule"): a context giving ``(done, total)``.
-Bars = Callable[[str], AbstractContextManager[Callable[[int, int], None] | None]]
-
-
 def _no_bar(_label: str) -> AbstractContextManager[None]:
     return nullcontext()
 

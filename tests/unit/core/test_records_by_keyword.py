@@ -45,6 +45,11 @@ IN_FLIGHT = {
     ("advisor.services.guard", "Extension"),  # secguard
     ("advisor.services.guard", "Heartbeat"),  # secguard
     ("advisor.services.guard", "Poll"),  # secguard
+    ("advisor.services.cluster", "SiteLimits"),  # secguard
+    ("advisor.slurm.limits", "Association"),  # secguard
+    ("advisor.slurm.limits", "Reservation"),  # secguard
+    ("advisor.store.cluster", "Association"),  # secguard
+    ("advisor.store.cluster", "SiteLimits"),  # secguard
     ("advisor.cli.report_cmd", "ReportRequest"),  # cli
     ("advisor.history.policy", "Proposal"),  # budget
     ("advisor.replay.schedule", "QueueFigures"),  # budget
