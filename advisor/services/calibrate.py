@@ -324,6 +324,6 @@ def calibrate(
         for observation in stored:
             model = update_online(store, observation)
             if model is not None and observation.node_class is not None:
-                learnt[observation.node_class] = model.predict(float(input_bytes), request.cores)
+                learnt[observation.node_class] = model
     final = tuple(replace(o, after=learnt.get(o.node_class)) for o in outcomes)
     return Calibration(request.task, input_bytes, final, models is not None)

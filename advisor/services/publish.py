@@ -57,6 +57,8 @@ ALLOWED: dict[str, str] = {
     "task_models": "SELECT * FROM src.task_models",
     "user_task_models": "SELECT * FROM src.user_task_models "
     "WHERE task IN (SELECT task FROM src.task_models)",  # refinements of the shared models only
+    "class_effects": "SELECT * FROM src.class_effects",  # node classes and numbers
+    "site_model": "SELECT * FROM src.site_model",
     "history_keys": "SELECT kind, user, CASE WHEN kind = 'user+name' THEN name_key(user, name) "
     "ELSE name END, partition, runs, cap, completed, kills, updated_at FROM src.history_keys",
     "history_site": "SELECT * FROM src.history_site",

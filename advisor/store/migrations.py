@@ -263,4 +263,27 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE advice ADD COLUMN origin TEXT NOT NULL DEFAULT 'direct'
         CHECK (origin IN ('direct', 'spool'));
     """,
+    # 8: the runtime models on the log scale (issue 29).  The site's class effects (node
+    # factors learnt from runs, per reference and class) and its calibration (typical spread,
+    # conformal multipliers).  The older models' rows are dropped: their params describe a
+    # raw-scale model no reader understands now; 'advisor learn' refits them from the
+    # observations, which stay.
+    """
+    CREATE TABLE class_effects (
+        reference TEXT NOT NULL,
+        node_class TEXT NOT NULL,
+        params TEXT NOT NULL,                -- JSON object of numbers
+        tasks INTEGER NOT NULL CHECK (tasks >= 0),
+        runs INTEGER NOT NULL CHECK (runs >= 0),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (reference, node_class)
+    );
+    CREATE TABLE site_model (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        params TEXT NOT NULL,                -- JSON object of numbers
+        updated_at TEXT NOT NULL
+    );
+    DELETE FROM task_models WHERE method IN ('lotaru', 'online');
+    DELETE FROM user_task_models;
+    """,
 )

@@ -351,6 +351,7 @@ PRESENTED_AS_A_COMMAND = frozenset({
     "advisor.replay.run",
     "advisor.replay.schedule",
     "advisor.models.cross_validation",  # TODO(issue 29, helper models)
+    "advisor.models.transfer_evaluation",  # TODO(issue 29, helper models): services/evaluate.py
 })  # fmt: skip
 
 

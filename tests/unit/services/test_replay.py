@@ -14,7 +14,7 @@ from advisor.replay.run import GuardRaises, PolicyFigures
 from advisor.services.replay import LogSource, Replayed, ReplayRequest, replay
 from advisor.validate import validate
 from tests.helpers.captures import allocations
-from tests.helpers.paths import LOGS, TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 KTH = TEST_DATA / "traces" / "kth-sp2-excerpt.swf"
 POLICIES = ["advisor", "guarded", "user", "ave2x1", "ave2x3", "max5x3"]
@@ -99,9 +99,9 @@ def test_a_request_without_one_log_is_a_usage_error(request_: ReplayRequest, mes
     [("kth", 0.7275390625, 9.2021843636403), ("curie", 0.7406588547424275, 38.92124954589859)],
 )
 def test_the_advisor_figures_on_the_real_logs_are_pinned(
-    shared_data: Path, log: str, killed: float, freed: float
+    pwa_logs: dict[str, Path], log: str, killed: float, freed: float
 ) -> None:
-    done: Replayed = replay(ReplayRequest(log=str(shared_data / LOGS[log])))
+    done: Replayed = replay(ReplayRequest(log=str(pwa_logs[log])))
     advisor = done.scores.figures.policies["advisor"]
     assert (advisor.killed_completed_pct, advisor.freed_pct) == pytest.approx(
         (killed, freed), rel=1e-12
