@@ -1,6 +1,6 @@
-"""``advisor report nodes``: node classes, their scores, ratios, task factors and benchmark age.
+"""The nodes report: node classes, their scores, ratios, task factors and benchmark age.
 
-Scores and ratios come from advisor.profiling.view (the same numbers as ``advisor nodes``);
+Scores and ratios come from advisor.profiling.nodes_view (the same numbers as ``advisor nodes``);
 a ratio is the reference's score / the class's (above 1: slower).  The factors are Lotaru's
 F = w·cpu + (1 − w)·io of each task with a record on the class (task_models, method 'online'), so the
 admin sees how much slower the models think the class is, per task.  ``age_s`` is the age of
@@ -17,8 +17,8 @@ from advisor.factors import Scores
 from advisor.models.loading import load_node_context
 from advisor.models.predict import factor_to
 from advisor.models.task_model import Reference
-from advisor.profiling.view import class_rows as view_class_rows
-from advisor.profiling.view import nodes_view
+from advisor.profiling.nodes_view import class_rows as view_class_rows
+from advisor.profiling.nodes_view import nodes_view
 from advisor.reports.document import Report
 from advisor.reports.shaping import Shape, shape_rows
 from advisor.reports.stats import median
@@ -77,7 +77,7 @@ def with_stored_classes(
 def class_rows(
     view: Mapping[str, Any], factors: Mapping[str, Mapping[str, float]]
 ) -> list[dict[str, Any]]:
-    """One row per class of an advisor.profiling.view document, with the task factors on it."""
+    """One row per class of an advisor.profiling.nodes_view document, with the task factors on it."""
     members: dict[str, list[Mapping[str, Any]]] = {}
     for node in view["nodes"]:
         members.setdefault(node["node_class"], []).append(node)

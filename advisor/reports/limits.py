@@ -1,4 +1,4 @@
-"""``advisor report limits``: requested against used time, and what the advisor's limits did.
+"""The limits report: requested against used time, and what the advisor's limits did.
 
 The figures of reportseff and the published efficiency reports, per group of jobs:
 TimeEff = used / requested time (reportseff's name; here over the group's totals, and the

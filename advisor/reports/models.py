@@ -1,4 +1,4 @@
-"""``advisor report models``: what each task's model stands on, and how fresh it is.
+"""The models report: what each task's model stands on, and how fresh it is.
 
 Per task: the reference model (kind: the explanation its predictions lean on, median, line or
 power; reference class, training runs, Pearson r between input size and runtime, the CPU

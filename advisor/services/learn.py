@@ -104,7 +104,15 @@ def learn_task(
         if twin.reference == ref and name in by_class
     ]
     model, paper = fit_models(runs, twins, reference=ref)
-    rows = [TaskModelRow(task, "*", PAPER, paper.to_params(PAPER), paper.n_train)]
+    rows = [
+        TaskModelRow(
+            task=task,
+            node_class="*",
+            method=PAPER,
+            params=paper.to_params(PAPER),
+            n_obs=paper.n_train,
+        )
+    ]
     sized = [
         (float(o.input_bytes), o.runtime_s)
         for o in runs
@@ -114,7 +122,15 @@ def learn_task(
         xs, ys = [x for x, _ in sized], [y for _, y in sized]
         for method in BASELINES:
             baseline = fit_baseline(method, xs, ys, task=task, seed=seed)
-            rows.append(TaskModelRow(task, "*", method, baseline.to_params(), len(xs)))
+            rows.append(
+                TaskModelRow(
+                    task=task,
+                    node_class="*",
+                    method=method,
+                    params=baseline.to_params(),
+                    n_obs=len(xs),
+                )
+            )
     return rows, model
 
 
@@ -246,35 +262,63 @@ def learn_models(
         learnt = models.reference
         if learnt is None:  # pragma: no cover
             continue
-        rows.append(TaskModelRow(task, "*", "lotaru", learnt.to_params(), learnt.n_train))
+        rows.append(
+            TaskModelRow(
+                task=task,
+                node_class="*",
+                method="lotaru",
+                params=learnt.to_params(),
+                n_obs=learnt.n_train,
+            )
+        )
         for node_class, record in sorted(models.classes.items()):
-            rows.append(TaskModelRow(task, node_class, "online", record.to_params(), record.n))
+            rows.append(
+                TaskModelRow(
+                    task=task,
+                    node_class=node_class,
+                    method="online",
+                    params=record.to_params(),
+                    n_obs=record.n,
+                )
+            )
     user_rows = [
-        UserModelRow(user, task, node_class, record.to_params("user"), record.n)
+        UserModelRow(
+            user=user,
+            task=task,
+            node_class=node_class,
+            params=record.to_params("user"),
+            n_obs=record.n,
+        )
         for (user, task), records in sorted(replay.users.items())
         for node_class, record in sorted(records.items())
     ]
     summaries = [
         TaskSummary(
-            task,
-            models.reference.reference,
-            models.reference.kind,
-            models.reference.pearson_r,
-            models.reference.cpu_weight,
-            models.reference.cpu_weight_source,
-            models.reference.n_train,
-            tuple(sorted(models.classes)),
+            task=task,
+            reference=models.reference.reference,
+            kind=models.reference.kind,
+            pearson_r=models.reference.pearson_r,
+            cpu_weight=models.reference.cpu_weight,
+            cpu_weight_source=models.reference.cpu_weight_source,
+            n_train=models.reference.n_train,
+            classes=tuple(sorted(models.classes)),
         )
         for task, models in sorted(replay.models.items())
         if models.reference is not None
     ]
     effect_rows = [
-        ClassEffectRow(ref, node_class, effect.to_json(), effect.tasks, effect.runs)
+        ClassEffectRow(
+            reference=ref,
+            node_class=node_class,
+            params=effect.to_json(),
+            tasks=effect.tasks,
+            runs=effect.runs,
+        )
         for (ref, node_class), effect in sorted(effects.items())
     ]
     return Learnt(
-        rows, user_rows, summaries, CensoredSummary(replay.censored, replay.used), site,
-        tuple(effect_rows),
+        rows=rows, user_rows=user_rows, summaries=summaries, censored=CensoredSummary(replay.censored, replay.used), site=site,
+        effects=tuple(effect_rows),
     )  # fmt: skip
 
 

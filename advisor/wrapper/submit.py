@@ -87,7 +87,14 @@ def warning_text(reason: str) -> str:
 
 def _unadvised(cmd: CommandLine, request: JobRequest, task: str | None, reason: str) -> JobAdvice:
     return JobAdvice(
-        task, None, cmd.advisor, request, (), Decision("none", None, None, reason), (), cmd.original
+        task=task,
+        input_bytes=None,
+        options=cmd.advisor,
+        request=request,
+        limits=(),
+        decision=Decision(action="none", time_s=None, time_min_s=None, reason=reason),
+        added=(),
+        argv=cmd.original,
     )
 
 
@@ -251,7 +258,11 @@ def submit(cmd: CommandLine, prepared: Prepared, side: SideEffects) -> Submitted
     result = side.run_sbatch(prepared.argv, prepared.stdin, waits)
     if prepared.advice is None:
         return Submitted(
-            result, prepared.argv, "fallback", job_id_of(result.stdout), prepared.warning
+            result=result,
+            argv=prepared.argv,
+            outcome="fallback",
+            job_id=job_id_of(result.stdout),
+            warning=prepared.warning,
         )
     added = prepared.argv != cmd.original
     # A rejection caused by an added option must not cost the job: sbatch creates no job when
@@ -262,14 +273,16 @@ def submit(cmd: CommandLine, prepared: Prepared, side: SideEffects) -> Submitted
         first = result.stderr.strip().splitlines()[-1:] or [f"exit code {result.returncode}"]
         retry = side.run_sbatch(cmd.original, prepared.stdin, waits)
         return Submitted(
-            retry,
-            cmd.original,
-            "fallback",
-            job_id_of(retry.stdout),
-            warning_text(f"sbatch rejected the advised options ({first[0].strip()})"),
+            result=retry,
+            argv=cmd.original,
+            outcome="fallback",
+            job_id=job_id_of(retry.stdout),
+            warning=warning_text(f"sbatch rejected the advised options ({first[0].strip()})"),
         )
     outcome: Outcome = "submitted" if result.returncode == 0 else "failed"
-    return Submitted(result, prepared.argv, outcome, job_id_of(result.stdout))
+    return Submitted(
+        result=result, argv=prepared.argv, outcome=outcome, job_id=job_id_of(result.stdout)
+    )
 
 
 def advice_record(

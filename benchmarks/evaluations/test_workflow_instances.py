@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.planner import wfformat
-from advisor.planner.planning import PlanRequest
-from advisor.planner.registry import SCHEDULERS
+from advisor.planner.scheduling.registry import SCHEDULERS
+from advisor.planner.workflow import wfformat
 from advisor.services.estimate import estimate_workflow
-from advisor.services.plan import plan_workflows
+from advisor.services.plan import PlanRequest, plan_workflows
 from advisor.validate import load_json, validate
 from tests.helpers.schemas import broken_copies, python_says_valid
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from advisor.errors import InputError, InvalidWorkflowError
-from advisor.planner import wfformat
-from advisor.planner.problem_file import parse_problem
+from advisor.planner.workflow import wfformat
+from advisor.planner.workflow.problem_file import parse_problem
 from advisor.validate import SchemaCheck, load_json, schema, validate
 from tests.helpers.paths import REPO, TEST_DATA
 from tests.helpers.schemas import broken_copies, python_says_valid

@@ -11,12 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from advisor.planner import heft, peft
-from advisor.planner.planning import PlanRequest
-from advisor.planner.problem import Problem
-from advisor.planner.problem_file import parse_problem
-from advisor.planner.ranks import upward_rank
-from advisor.services.plan import plan_workflows
+from advisor.planner.scheduling import heft, peft
+from advisor.planner.scheduling.problem import Problem
+from advisor.planner.scheduling.ranks import upward_rank
+from advisor.planner.workflow.problem_file import parse_problem
+from advisor.services.plan import PlanRequest, plan_workflows
 from tests.helpers.paths import TEST_DATA
 
 
