@@ -18,7 +18,8 @@ import pytest
 
 from advisor.cli import main
 from advisor.replay.jobs import sacct_replay_jobs
-from advisor.replay.run import limit_series, policies, replay, replay_report
+from advisor.replay.engine import limit_series, replay
+from advisor.services.replay import policies, replay_report
 from advisor.replay.site_jobs import dump_jobs, sacct_jobs
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.runner import CommandResult, SlurmCommands

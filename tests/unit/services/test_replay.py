@@ -10,7 +10,7 @@ import pytest
 
 from advisor.cli import main
 from advisor.errors import UsageError
-from advisor.replay.run import GuardRaises, PolicyFigures
+from advisor.replay.engine import GuardRaises, PolicyFigures
 from advisor.services.replay import LogSource, Replayed, ReplayRequest, replay
 from advisor.validate import validate
 from tests.helpers.captures import allocations
@@ -33,7 +33,8 @@ def test_an_swf_replay_is_typed_and_its_json_is_the_commands(
     assert data == _cli(capsys, str(KTH))
     validate(data, "replay-output", source="services.replay")
     assert done.source == LogSource(str(KTH), "swf")
-    assert list(data) == ["log", "jobs", "scored", "completed", "policies", "source"]
+    assert list(data) == ["log", "jobs", "scored", "completed", "policies", "source", "budget_pct"]
+    assert data["budget_pct"] == 1.0 and "budgets" not in data
     whole = done.scores.figures
     assert (whole.jobs, whole.scored, whole.completed) == (
         data["jobs"], data["scored"], data["completed"],
@@ -78,7 +79,7 @@ def test_a_sacct_dump_says_what_was_left_out(tmp_path: Path) -> None:
     assert (data["skipped"], data["states"], data["warnings"]) == (
         dict(source.skipped or {}), source.states, list(source.warnings or ()),
     )  # fmt: skip
-    assert list(data)[-4:] == ["source", "skipped", "states", "warnings"]
+    assert list(data)[-5:] == ["source", "skipped", "states", "warnings", "budget_pct"]
 
 
 @pytest.mark.parametrize(
