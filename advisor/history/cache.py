@@ -224,11 +224,12 @@ def running_advised(store: Store, user: str, *, since: str) -> list[Running]:
 def reserved_risk(store: Store, partition: str, *, since: str, unknown: float) -> float:
     """The summed risk of the partition's jobs running under a history limit.
 
-    unknown: the risk of an advice row that recorded none (the budget, the policy's average).
+    A job advised for several partitions (``-p a,b``) counts in each.  unknown: the risk of an
+    advice row that recorded none (the budget: the risk the policy takes on average).
     """
     row = store.conn.execute(
         "SELECT COALESCE(SUM(COALESCE(1 - a.quantile, ?)), 0) "
-        + _RUNNING.format(where="a.partition = ?"),
+        + _RUNNING.format(where="instr(',' || a.partition || ',', ',' || ? || ',') > 0"),
         (unknown, partition, since),
     ).fetchone()
     return float(row[0])

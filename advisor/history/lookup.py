@@ -74,7 +74,7 @@ def history_advice(
     reserved = reserved_risk(store, partition or "", since=since, unknown=unknown) + sum(
         unknown if line.risk is None else line.risk
         for line in pending
-        if line.partition == partition
+        if partition in (line.partition or "").split(",")
     )
     bound = request_s if request_s is not None and request_s > 0 else max_time
     if bound is not None and max_time is not None:
@@ -86,7 +86,7 @@ def history_advice(
         request_s=bound,
         budget=budget,
         quantiles=lambda cell: load_quantiles(store, cell),
-        running=sum(1 for line in running if line.partition == partition),
+        running=sum(1 for line in running if partition in (line.partition or "").split(",")),
         reserved_risk=reserved,
         user=states.get(keys[-1]) if keys else None,
         config=config,
@@ -109,8 +109,8 @@ def history_limit(
 
     The limit is below the user's request (request_s) and never above the partition's
     MaxTime.  A job that the wrapper submits with this limit should be recorded in ``advice``
-    with policy 'history', the job name as task and 1 - the proposal's risk as quantile, so
-    that its key's place and its risk are counted until accounting ingests it.
+    with policy 'history' and the job name as task, so that its place and its risk (the
+    budget's, on average) are counted until accounting ingests it.
     """
     found, max_time = history_advice(
         store, user, job_name, partition, request_s=request_s, config=config, now=now,
@@ -147,12 +147,12 @@ def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> lis
     """Every key's limit at its partition's budget level, for a file slurmctld's Lua plugin reads.
 
     The plugin knows neither the jobs running under advised limits nor the price of a kill, so
-    every key that answers gets the margin of its partition's history cell at the budget's own
-    risk level (the conformal quantile at ``1 - budget``), when that partition's budget still
-    has credit; the partition's MaxTime still bounds the limit.  jobs: how many jobs the key
-    learned from (the export keeps a user's most used names when it must drop some).  Keys
-    without a partition (user+name, user+family, user) are exported once per partition whose
-    budget allows it, as the plugin looks them up with the job's partition unknown.
+    every key that answers gets the margin of its kind's cell at its partition's budget level
+    (the conformal quantile at ``1 - budget``), when that partition's budget still has credit;
+    the partition's MaxTime still bounds the limit.  A key without a partition (user+name,
+    user+family, user) gets the widest of those margins (the export repeats its limit in every
+    partition, within each MaxTime).  jobs: how many jobs the key learned from (the export
+    keeps a user's most used names when it must drop some).
     """
     max_times = {p.name: p.max_time_s for p in load_partitions(store)}
     budgets = load_budgets(store)
@@ -170,18 +170,18 @@ def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> lis
         if state.completed_in_window < config.min_runs:
             continue
         mine = {part: m for (part, kind), m in margins.items() if kind == key.kind}
-        partition = key.partition or _widest(mine)
-        if partition is None or partition not in mine:
+        where = key.partition or _widest(mine)
+        if where is None or where not in mine:
             continue
         limit = clamp(
-            margin_limit_s(state.basis_s, mine[partition], config=config),
+            margin_limit_s(state.basis_s, mine[where], config=config),
             request_s=None,
-            max_time_s=max_times.get(partition) if key.partition else None,
+            max_time_s=max_times.get(where) if key.partition else None,
         )
         why = (
             f"history of {key.label()}: the longest of the last {len(state.runs)} runs "
-            f"{state.basis_s:.0f} s and {partition}'s margin at its kill budget "
-            f"{budgets[partition].budget * 100:g}%"
+            f"{state.basis_s:.0f} s and {where}'s margin at its kill budget "
+            f"{budgets[where].budget * 100:g}%"
         )
         rows.append({**key._asdict(), "limit_s": limit, "why": why,
                      "jobs": state.completed + state.kills})  # fmt: skip

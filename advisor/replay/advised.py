@@ -25,7 +25,7 @@ class AdvisorPolicy:
         #: Jobs running under an advised limit, per (user, partition).
         self.running: Counter[tuple[str, str]] = Counter()
         #: The summed risk of those jobs, per partition.
-        self.reserved: Counter[str] = Counter()
+        self.reserved: dict[str, float] = {}
         #: Per advised job: its risk.
         self.advised: dict[int, float] = {}
 
@@ -37,12 +37,12 @@ class AdvisorPolicy:
             job.partition,
             request_s=job.request_s,
             running=self.running[(job.user, job.partition)],
-            reserved_risk=self.reserved[job.partition],
+            reserved_risk=self.reserved.get(job.partition, 0.0),
         )
         if not isinstance(found, Proposal):
             return None
         self.running[(job.user, job.partition)] += 1
-        self.reserved[job.partition] += found.risk
+        self.reserved[job.partition] = self.reserved.get(job.partition, 0.0) + found.risk
         self.advised[job.index] = found.risk
         return float(found.limit_s)
 

@@ -233,8 +233,7 @@ MIGRATIONS: tuple[str, ...] = (
     # scores of completed jobs and the margins they give per risk level (history_cells).  The
     # site-wide circuit breaker (history_site) and the per-key at-risk cap (history_keys.cap)
     # give way to them; a key's kills are now every kill at an advised limit among its jobs.
-    # Advice rows of history limits keep 1 - their kill risk in ``quantile``; an index finds a
-    # partition's advice rows.
+    # An index finds the recent advice rows of history limits (the jobs that may still run).
     """
     CREATE TABLE history_budget (
         partition TEXT PRIMARY KEY,          -- '' for jobs without a partition
@@ -256,6 +255,6 @@ MIGRATIONS: tuple[str, ...] = (
     );
     DROP TABLE history_site;
     ALTER TABLE history_keys DROP COLUMN cap;
-    CREATE INDEX advice_partition ON advice (partition, created_at);
+    CREATE INDEX advice_policy ON advice (policy, created_at);
     """,
 )

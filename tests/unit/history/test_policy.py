@@ -191,6 +191,17 @@ def test_jobs_at_risk_and_a_users_own_kills_raise_the_price() -> None:
         )
 
 
+def test_a_user_killed_beyond_the_budgets_share_of_their_jobs_gets_no_limit() -> None:
+    # The promise holds per user too: a flood of another user's completed jobs makes the
+    # partition bolder, but cannot cost this user more than the slack beyond their own share.
+    runs = [(ALICE, state(*(600,) * 5))]
+    within = KeyState(completed=100, kills=1 + 3)  # 1 % of 100, plus the slack
+    beyond = KeyState(completed=100, kills=1 + 4)
+    assert isinstance(proposal(runs, user=within), Proposal)
+    found = proposal(runs, user=beyond)
+    assert isinstance(found, Refusal) and "more often than the kill budget allows" in found.reason
+
+
 def test_clamp_never_exceeds_the_request_or_maxtime() -> None:
     assert clamp(5000.4, request_s=None, max_time_s=None) == 5040
     assert clamp(5000, request_s=3000, max_time_s=None) == 3000
@@ -255,3 +266,27 @@ def test_a_slow_down_of_every_job_is_held_near_the_budget(seed: int) -> None:
     figures = replay(jobs, [policy])["advisor"].result()
     assert figures.freed_pct > 50  # the calm part is advised
     assert figures.killed_completed_pct <= 1.0 + 1.0  # within a point of the budget
+
+
+def test_another_users_flood_cannot_cost_a_user_more_than_their_own_share() -> None:
+    # mallory's 6000 completed jobs earn the partition credit and a low price; alice's jobs
+    # then run twice as long as her history: one at a time, she loses at most her share of
+    # her completed jobs plus the slack (and the one job then running).
+    from advisor.replay.advised import AdvisorPolicy
+    from advisor.replay.engine import replay
+    from advisor.replay.jobs import ReplayJob
+
+    jobs = [ReplayJob(i, i, i, 0, 30, 86400, True, "COMPLETED", "mallory", "flood", "cpu")
+            for i in range(6000)]  # fmt: skip
+    start = 6000 + 31
+    for n in range(200):
+        run = 600 if n < 20 else 1200 + n
+        index = len(jobs)
+        jobs.append(ReplayJob(index, index, start, 0, run, 86400, True, "COMPLETED", "alice",
+                              "sim", "cpu"))  # fmt: skip
+        start += run + 1
+    policy = AdvisorPolicy()
+    replay(jobs, [policy])
+    alice = policy.book.states[HistoryKey("user", "alice")]
+    assert alice.kills > 0  # the flood did make her limits bold
+    assert alice.kills <= 0.01 * alice.completed + DEFAULT_CONFIG.user_slack + 1

@@ -15,10 +15,9 @@ import pytest
 
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.cli import main
+from advisor.replay.engine import replay
 from advisor.replay.guarded import GUARDED, GUARDED_MARGIN, GuardedPolicy
 from advisor.replay.jobs import ReplayJob, replay_jobs
-from advisor.replay.engine import replay
-from advisor.services.replay import policies, replay_report
 from advisor.replay.schedule import (
     Machine,
     peak_allocation,
@@ -26,6 +25,7 @@ from advisor.replay.schedule import (
     snapshot_machine,
     swf_machine,
 )
+from advisor.services.replay import policies, replay_report
 from advisor.slurm.records import Node, Partition
 from advisor.slurm.timefmt import whole_minutes_s
 from advisor.store.cluster import save_cluster

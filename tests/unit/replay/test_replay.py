@@ -11,8 +11,8 @@ import pytest
 
 from advisor.accounting.swf import read_swf
 from advisor.cli import main
-from advisor.replay.jobs import ReplayJob, replay_jobs
 from advisor.replay.engine import replay
+from advisor.replay.jobs import ReplayJob, replay_jobs
 from advisor.services.replay import replay_report
 from advisor.validate import validate
 from tests.helpers.paths import LOGS, TEST_DATA
