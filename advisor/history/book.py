@@ -160,9 +160,10 @@ class HistoryBook:
                 )
                 if found is not None:
                     score = KILLED if killed else found.score(runtime_s, config=config)
-                    self.cells[found.cell] = (self.cells.get(found.cell) or ScoreCell()).added(
-                        score
-                    )
+                    cell = self.cells.get(found.cell)
+                    if cell is None:
+                        cell = self.cells[found.cell] = ScoreCell()
+                    cell.add(score)
                     self.changed_cells.add(found.cell)
                 budget = self.budgets.get(where) or KillBudget.fresh(
                     config.budget, float(request_s or runtime_s)

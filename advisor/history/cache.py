@@ -156,7 +156,7 @@ def load_cells(store: Store, cells: Iterable[Cell]) -> dict[Cell, ScoreCell]:
         "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))",
         (json.dumps(list(set(cells))),),
     )
-    return {(str(p), str(c)): ScoreCell.of(tuple(json.loads(scores))) for p, c, scores in rows}
+    return {(str(p), str(c)): ScoreCell.of(json.loads(scores)) for p, c, scores in rows}
 
 
 def load_quantiles(store: Store, cell: Cell) -> tuple[float, ...] | None:
@@ -175,7 +175,7 @@ def save_cells(store: Store, cells: Mapping[Cell, ScoreCell]) -> None:
     rows = []
     for (partition, cell), found in cells.items():
         quantiles = [q if q != float("inf") else None for q in found.quantiles()]
-        rows.append((partition, cell, json.dumps(found.scores), json.dumps(quantiles), now))
+        rows.append((partition, cell, json.dumps(list(found.scores)), json.dumps(quantiles), now))
     with store.write():
         store.conn.executemany(
             "INSERT INTO history_cells (partition, cell, scores, quantiles, updated_at) "

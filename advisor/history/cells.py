@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import bisect
 import math
-
-from advisor.lite import NamedTuple
+from collections import deque
+from collections.abc import Iterable
 
 #: The risk levels a limit may be chosen at, most to least aggressive: a grid twice as fine
 #: per decade from 30 % down to 0.01 % (levels closer than that give limits a minute apart).
@@ -51,26 +51,31 @@ BELOW = -1e9
 KILLED = 1e9
 
 
-class ScoreCell(NamedTuple):
-    """A cell's latest scores, oldest first, and the same sorted."""
+class ScoreCell:
+    """A cell's latest scores, oldest first, and the same sorted.
 
-    scores: tuple[float, ...] = ()
-    ordered: tuple[float, ...] = ()
+    Changed in place: a busy partition adds one per finished job, and copying 2,000 scores each
+    time would be most of what ingestion does.
+    """
 
-    def added(self, score: float, *, kept: int = KEPT) -> ScoreCell:
-        """The cell after one more score (the oldest leaves a full cell)."""
-        ordered = list(self.ordered)
-        bisect.insort(ordered, score)
-        scores = (*self.scores, score)
-        if len(scores) > kept:
-            del ordered[bisect.bisect_left(ordered, scores[0])]
-            scores = scores[1:]
-        return ScoreCell(scores, tuple(ordered))
+    __slots__ = ("kept", "ordered", "scores")
+
+    def __init__(self, scores: Iterable[float] = (), *, kept: int = KEPT) -> None:
+        self.scores: deque[float] = deque(scores, maxlen=kept)
+        self.ordered: list[float] = sorted(self.scores)
+        self.kept = kept
 
     @classmethod
-    def of(cls, scores: tuple[float, ...]) -> ScoreCell:
+    def of(cls, scores: Iterable[float]) -> ScoreCell:
         """A cell holding these scores, oldest first."""
-        return cls(scores, tuple(sorted(scores)))
+        return cls(scores)
+
+    def add(self, score: float) -> None:
+        """One more score (the oldest leaves a full cell)."""
+        if len(self.scores) == self.kept:
+            del self.ordered[bisect.bisect_left(self.ordered, self.scores[0])]
+        self.scores.append(score)
+        bisect.insort(self.ordered, score)
 
     def quantiles(self) -> tuple[float, ...]:
         """Per level of LEVELS, the conformal margin, or ``inf`` where there is none."""

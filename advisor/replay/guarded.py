@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 
 from advisor.history.book import HistoryBook
-from advisor.history.cells import request_cell
+from advisor.history.cells import ScoreCell, request_cell
 from advisor.history.keys import keys_for
 from advisor.history.policy import PolicyConfig, answering_key, request_score
 from advisor.replay.jobs import ReplayJob
@@ -49,8 +49,8 @@ class GuardedPolicy:
     def __init__(self, config: PolicyConfig = GUARDED, margin: float = GUARDED_MARGIN) -> None:
         self.book = HistoryBook(config=config)
         self.margin = margin
-        #: Per request cell, the shares of their requests its jobs used (log), kept sorted.
-        self.used: dict[tuple[str, str], list[float]] = {}
+        #: Per request cell, the shares of their requests its completed jobs used (log).
+        self.used: dict[tuple[str, str], ScoreCell] = {}
 
     def propose_s(self, job: ReplayJob) -> float | None:
         """The longer of the key's last runs plus the margin, else the cell's median share."""
@@ -63,25 +63,16 @@ class GuardedPolicy:
         if not job.request_s:
             return None
         shares = self.used.get(request_cell(job.partition, job.request_s))
-        if not shares:
+        if shares is None:
             return None
-        return job.request_s * math.exp(shares[len(shares) // 2])
+        return job.request_s * math.exp(shares.ordered[len(shares.ordered) // 2])
 
     def learn(self, job: ReplayJob, runtime_s: float, state: str) -> None:
         """Teach the book the runtime (a job the guard let run longer is no kill)."""
-        self.book.learn(
-            job.user, job.name, job.partition, runtime_s=runtime_s, state=state,
-            request_s=job.request_s,
-        )  # fmt: skip
+        self.book.learn(job.user, job.name, job.partition, runtime_s=runtime_s, state=state)
         if state == "COMPLETED" and job.request_s:
-            cell = self.used.setdefault(request_cell(job.partition, job.request_s), [])
-            cell.insert(
-                _position(cell, request_score(job.request_s, runtime_s)),
-                request_score(job.request_s, runtime_s),
-            )
-
-
-def _position(ordered: list[float], value: float) -> int:
-    import bisect
-
-    return bisect.bisect_left(ordered, value)
+            cell = request_cell(job.partition, job.request_s)
+            found = self.used.get(cell)
+            if found is None:
+                found = self.used[cell] = ScoreCell()
+            found.add(request_score(job.request_s, runtime_s))

@@ -94,9 +94,9 @@ def test_a_kill_in_a_cell_is_above_every_margin() -> None:
 
 def test_a_cell_keeps_its_latest_scores() -> None:
     current = ScoreCell()
-    for score in range(KEPT + 5):
-        current = current.added(float(score))
-    assert current.scores[0] == 5.0 and len(current.scores) == KEPT
+    for score in range(KEPT + 5, 0, -1):
+        current.add(float(score))
+    assert current.scores[0] == KEPT and len(current.scores) == KEPT
     assert list(current.ordered) == sorted(current.scores)
 
 
