@@ -7,14 +7,14 @@ jobs did, and a feedback loop per partition moves them to hold the promise.
 
 * **Basis**: the longest of the key's last ``window`` runs (a TIMEOUT enters at its limit, a
   lower bound).  The key is the most specific one with ``min_runs`` completed runs
-  (advisor.history.keys); a job without one has its request as basis (``request cells``).
+  (advisor.history.keys); a job without one has its request as basis.
 * **Margin, by conformal prediction.**  A job's limit is ``basis + m (basis + tau)`` (a margin
   proportional to long bases and at least ``m tau`` for short ones).  Every completed job of
   the partition leaves its *score*, the smallest log m that would have let it finish
   (advisor.history.cells); the ``1 - a`` quantile of a cell's recent scores is the margin at
   which a new job of the cell is killed with probability about ``a`` (split conformal; a job
   that was killed leaves a score above every margin).  A job without a key scores its runtime
-  against its request, in cells of requests within a factor ``request_cells``.
+  against its request, in cells of requests within a factor of 4 (cells.REQUEST_FACTOR).
 * **Which risk, by a price (advisor.history.budget).**  Each job takes the level ``a`` (up to
   ``max_risk`` times the budget) that maximises the time it frees, ``request - limit``, minus
   the price of a kill times ``a``.  The partition's price rises by ``eta`` (in log) with every
@@ -52,10 +52,10 @@ from advisor.slurm.timefmt import whole_minutes_s
 LEARNED_STATES = frozenset({"COMPLETED", "TIMEOUT"})
 
 #: The promise when the administrator states none: 1 % of a partition's completed jobs may be
-#: killed at an advised limit.  The users' own TIMEOUTs run at 1.7 % (KTH SP2) to 0.9 %
-#: (Rackham) of the jobs of the development logs; at 1 % the replay's realised rate stayed
-#: at or under 1 % on every log and half (docs/limits.md), at 2 % the advisor frees more on
-#: the SWF logs but kills more than the users' own limits do.
+#: killed at an advised limit.  The users' own limits end 1.7 % (KTH SP2) to 0.9 % (Rackham)
+#: of the development logs' jobs in a TIMEOUT; at 1 % the replay's realised rate stayed at or
+#: under 1 % on every log and half (docs/limits.md); 2 % freed a quarter more on the SWF logs
+#: at twice the kills.
 DEFAULT_BUDGET = 0.01
 
 
@@ -68,7 +68,8 @@ class PolicyConfig(NamedTuple):
     #: next one; a longer window forgets a user's drift more slowly.
     window: int = 50
     #: Completed runs before a key answers: with 1 or 2 runs the longest run is a poor basis
-    #: (cross-validated 1, 2 and 5: 5 freed as much with fewer kills, docs/limits.md).
+    #: (cross-validated 1, 2 and 5: 2 freed a point more on the SWF logs and 1.6 less on
+    #: Rackham, 1 no more than 5; docs/limits.md).
     min_runs: int = 5
     #: The margin's time scale (s): proportional above it, absolute below it; 2 h puts the
     #: kink where the rule of the earlier releases had it (+50 % equals +1 h at 2 h); 30 min

@@ -150,14 +150,9 @@ class Replayed:
         }
 
 
-def policies(
-    config: PolicyConfig = DEFAULT_CONFIG, guarded: GuardedPolicy | None = None
-) -> list[ReplayPolicy]:
+def policies(config: PolicyConfig = DEFAULT_CONFIG) -> list[ReplayPolicy]:
     """The advisor, the advisor with the guard, and the baselines, in the order of the output."""
-    return [
-        AdvisorPolicy(config), guarded or GuardedPolicy(), UserRequest(), ave2(1), ave2(3),
-        max5(3),
-    ]  # fmt: skip
+    return [AdvisorPolicy(config), GuardedPolicy(), UserRequest(), ave2(1), ave2(3), max5(3)]
 
 
 def replay_report(
@@ -175,7 +170,7 @@ def replay_report(
 
 
 def budget_figures(
-    jobs: list[ReplayJob], budgets: tuple[float, ...], *, bars: Bars = lambda _label: nullcontext()
+    jobs: list[ReplayJob], budgets: tuple[float, ...], *, bars: Bars = _no_bar
 ) -> tuple[BudgetFigures, ...]:
     """The history policy replayed once per kill budget (each a share: 0.01 = 1 %)."""
     out = []
@@ -185,11 +180,11 @@ def budget_figures(
             figures = _replay(jobs, [policy], progress=bar)[policy.name].result()
         out.append(
             BudgetFigures(
-                100 * budget,
-                figures.killed_completed_pct,
-                figures.killed_measured_pct,
-                figures.freed_pct,
-                figures.changed_pct,
+                budget_pct=100 * budget,
+                killed_completed_pct=figures.killed_completed_pct,
+                killed_measured_pct=figures.killed_measured_pct,
+                freed_pct=figures.freed_pct,
+                changed_pct=figures.changed_pct,
             )
         )
     return tuple(out)
@@ -304,7 +299,14 @@ def replay(
         title = f"replay of {source.log}"
         save_limit_series(_limit_series(jobs, scores), request.plot, title=title)
     budgets = budget_figures(jobs, request.budgets, bars=bars) if request.budgets else ()
-    return Replayed(source, figures, schedule, request.plot, 100 * request.budget, budgets)
+    return Replayed(
+        source=source,
+        scores=figures,
+        schedule=schedule,
+        plotted=request.plot,
+        budget_pct=100 * request.budget,
+        budgets=budgets,
+    )
 
 
 def scores_report(
