@@ -44,7 +44,7 @@ from advisor.history.cells import key_cell, request_cell
 from advisor.history.keys import KINDS, HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
 from advisor.models.online import OnlineUpdates
-from advisor.models.reference import ReferenceModel
+from advisor.models.task_model import Reference
 from advisor.slurm.records import JobRecord
 from advisor.store.accounting import JOB_COLUMNS, add_job_rows, job_row, stored_job_ids
 from advisor.store.advice import applied_limits
@@ -131,11 +131,13 @@ def modelled_tasks(store: Store) -> dict[str, int]:
     teaches the model at that assumed size (the largest training input, the size its limit
     was predicted for); the stored observation keeps the size unknown.
     """
-    return {
-        row.task: int(ReferenceModel.from_params(row.params).x_max_bytes)
-        for row in load_task_models(store)
-        if row.method == "lotaru" and row.node_class == "*"
-    }
+    found = {}
+    for row in load_task_models(store):
+        if row.method == "lotaru" and row.node_class == "*":
+            reference = Reference.from_params(row.params)
+            if reference is not None:
+                found[row.task] = int(reference.x_max_bytes)
+    return found
 
 
 #: History key states kept from one batch to the next, at most (then the book starts afresh).

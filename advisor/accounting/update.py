@@ -38,6 +38,7 @@ from advisor.accounting.sacct_file import DumpFormat, Skipped, not_a_job, read_s
 from advisor.accounting.swf import check_swf, read_swf, swf_header
 from advisor.errors import AdvisorError, InputError, SlurmError, UsageError
 from advisor.history.policy import DEFAULT_CONFIG
+from advisor.progress import Progress
 from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.records import FINAL_STATES, JobRecord
@@ -64,8 +65,6 @@ READER_PROCESS_BYTES = 1 << 20
 MAX_WARNINGS = 100
 #: The cluster of dump rows without a Cluster field when neither --cluster nor slurm.conf names one.
 DEFAULT_CLUSTER = "default"
-
-Progress = Callable[[int, int | None], None]
 
 
 @dataclass(frozen=True)

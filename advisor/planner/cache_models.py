@@ -16,7 +16,7 @@ from advisor.advice.snapshot import Snapshot
 from advisor.factors import class_factor
 from advisor.models.distributions import Predictive
 from advisor.models.predict import TaskModels
-from advisor.models.reference import DEFAULT_CPU_WEIGHT
+from advisor.models.task_model import DEFAULT_CPU_WEIGHT
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Runtime samples from the task models' predictive distributions (a ``RuntimeSampler``).
 
-A model's prediction is Student-t (``advisor.models.distributions``): a runtime is drawn as
-``loc + scale * T(dof)``, clipped at zero as the predictive's quantiles are.  Tasks whose runtime
+A model's prediction is Student-t (``advisor.models.distributions``) on the log scale (the
+advisor's models: a runtime is drawn as ``exp(loc + scale * T(dof))``) or on the runtime itself
+(Lotaru as published, the baselines: ``loc + scale * T(dof)``, clipped at zero as the
+predictive's quantiles are).  Tasks whose runtime
 did not come from a model (recorded, carried over, cpu-work) keep the lognormal spread of
 ``uncertainty.LognormalSampler`` around their planned runtime.
 """
@@ -21,12 +23,16 @@ from advisor.planner.uncertainty import LognormalSampler
 
 @dataclass(frozen=True)
 class PredictiveSampler:
-    """Student-t parameters per task and node (NaN where no model spoke) and the fallback cv."""
+    """Student-t parameters per task and node (NaN where no model spoke) and the fallback cv.
+
+    log: 1 where the parameters are of the log runtime, 0 where of the runtime.
+    """
 
     loc_s: FloatArray
     scale_s: FloatArray
     dof: FloatArray
     cv: float = 0.2
+    log: FloatArray | None = None
 
     @classmethod
     def from_matrices(
@@ -34,9 +40,9 @@ class PredictiveSampler:
     ) -> PredictiveSampler:
         """Parameters of the stacked tasks of several workflows on the given nodes."""
         rows = [row for matrix in matrices for row in _rows(matrix, nodes)]
-        shape = (len(rows), len(nodes), 3)
+        shape = (len(rows), len(nodes), 4)
         params = np.array(rows, dtype=np.float64).reshape(shape)
-        return cls(params[..., 0], params[..., 1], params[..., 2], cv)
+        return cls(params[..., 0], params[..., 1], params[..., 2], cv, params[..., 3])
 
     def sample(
         self,
@@ -54,13 +60,22 @@ class PredictiveSampler:
             dof = self.dof[tasks, nodes][modelled]
             draws = rng.standard_t(dof[:, None], size=(int(modelled.sum()), size))
             scale = self.scale_s[tasks, nodes][modelled]
-            result[modelled] = np.maximum(0.0, loc[modelled][:, None] + scale[:, None] * draws)
+            drawn = loc[modelled][:, None] + scale[:, None] * draws
+            log = (
+                np.zeros(drawn.shape[0], dtype=bool)
+                if self.log is None
+                else self.log[tasks, nodes][modelled] > 0
+            )
+            drawn[log] = np.exp(np.minimum(drawn[log], 700.0))
+            result[modelled] = np.maximum(0.0, drawn)
         return result
 
 
-def _rows(matrix: RuntimeMatrix, nodes: Sequence[Node]) -> list[list[tuple[float, float, float]]]:
+def _rows(
+    matrix: RuntimeMatrix, nodes: Sequence[Node]
+) -> list[list[tuple[float, float, float, float]]]:
     column = {name: position for position, name in enumerate(matrix.classes)}
-    nan = (np.nan, np.nan, np.nan)
+    nan = (np.nan, np.nan, np.nan, 0.0)
     rows = []
     for cells in matrix.cells:
         row = []
@@ -70,7 +85,7 @@ def _rows(matrix: RuntimeMatrix, nodes: Sequence[Node]) -> list[list[tuple[float
             row.append(
                 nan
                 if predictive is None
-                else (predictive.loc_s, predictive.scale_s, predictive.dof)
+                else (predictive.loc_s, predictive.scale_s, predictive.dof, float(predictive.log))
             )
         rows.append(row)
     return rows

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from advisor.guard_schedule import raises_for
 from advisor.history.policy import clamp
+from advisor.progress import Progress
 from advisor.replay.jobs import ReplayJob
 
 
@@ -244,7 +245,7 @@ def replay(
     jobs: Sequence[ReplayJob],
     contenders: Sequence[ReplayPolicy],
     *,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     group: Callable[[ReplayJob], str] | None = None,
     keep: Collection[str] = (),
 ) -> dict[str, Score]:

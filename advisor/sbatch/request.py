@@ -20,6 +20,8 @@ ENVIRONMENT = {
     "time": "SBATCH_TIMELIMIT",
     "partition": "SBATCH_PARTITION",
     "job-name": "SBATCH_JOB_NAME",
+    "account": "SBATCH_ACCOUNT",
+    "qos": "SBATCH_QOS",
 }
 
 
@@ -43,6 +45,10 @@ class JobRequest(NamedTuple):
     job_name: Setting | None = None
     comment: Setting | None = None
     wrap: bool = False
+    #: --account and --qos: with the user, they choose the association and QoS whose MaxWall
+    #: bounds the limit (SiteLimits.job_bounds).
+    account: Setting | None = None
+    qos: Setting | None = None
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -101,6 +107,8 @@ def job_request(
         job_name=setting("job-name"),
         comment=setting("comment"),
         wrap=_last(command_line, "wrap") is not None,
+        account=setting("account"),
+        qos=setting("qos"),
     )
 
 

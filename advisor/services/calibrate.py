@@ -31,6 +31,7 @@ from advisor.models.distributions import Predictive
 from advisor.models.loading import NodeContext, load_models, load_node_context
 from advisor.models.online import update_online
 from advisor.models.predict import NoFactorError, TaskModels, predict_task
+from advisor.progress import Progress
 from advisor.services.profile import ProfileRequest, Target, select_targets
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.records import JobRecord
@@ -258,7 +259,7 @@ def calibrate(
     request: CalibrationRequest,
     *,
     sleep: Callable[[float], None] = time.sleep,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Progress | None = None,
 ) -> Calibration:
     """Probe every node class in parallel, store the runs, learn them (module docstring).
 
@@ -319,6 +320,6 @@ def calibrate(
         for observation in stored:
             model = update_online(store, observation)
             if model is not None and observation.node_class is not None:
-                learnt[observation.node_class] = model.predict(float(input_bytes), request.cores)
+                learnt[observation.node_class] = model
     final = tuple(replace(o, after=learnt.get(o.node_class)) for o in outcomes)
     return Calibration(request.task, input_bytes, final, models is not None)

@@ -11,7 +11,7 @@ trade-off between kills and freed time on its own history.  Returns a ``Replayed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +20,7 @@ from typing import Any
 from advisor.accounting.sacct_file import DumpFormat
 from advisor.errors import UsageError
 from advisor.history.policy import DEFAULT_BUDGET, DEFAULT_CONFIG, PolicyConfig
+from advisor.progress import Bars, Progress
 from advisor.replay.advised import AdvisorPolicy
 from advisor.replay.baselines import UserRequest, ave2, max5
 from advisor.replay.engine import (
@@ -37,10 +38,8 @@ from advisor.replay.jobs import ReplayJob
 from advisor.replay.schedule import Machine, Schedule
 from advisor.slurm.backend import SlurmBackend
 
+
 #: A progress bar for a named phase ("replay", "schedule"): a context giving ``(done, total)``.
-Bars = Callable[[str], AbstractContextManager[Callable[[int, int], None] | None]]
-
-
 def _no_bar(_label: str) -> AbstractContextManager[None]:
     return nullcontext()
 
@@ -160,7 +159,7 @@ def replay_report(
     *,
     source: str,
     config: PolicyConfig = DEFAULT_CONFIG,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     by: str | None = None,
 ) -> ReplayFigures:
     """Every policy's figures on the jobs (schemas/replay-output.json's); by: their groups."""

@@ -228,7 +228,65 @@ MIGRATIONS: tuple[str, ...] = (
     );
     ALTER TABLE advice ADD COLUMN request_s INTEGER;
     """,
-    # 7: the kill budget held by feedback (issue 30, advisor.history.policy).  Per partition the
+    # 7: the limits Slurm enforces beside MaxTime (issue 30), as `advisor cluster --save` read
+    # them: every QoS's MaxWall, the users' associations (parents' limits inherited) and their
+    # default accounts, and each partition's QOS=.  site_limits says whether they were read at
+    # all (no slurmdbd: only MaxTime bounds a limit).  Advice rows say where they came from: a
+    # spool line is what a user's wrapper wrote, which that user may forge (issue 31, N14).
+    """
+    ALTER TABLE partitions ADD COLUMN qos TEXT;
+    CREATE TABLE qos_limits (
+        name TEXT PRIMARY KEY,
+        max_wall_s INTEGER CHECK (max_wall_s IS NULL OR max_wall_s >= 0),
+        over_partition_qos INTEGER NOT NULL CHECK (over_partition_qos IN (0, 1))
+    );
+    CREATE TABLE associations (
+        cluster TEXT NOT NULL,
+        account TEXT NOT NULL,
+        user TEXT NOT NULL,
+        partition TEXT NOT NULL,             -- '' for the account-wide association
+        max_wall_s INTEGER CHECK (max_wall_s IS NULL OR max_wall_s >= 0),
+        qos TEXT NOT NULL,                   -- JSON list of the QoS it may use
+        default_qos TEXT NOT NULL,           -- '' when none is set
+        PRIMARY KEY (cluster, account, user, partition)
+    );
+    CREATE TABLE default_accounts (
+        user TEXT PRIMARY KEY,
+        account TEXT NOT NULL
+    );
+    CREATE TABLE site_limits (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        known INTEGER NOT NULL CHECK (known IN (0, 1)),
+        enforce TEXT NOT NULL,               -- AccountingStorageEnforce, e.g. 'associations,limits,qos'
+        updated_at TEXT NOT NULL
+    );
+    ALTER TABLE advice ADD COLUMN origin TEXT NOT NULL DEFAULT 'direct'
+        CHECK (origin IN ('direct', 'spool'));
+    """,
+    # 8: the runtime models on the log scale (issue 29).  The site's class effects (node
+    # factors learnt from runs, per reference and class) and its calibration (typical spread,
+    # conformal multipliers).  The older models' rows are dropped: their params describe a
+    # raw-scale model no reader understands now; 'advisor learn' refits them from the
+    # observations, which stay.
+    """
+    CREATE TABLE class_effects (
+        reference TEXT NOT NULL,
+        node_class TEXT NOT NULL,
+        params TEXT NOT NULL,                -- JSON object of numbers
+        tasks INTEGER NOT NULL CHECK (tasks >= 0),
+        runs INTEGER NOT NULL CHECK (runs >= 0),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (reference, node_class)
+    );
+    CREATE TABLE site_model (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        params TEXT NOT NULL,                -- JSON object of numbers
+        updated_at TEXT NOT NULL
+    );
+    DELETE FROM task_models WHERE method IN ('lotaru', 'online');
+    DELETE FROM user_task_models;
+    """,
+    # 9: the kill budget held by feedback (issue 30, advisor.history.policy).  Per partition the
     # promise and what the advised limits did (history_budget); per score cell the latest
     # scores of completed jobs and the margins they give per risk level (history_cells).  The
     # site-wide circuit breaker (history_site) and the per-key at-risk cap (history_keys.cap)
@@ -247,7 +305,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE TABLE history_cells (
         partition TEXT NOT NULL,
-        cell TEXT NOT NULL,                  -- 'history', or 'request<N s' (a band of requests)
+        cell TEXT NOT NULL,                  -- a key kind ('user+name'...), or 'request<Ns' (a band)
         scores TEXT NOT NULL,                -- JSON list of numbers, oldest first, bounded
         quantiles TEXT NOT NULL,             -- JSON list, one margin per risk level (null: none)
         updated_at TEXT NOT NULL,

@@ -8,7 +8,7 @@ sbatch; ``advisor update`` must make them observations of their process and rule
 ``advisor sbatch`` and slurm/job_submit.lua must give a new job of the same process or rule
 that task's limit: the history policy's (the partition's kill budget set as a site's months of
 calm jobs would leave it, tests.helpers.jobs.earned) and, for a process whose model was
-learned from a Nextflow trace (``runs import --format nextflow``), the model's.
+learned from a Nextflow trace (``runs import --input-format nextflow``), the model's.
 
 Names carry a random part, so neither other users' jobs nor the limits file this module
 writes to /etc/slurm touch anyone else.  With ADVISOR_RECORD_FIXTURES=1 the sacct records
@@ -107,7 +107,7 @@ def ingested(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> d
     """The jobs (by shape), all finished and ingested into a cache that knows MODELLED."""
     folder = tmp_path_factory.mktemp("workflow")
     cache = train(folder / "cache.db", f"wf-{HEX}", *fetch_cluster(CliBackend()))
-    for step in (("runs", "import", str(trace(folder)), "--format", "nextflow", "--node-class", "small"),
+    for step in (("runs", "import", str(trace(folder)), "--input-format", "nextflow", "--node-class", "small"),
                  ("learn",)):  # fmt: skip
         done = advisor(cache, *step)
         assert done.returncode == 0, done.stderr
