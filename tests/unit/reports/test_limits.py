@@ -249,6 +249,8 @@ def test_each_partitions_kill_budget_stands_beside_its_realised_rate(
     assert (cpu["completed"], cpu["advised_completed"], cpu["killed"]) == (199, 40, 1)
     assert main(["--db", str(cache), "report", "limits"]) == 0
     assert "Kill budget per partition" in capsys.readouterr().out
+
+
 def test_spool_lines_a_jobs_record_does_not_confirm_are_not_counted_as_advice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
