@@ -24,7 +24,8 @@ from advisor.store.node_classes import load_node_classes
 from advisor.store.observations import load_observations
 from advisor.validate import validate
 
-pytestmark = pytest.mark.integration
+# cluster_turns: its probes must start at once
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(uses=("daemons",), owns=("nodes",))]
 
 TASK = "calib-sleep"
 

@@ -21,6 +21,9 @@ from advisor.history.cache import load_budgets
 from advisor.store import Store
 from tests.helpers.cluster import ADVISOR
 
+# cluster_turns: its own jobs under a random name
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+
 FORGED = "advisor:x,action=set,limit=1,in=²"
 WAIT_S = 240
 

@@ -55,7 +55,8 @@ from tests.helpers.cluster import EXPORT, PLUGIN, job_id, show
 from tests.helpers.jobs import earned
 from tests.helpers.paths import REPO
 
-pytestmark = pytest.mark.slow
+# cluster_turns: writes the plugin's export
+pytestmark = [pytest.mark.slow, pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))]
 
 TASK = f"pv-{secrets.token_hex(3)}"
 BIG = f"{TASK}-big"  # in the export with limits far above every MaxTime
@@ -530,6 +531,8 @@ def test_the_plugin_gives_each_user_their_own_entry_or_the_tasks_limit(
     "name",
     ["root", "users", "tasks", "nobody", "partitions", f"root.tasks.{TASK}",
      f"users/root/tasks/{TASK}", 'users["root"]', f"{TASK} ", TASK.upper(), f"{TASK}\\"],
+    # ids without the run's random TASK: every xdist worker must collect the same test ids
+    ids=lambda name: name.replace(TASK, "TASK").replace(TASK.upper(), "TASK.upper()"),
 )  # fmt: skip
 def test_job_names_that_look_like_keys_get_no_limit(
     site: Site, exported: dict[str, int], name: str

@@ -19,6 +19,9 @@ from advisor.validate import validate
 from tests.helpers.cluster import ADVISOR, run_status
 from tests.helpers.paths import REPO
 
+# cluster_turns: its own workflow's jobs
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+
 WORKFLOW = REPO / "tests" / "data" / "workflows" / "forkjoin-sleep-1.5.json"
 FINISH_S = 240  # ten short jobs, three dependency levels; the cluster may be busy
 

@@ -46,6 +46,9 @@ from tests.helpers.cluster import ADVISOR, EXPORT, PLUGIN, cancel, final_in_sacc
 from tests.helpers.jobs import earned
 from tests.helpers.paths import REPO
 
+# cluster_turns: writes the plugin's export
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))
+
 HEX = secrets.token_hex(3)
 PROCESS = f"WF{HEX}:QC:FASTQC"  # the history policy's
 MODELLED = f"WF{HEX}:ALIGN:BWA"  # a model from a Nextflow trace

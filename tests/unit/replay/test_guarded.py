@@ -32,7 +32,7 @@ from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.validate import validate
 from tests.helpers.captures import allocations
-from tests.helpers.paths import LOGS, TEST_DATA
+from tests.helpers.paths import PWA_LOGS, TEST_DATA
 
 
 def make(index: int, submit: int, run: int | None, request: int | None, *, wait: int = 0,
@@ -220,9 +220,9 @@ def test_procs_without_schedule_is_refused(capsys: pytest.CaptureFixture[str]) -
     assert "--procs is for --schedule" in capsys.readouterr().err
 
 
-@pytest.fixture(scope="module", params=sorted(LOGS))
-def scheduled(request: pytest.FixtureRequest, shared_data: Path) -> dict[str, Any]:
-    path = shared_data / LOGS[request.param]
+@pytest.fixture(scope="module", params=sorted(PWA_LOGS))
+def scheduled(request: pytest.FixtureRequest, pwa_logs: dict[str, Path]) -> dict[str, Any]:
+    path = pwa_logs[request.param]
     jobs = replay_jobs(read_swf(path))
     contenders = policies()
     scores = replay(jobs, contenders, keep=[p.name for p in contenders])

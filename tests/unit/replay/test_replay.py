@@ -15,7 +15,7 @@ from advisor.replay.engine import replay
 from advisor.replay.jobs import ReplayJob, replay_jobs
 from advisor.services.replay import replay_report
 from advisor.validate import validate
-from tests.helpers.paths import LOGS, TEST_DATA
+from tests.helpers.paths import PWA_LOGS, TEST_DATA
 
 
 def make(index: int, submit: int, run: int | None, request: int | None, *, wait: int = 0,
@@ -108,9 +108,9 @@ def test_replay_json_on_an_excerpt_follows_the_schema(capsys: pytest.CaptureFixt
     assert data["policies"]["user"]["freed_pct"] == 0.0
 
 
-@pytest.fixture(scope="module", params=sorted(LOGS))
-def real_log(request: pytest.FixtureRequest, shared_data: Path) -> dict[str, Any]:
-    path = shared_data / LOGS[request.param]
+@pytest.fixture(scope="module", params=sorted(PWA_LOGS))
+def real_log(request: pytest.FixtureRequest, pwa_logs: dict[str, Path]) -> dict[str, Any]:
+    path = pwa_logs[request.param]
     return replay_report(replay_jobs(read_swf(path)), source=str(path)).to_json()
 
 

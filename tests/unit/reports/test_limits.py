@@ -193,14 +193,14 @@ def test_group_by_user_only_matches_the_per_user_sums(
 
 
 def test_a_real_swf_log_reproduces_the_published_overestimate(
-    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    pwa_logs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """KTH SP2 (Parallel Workloads Archive): users asked for 2.4x the runtime, median per job."""
     epoch = datetime(1996, 9, 23)
     template = real_jobs()[0]
     records = []
 
-    for line in (shared_data / "traces" / "KTH-SP2-1996-2.1-cln.swf").read_text().splitlines():
+    for line in pwa_logs["kth"].read_text().splitlines():
         if line.startswith(";") or not line.strip():
             continue
         f = [round(float(v)) for v in line.split()]

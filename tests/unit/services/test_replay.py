@@ -18,7 +18,7 @@ from advisor.store import Store
 from advisor.store.cluster import save_cluster
 from advisor.validate import validate
 from tests.helpers.captures import allocations
-from tests.helpers.paths import LOGS, TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 KTH = TEST_DATA / "traces" / "kth-sp2-excerpt.swf"
 POLICIES = ["advisor", "guarded", "user", "ave2x1", "ave2x3", "max5x3"]
@@ -104,9 +104,9 @@ def test_a_request_without_one_log_is_a_usage_error(request_: ReplayRequest, mes
     [("kth", 0.5419921875, 6.818481856121042), ("curie", 0.8254108629965362, 28.401648215749162)],
 )
 def test_the_advisor_figures_on_the_real_logs_are_pinned(
-    shared_data: Path, log: str, killed: float, freed: float
+    pwa_logs: dict[str, Path], log: str, killed: float, freed: float
 ) -> None:
-    done: Replayed = replay(ReplayRequest(log=str(shared_data / LOGS[log])))
+    done: Replayed = replay(ReplayRequest(log=str(pwa_logs[log])))
     advisor = done.scores.figures.policies["advisor"]
     assert (advisor.killed_completed_pct, advisor.freed_pct) == pytest.approx(
         (killed, freed), rel=1e-12
