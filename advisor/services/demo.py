@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.imports.json_files import read_cluster, read_task_runs
+from advisor.replay.engine import limit_series, replay
 from advisor.replay.jobs import replay_jobs
-from advisor.replay.run import limit_series, policies, replay, scores_report
 from advisor.services.cluster import PartitionView, cluster_view
 from advisor.services.learn import learn
+from advisor.services.replay import policies, scores_report
 from advisor.store import Store
 from advisor.store.cluster import load_nodes, load_partitions, save_cluster
 from advisor.store.observations import add_observations

@@ -59,18 +59,21 @@ ALLOWED: dict[str, str] = {
     "WHERE task IN (SELECT task FROM src.task_models)",  # refinements of the shared models only
     "class_effects": "SELECT * FROM src.class_effects",  # node classes and numbers
     "site_model": "SELECT * FROM src.site_model",
-    "history_keys": "SELECT kind, user, CASE WHEN kind = 'user+name' THEN name_key(user, name) "
-    "ELSE name END, partition, runs, cap, completed, kills, updated_at FROM src.history_keys",
-    "history_site": "SELECT * FROM src.history_site",
+    "history_keys": "SELECT kind, user, CASE WHEN kind IN ('user+name', 'user+family') "
+    "THEN name_key(user, name) ELSE name END, partition, runs, completed, kills, updated_at "
+    "FROM src.history_keys",
+    "history_budget": "SELECT * FROM src.history_budget",
+    "history_cells": "SELECT * FROM src.history_cells",
     # the limits a wrapper's --time must stay within (what sacctmgr shows every user by default)
     "qos_limits": "SELECT * FROM src.qos_limits",
     "associations": "SELECT * FROM src.associations",
     "default_accounts": "SELECT * FROM src.default_accounts",
     "site_limits": "SELECT * FROM src.site_limits",
     # the tables below name their columns: a column a later migration adds gets its default
-    "advice": "(id, created_at, user, task, partition, policy, argv, cluster, job_id, outcome) "
-    "SELECT id, created_at, user, CASE WHEN task IS NULL THEN NULL ELSE name_key(user, task) END, "
-    "partition, policy, '[]', cluster, job_id, outcome FROM src.advice WHERE policy = 'history' "
+    "advice": "(id, created_at, user, task, partition, quantile, policy, argv, cluster, job_id, "
+    "outcome, request_s) SELECT id, created_at, user, CASE WHEN task IS NULL THEN NULL ELSE "
+    "name_key(user, task) END, partition, quantile, policy, '[]', cluster, job_id, outcome, "
+    "request_s FROM src.advice WHERE policy = 'history' "
     "AND outcome = 'submitted' AND job_id IS NOT NULL AND created_at >= :since",
     "accounting_jobs": "(cluster, job_id, job_id_raw, name, user, account, partition, nodes, cpus, "
     "elapsed_s, state, comment, ingested_at) SELECT cluster, job_id, job_id_raw, '', '', '', '', "

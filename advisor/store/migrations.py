@@ -286,4 +286,33 @@ MIGRATIONS: tuple[str, ...] = (
     DELETE FROM task_models WHERE method IN ('lotaru', 'online');
     DELETE FROM user_task_models;
     """,
+    # 9: the kill budget held by feedback (issue 30, advisor.history.policy).  Per partition the
+    # promise and what the advised limits did (history_budget); per score cell the latest
+    # scores of completed jobs and the margins they give per risk level (history_cells).  The
+    # site-wide circuit breaker (history_site) and the per-key at-risk cap (history_keys.cap)
+    # give way to them; a key's kills are now every kill at an advised limit among its jobs.
+    # An index finds the recent advice rows of history limits (the jobs that may still run).
+    """
+    CREATE TABLE history_budget (
+        partition TEXT PRIMARY KEY,          -- '' for jobs without a partition
+        budget REAL NOT NULL CHECK (budget > 0 AND budget < 1),
+        log_price REAL NOT NULL,             -- log of the price of a kill (s of freed time)
+        credit REAL NOT NULL,                -- kills the budget still allows
+        completed INTEGER NOT NULL CHECK (completed >= 0),
+        killed INTEGER NOT NULL CHECK (killed >= 0),
+        advised_completed INTEGER NOT NULL CHECK (advised_completed >= 0),
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE history_cells (
+        partition TEXT NOT NULL,
+        cell TEXT NOT NULL,                  -- a key kind ('user+name'...), or 'request<Ns' (a band)
+        scores TEXT NOT NULL,                -- JSON list of numbers, oldest first, bounded
+        quantiles TEXT NOT NULL,             -- JSON list, one margin per risk level (null: none)
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (partition, cell)
+    );
+    DROP TABLE history_site;
+    ALTER TABLE history_keys DROP COLUMN cap;
+    CREATE INDEX advice_policy ON advice (policy, created_at);
+    """,
 )

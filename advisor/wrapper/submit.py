@@ -44,8 +44,11 @@ class SideEffects(NamedTuple):
     input_bytes: Callable[[Sequence[str]], int]
     #: (db, task, user): the models as this user sees them.
     load_snapshot: Callable[[str | None, str, str], Snapshot]
-    #: (db, user, job name, partitions): the history policy's (limit_s, why) per partition.
-    history: Callable[[str | None, str, str, Sequence[str]], Mapping[str, tuple[int, str] | None]]
+    #: (db, user, job name, partitions, the user's --time in s): the history policy's
+    #: (limit_s, why) per partition.
+    history: Callable[
+        [str | None, str, str, Sequence[str], int | None], Mapping[str, tuple[int, str] | None]
+    ]
     run_sbatch: Callable[[Sequence[str], str | None, bool], CommandResult]
     estimate_start: Callable[[Sequence[str]], StartEstimate]
     record: Callable[[str | None, Advice], None]
@@ -204,7 +207,7 @@ def _from_history(
     partitions = candidate_partitions(request, snapshot)
     if job_name is None or not partitions:
         return _unadvised(cmd, request, task, f"no model for task {task!r}")
-    found = side.history(cmd.advisor.db, user, job_name, partitions)
+    found = side.history(cmd.advisor.db, user, job_name, partitions, _request_s(request))
     if not any(found.values()):
         return _unadvised(
             cmd, request, task, f"no model for task {task!r} and no history of {job_name!r}"
@@ -213,6 +216,14 @@ def _from_history(
     if cmd.advisor.pick == "earliest":
         result = _noted(result, "--advisor-pick needs a task model")
     return result
+
+
+def _request_s(request: JobRequest) -> int | None:
+    """The user's own --time in seconds (None: none, unlimited, or unreadable)."""
+    from advisor.advice.limits import user_limit_s
+
+    found = user_limit_s(request.time.value) if request.time is not None else None
+    return found if isinstance(found, int) and found > 0 else None
 
 
 def prepare(cmd: CommandLine, side: SideEffects) -> Prepared:

@@ -237,6 +237,7 @@ complete -c advisor -n '__fish_seen_subcommand_from update' -l cluster -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l time-format -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l strict
 complete -c advisor -n '__fish_seen_subcommand_from update' -l spool -r -F
+complete -c advisor -n '__fish_seen_subcommand_from update' -l kill-budget -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l db -r -F
@@ -247,6 +248,8 @@ complete -c advisor -n '__fish_seen_subcommand_from replay' -l sacct-file -r -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l until -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l by -r -f -a 'partition user'
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l kill-budget -r -f
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l budgets -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l plot -r -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l schedule
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l procs -r -f

@@ -11,10 +11,13 @@ migration 7, the empty qos_limits, associations, default_accounts and site_limit
 partition row's new qos column, NULL: the digest of the rows without it was the pinned one), and
 once more for issue 29's log-scale models (migration 8): compared with the file before, only the
 model tables (task_models, user_task_models, the new class_effects and site_model) and the count
-of censored updates differ (4 on the excerpts as before, 120 -> 147 on the whole logs); and
-for the offsets' loads (ten numbers where three were): only user_task_models differs.  The
-cases go through everything an update does: jobs, observations, history key states and the
-site budget, the task models (COMPLETED runs online, TIMEOUTs censored) and per-user models,
+of censored updates differ (4 on the excerpts as before, 120 -> 147 on the whole logs); for
+the offsets' loads (ten numbers where three were): only user_task_models differs; and for
+issue 30's kill budget (migration 9): history_budget and history_cells instead of history_site,
+name-family keys, no at-risk cap, every other table's digest unchanged, and the reported cluster
+of a dump the one its rows name.  The cases go through everything an update does: jobs,
+observations, history key states, score cells and kill budgets, the task models (COMPLETED runs
+online, TIMEOUTs censored) and per-user models,
 on the SWF excerpts, the public projects' recordings, the test cluster's recordings, and a
 site dump built from the real KTH SP2 and CEA Curie jobs (runtimes, limits, states, users,
 times) with job names, nodes and advisor tags; the ``full`` case uses the whole logs

@@ -232,6 +232,25 @@ def test_a_real_swf_log_reproduces_the_published_overestimate(
     assert wasted[0] == pytest.approx(max(per_user.values()))
 
 
+def test_each_partitions_kill_budget_stands_beside_its_realised_rate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # what accounting counted of the advised limits: 1 kill among 199 completed jobs of cpu
+    from advisor.history.budget import KillBudget
+    from advisor.history.cache import save_budgets
+
+    cache = fill_cache(tmp_path / "cache.db")
+    with Store.open(cache) as store:
+        save_budgets(store, {"cpu": KillBudget(0.01, 10.0, 1.0, 199, 1, 40)})
+    data = _json(capsys, "--db", str(cache), "report", "limits")
+    validate(data, "report-limits", source="report limits")
+    (cpu,) = [row for row in data["budgets"] if row["partition"] == "cpu"]
+    assert (cpu["budget_pct"], cpu["realised_pct"]) == (1.0, 0.5)
+    assert (cpu["completed"], cpu["advised_completed"], cpu["killed"]) == (199, 40, 1)
+    assert main(["--db", str(cache), "report", "limits"]) == 0
+    assert "Kill budget per partition" in capsys.readouterr().out
+
+
 def test_spool_lines_a_jobs_record_does_not_confirm_are_not_counted_as_advice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

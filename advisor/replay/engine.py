@@ -1,4 +1,4 @@
-"""``advisor replay``: score time-limit policies on a real log, all under the same rules.
+"""The replay's rules: time-limit policies scored on a real log, all under the same rules.
 
 The rules (so that figures are comparable across tools):
 
@@ -10,6 +10,11 @@ The rules (so that figures are comparable across tools):
 * scored jobs: request > 0 and runtime > 0 (jobs with an unknown request are not limited or
   scored, but their runtimes are learned); requests are clipped at the log's longest runtime;
 * completed (the harm set) = status completed and runtime < max(0.9 × request, request − 120 s);
+  killed_completed_pct is the share of the harm set killed, the replay's kill rate;
+* killed_measured_pct = killed / (killed + jobs that completed under the policy's limit): what
+  accounting measures at a site, which cannot tell a kill of a job that would have completed
+  from one that would have failed or timed out anyway (the kill budget holds this one, so the
+  harm set's rate is at most about it);
 * freed % = Σ[max(0, request − run) − max(0, limit − run)] / Σ max(0, request − run).
 
 The guarded policy (advisor.replay.guarded) has its limit raised as the guard would raise it
@@ -33,12 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from advisor.guard_schedule import raises_for
-from advisor.history.book import HistoryBook
-from advisor.history.keys import HistoryKey
-from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig, Proposal, clamp
+from advisor.history.policy import clamp
 from advisor.progress import Progress
-from advisor.replay.baselines import UserRequest, ave2, max5
-from advisor.replay.guarded import GUARDED_CONFIG, GuardedPolicy
 from advisor.replay.jobs import ReplayJob
 
 
@@ -54,46 +55,6 @@ class ReplayPolicy(Protocol):
     def learn(self, job: ReplayJob, runtime_s: float, state: str) -> None:
         """A job ended after runtime_s in state (TIMEOUT at the policy's limit when killed)."""
         ...
-
-
-class AdvisorPolicy:
-    """The history policy (advisor.history.policy) behind the replay's interface."""
-
-    name = "advisor"
-
-    def __init__(self, config: PolicyConfig = DEFAULT_CONFIG) -> None:
-        self.book = HistoryBook(config=config)
-        self.in_flight: Counter[HistoryKey] = Counter()
-        self.advised: dict[int, HistoryKey] = {}
-
-    def propose_s(self, job: ReplayJob) -> float | None:
-        """The book's proposal; a job whose limit it lowers counts against the key's budget."""
-        found = self.book.propose(
-            job.user, job.name, job.partition, in_flight=lambda key: self.in_flight[key]
-        )
-        if not isinstance(found, Proposal):
-            return None
-        limit = clamp(found.proposal_s, request_s=job.request_s, max_time_s=None)
-        if job.request_s is not None and limit < job.request_s:
-            self.in_flight[found.key] += 1
-            self.advised[job.index] = found.key
-        return found.proposal_s
-
-    def learn(self, job: ReplayJob, runtime_s: float, state: str) -> None:
-        """Teach the book; release the job's place in its key's budget."""
-        key = self.advised.pop(job.index, None)
-        if key is not None:
-            self.in_flight[key] -= 1
-        self.book.learn(
-            job.user, job.name, job.partition, runtime_s=runtime_s, state=state, advised_key=key
-        )
-
-
-def policies(
-    config: PolicyConfig = DEFAULT_CONFIG, guarded: PolicyConfig = GUARDED_CONFIG
-) -> list[ReplayPolicy]:
-    """The advisor, the advisor with the guard, and the baselines, in the order of the output."""
-    return [AdvisorPolicy(config), GuardedPolicy(guarded), UserRequest(), ave2(1), ave2(3), max5(3)]
 
 
 def is_guarded(policy: ReplayPolicy) -> bool:
@@ -118,6 +79,8 @@ class PolicyFigures:
 
     killed_completed_pct: float
     killed_all_pct: float
+    #: What accounting can measure at a site: kills over the jobs that completed or were killed.
+    killed_measured_pct: float
     freed_pct: float
     median_limit_over_run: float
     accuracy: float
@@ -129,6 +92,7 @@ class PolicyFigures:
         out: dict[str, Any] = {
             "killed_completed_pct": self.killed_completed_pct,
             "killed_all_pct": self.killed_all_pct,
+            "killed_measured_pct": self.killed_measured_pct,
             "freed_pct": self.freed_pct,
             "median_limit_over_run": self.median_limit_over_run,
             "accuracy": self.accuracy,
@@ -200,6 +164,8 @@ class Score:
     harm: int = 0
     killed: int = 0
     killed_harm: int = 0
+    #: Jobs that completed under the policy's limit, or were killed at it.
+    measured: int = 0
     changed: int = 0
     freed_s: float = 0.0
     slack_s: float = 0.0
@@ -229,6 +195,7 @@ class Score:
         self.harm += harm
         self.killed += killed
         self.killed_harm += killed and harm
+        self.measured += killed or job.state == "COMPLETED"
         self.changed += limit != request
         self.freed_s += max(0, request - run) - max(0, limit - run)
         self.slack_s += max(0, request - run)
@@ -250,6 +217,7 @@ class Score:
         return PolicyFigures(
             killed_completed_pct=_pct(self.killed_harm, self.harm),
             killed_all_pct=_pct(self.killed, self.scored),
+            killed_measured_pct=_pct(self.killed, self.measured),
             freed_pct=_pct(self.freed_s, self.slack_s),
             median_limit_over_run=statistics.median(self.ratios) if self.ratios else 0.0,
             accuracy=self.accuracy / self.scored if self.scored else 0.0,
@@ -328,19 +296,6 @@ def replay(
     return scores
 
 
-def replay_report(
-    jobs: Sequence[ReplayJob],
-    *,
-    source: str,
-    config: PolicyConfig = DEFAULT_CONFIG,
-    progress: Progress | None = None,
-    by: str | None = None,
-) -> ReplayFigures:
-    """The replay's figures (schemas/replay-output.json); by: 'partition' or 'user' groups."""
-    scores = replay(jobs, policies(config), progress=progress, group=GROUPS[by] if by else None)
-    return replay_figures(jobs, scores, source=source, by=by)
-
-
 def _figures(jobs: int, scores: Mapping[str, Score]) -> Figures:
     first = next(iter(scores.values()), Score())
     return Figures(
@@ -367,13 +322,6 @@ def replay_figures(
     return ReplayFigures(source, _figures(len(jobs), scores), by, groups)
 
 
-def scores_report(
-    jobs: Sequence[ReplayJob], scores: Mapping[str, Score], *, source: str, by: str | None = None
-) -> dict[str, Any]:
-    """replay_figures as JSON, for a caller that embeds it in its own document (advisor demo)."""
-    return replay_figures(jobs, scores, source=source, by=by).to_json()
-
-
 def limit_series(
     jobs: Sequence[ReplayJob], scores: Mapping[str, Score]
 ) -> dict[str, list[tuple[float, float, bool]]]:
@@ -391,7 +339,4 @@ def limit_series(
             out.append((float(max(1, job.run_s or 0)), float(limit), timed_out))
         return out
 
-    return {
-        "the users' limits": points(UserRequest.name),
-        "the advisor's": points(AdvisorPolicy.name),
-    }
+    return {"the users' limits": points("user"), "the advisor's": points("advisor")}
