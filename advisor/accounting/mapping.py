@@ -151,7 +151,23 @@ def observation_row(
         job.partition or None,  # partition
         job.state,  # state
         observed_at,
+        *memory_peak(job),  # peak_mem_mb, mem_censored
     )
+
+
+def memory_peak(job: JobRecord) -> tuple[float | None, bool]:
+    """The job's peak memory per node, and whether it is a lower bound.
+
+    A job killed OUT_OF_MEMORY needed more than it was granted: its peak is at least its
+    request (what it reached when the kernel stopped it), whatever sacct's sampled MaxRSS says.
+    """
+    if job.state == "OUT_OF_MEMORY":
+        bound = max(
+            (mb for mb in (job.max_rss_mb, job.req_mem_per_node_mb) if mb is not None),
+            default=None,
+        )
+        return bound, bound is not None
+    return job.max_rss_mb, False
 
 
 def swf_epoch(header: Mapping[str, str]) -> datetime:

@@ -80,11 +80,30 @@ class JobRecord(NamedTuple):
     #: What req_mem_mb is per: 'cpu' or 'node' (sacct before 21.08: ``4000Mc``, ``16Gn``);
     #: None for the job's total, which sacct prints since 21.08.
     req_mem_per: str | None = None
+    #: The job's peak memory per node in MB: the largest MaxRSS (TRESUsageInMax ``mem``) of its
+    #: steps, which sacct gives on the step rows only (None: not measured, or not in the dump).
+    max_rss_mb: float | None = None
 
     @property
     def is_final(self) -> bool:
         """True once slurmdbd has the whole record (final state and a partition)."""
         return self.state in FINAL_STATES and bool(self.partition) and self.end is not None
+
+    @property
+    def req_mem_per_node_mb(self) -> float | None:
+        """The memory the job asked for on each of its nodes, in MB (None: not known).
+
+        ReqMem is per CPU (``Mc``), per node (``Mn``) or, since Slurm 21.08, the job's total
+        over its nodes; an allocation whose nodes are not known counts as one node.
+        """
+        if self.req_mem_mb is None:
+            return None
+        nodes = max(1, len(self.nodes))
+        if self.req_mem_per == "cpu":
+            return self.req_mem_mb * max(1, self.cpus) / nodes
+        if self.req_mem_per == "node":
+            return self.req_mem_mb
+        return self.req_mem_mb / nodes
 
 
 class StartEstimate(NamedTuple):

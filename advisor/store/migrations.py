@@ -228,4 +228,30 @@ MIGRATIONS: tuple[str, ...] = (
     );
     ALTER TABLE advice ADD COLUMN request_s INTEGER;
     """,
+    # 7: memory, the second resource (issue 33).  Accounting keeps each job's peak memory per
+    # node (the largest MaxRSS of its steps); an observation keeps a run's peak and whether it
+    # is a lower bound (OUT_OF_MEMORY: killed at its request, as TIMEOUT is for time).
+    # memory_models holds the recent peaks per task (user '': the shared model, from imports
+    # and calibration) and per user and job name (that user's own jobs); memory_site the
+    # prediction errors the margins rest on, per pool (models/memory.py).
+    """
+    ALTER TABLE accounting_jobs ADD COLUMN max_rss_mb REAL;
+    ALTER TABLE observations ADD COLUMN peak_mem_mb REAL CHECK (peak_mem_mb IS NULL OR peak_mem_mb >= 0);
+    ALTER TABLE observations ADD COLUMN mem_censored INTEGER NOT NULL DEFAULT 0
+        CHECK (mem_censored IN (0, 1));
+    CREATE TABLE memory_models (
+        user TEXT NOT NULL,                  -- '' for a task's shared model
+        task TEXT NOT NULL,                  -- a task, or a user's job's task key
+        runs TEXT NOT NULL,                  -- JSON list of [peak_mb, input_bytes or null, censored], oldest first, bounded
+        n_obs INTEGER NOT NULL CHECK (n_obs >= 0),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (user, task)
+    );
+    CREATE TABLE memory_site (
+        pool TEXT PRIMARY KEY,               -- 'sized' (extrapolated over the input), 'runs'
+        residuals TEXT NOT NULL,             -- JSON list: recent log(peak / predicted P95), bounded
+        margin REAL NOT NULL,                -- their conformal quantile (log scale, >= 0)
+        updated_at TEXT NOT NULL
+    );
+    """,
 )

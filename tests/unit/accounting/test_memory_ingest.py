@@ -1,0 +1,100 @@
+"""What ``advisor update`` keeps of the memory jobs used (issue 33).
+
+A dump's step rows carry the peak (MaxRSS, TRESUsageInMax): the job they follow gets the largest;
+the live query asks for the steps separately.  A job killed OUT_OF_MEMORY is a lower bound.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.accounting.mapping import memory_peak
+from advisor.accounting.sacct_file import DumpFormat, Skipped, read_sacct_dump
+from advisor.accounting.update import dump_format, update_from_file
+from advisor.slurm.records import JobRecord
+from advisor.store import Store
+from advisor.store.observations import load_observations
+from tests.helpers.jobs import finished, learn
+from tests.helpers.public_recordings import HB_JOBINFO, PUBLIC
+
+HB = PUBLIC / "hb-jobinfo-sacct-snowman.txt"
+
+
+def _jobs(path: Path, dump: DumpFormat) -> dict[str, JobRecord]:
+    return {row.job_id: row for _, row in read_sacct_dump(path, dump) if isinstance(row, JobRecord)}
+
+
+def test_a_dump_s_jobs_get_the_peak_of_the_steps_that_follow_them() -> None:
+    jobs = _jobs(HB, DumpFormat(delimiter="☃", fields=tuple(HB_JOBINFO.split(","))))
+    # 7965768.batch 1294440K, .extern 80K (read off the recording)
+    assert jobs["7965768"].max_rss_mb == pytest.approx(1294440 / 1024)
+    assert jobs["7965768"].req_mem_per_node_mb == 10240.0
+    measured = {job_id for job_id, job in jobs.items() if job.max_rss_mb is not None}
+    assert len(measured) == 8 and len(jobs) == 25  # the jobs whose steps the excerpt holds
+    assert all(job.max_rss_mb <= job.req_mem_per_node_mb for job in jobs.values()
+               if job.max_rss_mb is not None and job.req_mem_per_node_mb)  # fmt: skip
+
+
+def test_steps_are_still_counted_as_steps_and_nothing_else_changes(tmp_path: Path) -> None:
+    rows = list(read_sacct_dump(HB, DumpFormat(delimiter="☃", fields=tuple(HB_JOBINFO.split(",")))))
+    assert sum(1 for _, row in rows if row == Skipped("steps")) == 20
+    lines = [line for line, _ in rows]
+    assert sorted(lines) == list(range(1, len(HB.read_text(encoding="utf-8").splitlines()) + 1))
+
+
+def test_a_step_of_another_job_does_not_reach_the_held_one(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.txt"
+    dump.write_text(
+        "JobID|State|Elapsed|End|Partition|MaxRSS\n"
+        "1|COMPLETED|00:01:00|2024-05-01T08:00:00|cpu|\n"
+        "2.batch|COMPLETED|00:01:00|2024-05-01T08:00:00||9000K\n"  # its job is not in the dump
+        "3|COMPLETED|00:01:00|2024-05-01T08:00:00|cpu|\n"
+        "3.0|COMPLETED|00:01:00|2024-05-01T08:00:00||2048K\n"
+        "3.1|COMPLETED|00:01:00|2024-05-01T08:00:00||1M\n",
+        encoding="utf-8",
+    )
+    jobs = _jobs(dump, DumpFormat())
+    assert jobs["1"].max_rss_mb is None and jobs["3"].max_rss_mb == 2.0
+
+
+def test_a_malformed_step_figure_is_a_warning_not_a_refusal(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.txt"
+    dump.write_text(
+        "JobID|State|Elapsed|End|Partition|MaxRSS\n"
+        "1|COMPLETED|00:01:00|2024-05-01T08:00:00|cpu|\n"
+        "1.batch|COMPLETED|00:01:00|2024-05-01T08:00:00||lots\n",
+        encoding="utf-8",
+    )
+    rows = [row for _, row in read_sacct_dump(dump, DumpFormat())]
+    assert rows[0] == Skipped(
+        "malformed", f"{dump}:3: job 1.batch: MaxRSS: not a memory size 'lots'"
+    )
+    assert isinstance(rows[1], JobRecord) and rows[1].max_rss_mb is None
+
+
+def test_update_stores_the_peak_with_the_job_and_its_observation(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "cache.db") as store:
+        dump = dump_format(cluster="hb", fields=HB_JOBINFO, delimiter="☃")
+        update_from_file(store, HB, kind="sacct", dump=dump)
+        stored = {r["job_id"]: r["max_rss_mb"] for r in store.query(
+            "SELECT job_id, max_rss_mb FROM accounting_jobs")}  # fmt: skip
+        observed = {o.source_key: o for o in load_observations(store)}
+    assert stored["7965768"] == pytest.approx(1294440 / 1024)
+    assert observed["7965768"].peak_mem_mb == pytest.approx(1294440 / 1024)
+    assert not observed["7965768"].mem_censored
+    assert sum(value is not None for value in stored.values()) == 8
+
+
+def test_a_job_killed_out_of_memory_needed_at_least_its_request(tmp_path: Path) -> None:
+    oom = finished(1, 60, state="OUT_OF_MEMORY")._replace(req_mem_mb=100.0, max_rss_mb=97.5)
+    assert memory_peak(oom) == (100.0, True)
+    assert memory_peak(oom._replace(max_rss_mb=None)) == (100.0, True)
+    assert memory_peak(oom._replace(req_mem_mb=None, max_rss_mb=None)) == (None, False)
+    assert memory_peak(oom._replace(state="COMPLETED")) == (97.5, False)
+    with Store.open(tmp_path / "cache.db") as store:
+        learn(store, oom)
+        (observation,) = load_observations(store)
+    assert observation.peak_mem_mb == 100.0 and observation.mem_censored
+    assert not observation.censored  # its runtime is no TIMEOUT
