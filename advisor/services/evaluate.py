@@ -2,7 +2,8 @@
 
 Fits every task of every workflow on the reference machine (advisor.models.evaluation), scores
 every method on every machine's test runs with the discrepancy the advisor ships, and
-cross-validates the discrepancy (advisor.models.cross_validation).  Returns an ``Evaluation``,
+cross-validates the discrepancy (advisor.models.cross_validation); the memory model is scored
+on the same traces' peaks (advisor.models.memory_evaluation).  Returns an ``Evaluation``,
 whose ``to_json`` is schemas/evaluate-output.json (errors and coverage as fractions).
 """
 
@@ -25,6 +26,7 @@ from advisor.models.cross_validation import (
 )
 from advisor.models.discrepancy import DISCREPANCY
 from advisor.models.evaluation import fit_traces, setting_for
+from advisor.models.memory_evaluation import MemoryRow, memory_rows, score_memory
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class Evaluation:
     groups: tuple[GroupRow, ...]
     pooled: tuple[PooledRow, ...]
     folds: tuple[FoldRow, ...]
+    #: The memory model's coverage and request share (advisor.models.memory_evaluation).
+    memory: tuple[MemoryRow, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """schemas/evaluate-output.json."""
@@ -110,6 +114,7 @@ class Evaluation:
             "groups": [row.to_json() for row in self.groups],
             "pooled": [row.to_json() for row in self.pooled],
             "folds": [row.to_json() for row in self.folds],
+            "memory": [row.to_json() for row in self.memory],
         }
 
 
@@ -136,4 +141,14 @@ def evaluate(request: EvaluateRequest) -> Evaluation:
         groups=tuple(GroupRow(w, t, m, summary(e)) for (w, t, m), e in groups.items()),
         pooled=tuple(PooledRow(scope, m, summary(e)) for (scope, m), e in pooled.items()),
         folds=tuple(cross_validate(setting, fits, score)),
+        memory=tuple(
+            memory_rows(
+                score_memory(
+                    runs,
+                    reference=setting.reference,
+                    twin=setting.twin,
+                    shared_inputs=request.shared_inputs,
+                )
+            )
+        ),
     )

@@ -23,7 +23,8 @@ def test_the_json_follows_the_schema_and_says_what_the_attributes_say(
     data = evaluation.to_json()
     validate(json.loads(json.dumps(data, allow_nan=False)), "evaluate-output", source="evaluate")
     assert list(data) == ["traces", "reference", "twin", "calibrate", "test_rows", "seed",
-                          "discrepancy", "methods", "groups", "pooled", "folds"]  # fmt: skip
+                          "discrepancy", "methods", "groups", "pooled", "folds",
+                          "memory"]  # fmt: skip
     assert (data["reference"], data["twin"]) == (evaluation.reference, evaluation.twin)
     assert data["discrepancy"] == {
         "used": evaluation.discrepancy.used, "estimated": evaluation.discrepancy.estimated,
@@ -40,6 +41,20 @@ def test_the_json_follows_the_schema_and_says_what_the_attributes_say(
     assert {r.scheme for r in evaluation.folds} == {LOWO, LOTO}
     # the pooled rows over the folds have no discrepancy of their own
     assert all((r.discrepancy is None) == (r.fold == "all") for r in evaluation.folds)
+
+
+def test_the_memory_p95_keeps_issue_33s_promise(evaluation: Evaluation) -> None:
+    rows = {(r.method, r.scope): r.summary for r in evaluation.memory}
+    pooled = rows[("advisor", "pooled")]
+    machines = [s for (m, scope), s in rows.items()
+                if m == "advisor" and scope != "pooled" and not scope.startswith("workflow")]  # fmt: skip
+    assert len(machines) == 6 and pooled.runs == sum(s.runs for s in machines)
+    assert pooled.coverage >= 0.95 and min(s.coverage for s in machines) >= 0.90
+    assert pooled.request_share is not None and pooled.request_share <= 0.30
+    # the largest training peak, what a workflow manager would set, misses most full-size runs
+    assert rows[("largest training peak", "pooled")].coverage < 0.5
+    # cross-validated across workflows: each workflow's margin from the other's tasks
+    assert rows[("advisor, margin from the other workflows", "pooled")].coverage >= 0.95
 
 
 def test_the_pooled_heterogeneous_errors_are_pinned(evaluation: Evaluation) -> None:
