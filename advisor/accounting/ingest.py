@@ -2,8 +2,8 @@
 
 Per batch, in order of their end: the records (a job already stored is skipped, so
 re-ingesting changes nothing), their observations, the task models (COMPLETED runs update
-them online, TIMEOUTs through the censored update), and the history policy's key states and
-site budget.  The caller commits the batch together with its watermark.
+them online, TIMEOUTs through the censored update), the history policy's key states and
+site budget, and the peaks' memory keys (advisor.models.memory_book).  The caller commits the batch together with its watermark.
 
 What a job contributes that does not depend on the cache (its rows, its tag, its task, its
 history name) is worked out first, record by record (``finished``), possibly in another
@@ -40,6 +40,7 @@ from advisor.history.cache import (
 )
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
+from advisor.models.memory_book import learn_online
 from advisor.models.online import OnlineUpdates
 from advisor.models.reference import ReferenceModel
 from advisor.slurm.records import JobRecord
@@ -106,6 +107,7 @@ class IngestStats:
     already: int = 0
     model_updates: int = 0
     censored_updates: int = 0
+    memory_updates: int = 0
     states: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
@@ -115,6 +117,7 @@ class IngestStats:
             "already_stored": self.already,
             "model_updates": self.model_updates,
             "censored_updates": self.censored_updates,
+            "memory_updates": self.memory_updates,
             "states": dict(sorted(self.states.items())),
         }
 
@@ -228,12 +231,23 @@ class Ingestor:
             for job in modelled:
                 self._learn_model(models, job)
             models.flush()
+        self._learn_memory(new)
         states = book.states
         save_key_states(self.store, {key: states[key] for key in book.changed})
         save_site(self.store, book.site)
         book.changed.clear()
         self.stats.stored += len(new)
         return len(new)
+
+    def _learn_memory(self, jobs: Sequence[Finished]) -> None:
+        """The peaks of these jobs into their users' memory keys, and their residuals."""
+        measured = [
+            Observation(*job.observation)
+            for job in jobs
+            if job.observation[_PEAK] is not None  # the usual case without: decided here
+        ]
+        if measured:
+            self.stats.memory_updates += learn_online(self.store, measured)
 
     def _online_updates(self) -> OnlineUpdates:
         """The last batch's online updates while they hold what the cache holds, else new ones."""
@@ -263,5 +277,6 @@ _END = JOB_COLUMNS.index("end")
 #: Where the task and the input size are in an observation's values.
 _TASK = tuple(Observation.__dataclass_fields__).index("task")
 _INPUT = tuple(Observation.__dataclass_fields__).index("input_bytes")
+_PEAK = tuple(Observation.__dataclass_fields__).index("peak_mem_mb")
 #: Records the online updates keep from one batch to the next, at most.
 MAX_KEPT_MODELS = 20_000

@@ -177,9 +177,7 @@ def score_memory(
             for task, task_runs in _grouped(runs.get((reference, w), []), label).items()
         }
         for variant in variants:
-            pooled = {
-                key: prefix_residuals(train, variant.fit)[1] for key, train in training.items()
-            }
+            pooled = {key: prefix_residuals(train, variant.fit) for key, train in training.items()}
             for (workflow, task), train in sorted(training.items()):
                 model = variant.fit(train)
                 if model is None:
@@ -203,15 +201,22 @@ def score_memory(
 
 
 def _margin(
-    mode: str | None, pooled: Mapping[tuple[str, str], Sequence[float]], workflow: str, task: str
+    mode: str | None,
+    pooled: Mapping[tuple[str, str], tuple[str, Sequence[float]]],
+    workflow: str,
+    task: str,
 ) -> float:
-    """The margin of one task of one workflow (Variant.margin says from which residuals)."""
+    """The margin of one task of one workflow (Variant.margin says from which residuals).
+
+    As ``advisor learn`` keeps them: the residuals of the task's own pool (sized or not).
+    """
     if mode is None:
         return 0.0
+    pool, own = pooled[(workflow, task)]
+    same = {key: rs for key, (p, rs) in pooled.items() if p == pool}
     if mode == "others":
-        return conformal_margin(r for (w, _), rs in pooled.items() if w != workflow for r in rs)
-    whole = conformal_margin(r for rs in pooled.values() for r in rs)
-    own = pooled[(workflow, task)]
+        return conformal_margin(r for (w, _), rs in same.items() if w != workflow for r in rs)
+    whole = conformal_margin(r for rs in same.values() for r in rs)
     if mode == "task":
         return conformal_margin(own)
     if mode == "shrunk":

@@ -32,9 +32,11 @@ from advisor.models.censoring import imputed_runtime
 from advisor.models.class_model import TAU, ClassModel, UserRuns
 from advisor.models.fitting import fit_models
 from advisor.models.loading import NodeContext, load_node_context
+from advisor.models.memory_book import learn_memory
 from advisor.models.predict import PAPER, factor_to, transferred_model
 from advisor.models.reference import ReferenceModel
 from advisor.store.connection import Store
+from advisor.store.memory_models import replace_memory
 from advisor.store.observations import Observation, load_observations
 from advisor.store.task_models import TaskModelRow, UserModelRow, replace_task_models
 
@@ -227,6 +229,27 @@ def learn_models(
 
 
 @dataclass(frozen=True)
+class MemoryLearned:
+    """What the peaks taught (advisor.models.memory_book): keys, and each pool's margin."""
+
+    tasks: int  # shared models
+    user_keys: int  # users' own keys
+    margins: dict[str, float]  # log scale
+    residuals: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        """As in schemas/learn-output.json's memory."""
+        return {
+            "tasks": self.tasks,
+            "user_keys": self.user_keys,
+            "pools": {
+                pool: {"residuals": self.residuals[pool], "margin": margin}
+                for pool, margin in sorted(self.margins.items())
+            },
+        }
+
+
+@dataclass(frozen=True)
 class Learned:
     """What ``advisor learn`` did (schemas/learn-output.json)."""
 
@@ -236,6 +259,7 @@ class Learned:
     users: int
     censored: CensoredSummary
     task_models: tuple[TaskSummary, ...]
+    memory: MemoryLearned = MemoryLearned(0, 0, {}, {})
 
     def to_json(self) -> dict[str, Any]:
         """The summary the command prints."""
@@ -247,6 +271,7 @@ class Learned:
             "users": self.users,
             "censored": {"runs": self.censored.runs, "used": self.censored.used},
             "task_models": [{**asdict(s), "classes": list(s.classes)} for s in self.task_models],
+            "memory": self.memory.to_json(),
         }
 
 
@@ -258,6 +283,8 @@ def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> Learn
         observations, context, reference=reference, seed=seed
     )
     stored = replace_task_models(store, rows, user_rows)
+    keys, pools = learn_memory(observations)
+    replace_memory(store, keys, pools)
     return Learned(
         observations=len(observations),
         models=stored,
@@ -265,4 +292,10 @@ def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> Learn
         users=len({row.user for row in user_rows}),
         censored=censored,
         task_models=tuple(summaries),
+        memory=MemoryLearned(
+            tasks=sum(1 for key in keys if not key.user),
+            user_keys=sum(1 for key in keys if key.user),
+            margins={pool: margin for pool, (_, margin) in pools.items()},
+            residuals={pool: len(residuals) for pool, (residuals, _) in pools.items()},
+        ),
     )

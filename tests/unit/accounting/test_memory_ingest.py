@@ -13,8 +13,12 @@ import pytest
 from advisor.accounting.mapping import memory_peak
 from advisor.accounting.sacct_file import DumpFormat, Skipped, read_sacct_dump
 from advisor.accounting.update import dump_format, update_from_file
+from advisor.models.memory import MIN_RUNS, RUNS, fit_memory
+from advisor.models.memory_book import key_runs
+from advisor.services.learn import learn as services_learn
 from advisor.slurm.records import JobRecord
 from advisor.store import Store
+from advisor.store.memory_models import MemoryKey, all_keys, load_pools
 from advisor.store.observations import load_observations
 from tests.helpers.jobs import finished, learn
 from tests.helpers.public_recordings import HB_JOBINFO, PUBLIC
@@ -98,3 +102,37 @@ def test_a_job_killed_out_of_memory_needed_at_least_its_request(tmp_path: Path) 
         (observation,) = load_observations(store)
     assert observation.peak_mem_mb == 100.0 and observation.mem_censored
     assert not observation.censored  # its runtime is no TIMEOUT
+
+
+def _with_peak(number: int, peak_mb: float, **options: str) -> JobRecord:
+    return finished(number, 60, **options)._replace(max_rss_mb=peak_mb, req_mem_mb=4000.0)
+
+
+def test_a_user_s_peaks_teach_that_user_s_key_and_the_residual_pool(tmp_path: Path) -> None:
+    peaks = [1000.0, 1100.0, 950.0, 1050.0, 1020.0, 990.0]
+    jobs = [_with_peak(i, peak) for i, peak in enumerate(peaks)]
+    jobs.append(_with_peak(20, 5000.0, user=""))  # no user: teaches nothing
+    jobs.append(_with_peak(21, 70.0, state="FAILED"))  # stopped early: no peak of its need
+    with Store.open(tmp_path / "cache.db") as store:
+        learn(store, *jobs)
+        keys = all_keys(store)
+        pools = load_pools(store)
+        online = (keys, pools)
+        learned = services_learn(store).memory
+        assert (all_keys(store), load_pools(store)) == online  # a refit is what online built
+    assert list(keys) == [MemoryKey("alice", "sim")]
+    assert [run[0] for run in keys[MemoryKey("alice", "sim")].runs] == peaks
+    # each run after the first MIN_RUNS was predicted before it was learned
+    assert len(pools[RUNS]) == len(peaks) - MIN_RUNS and learned.user_keys == 1
+
+
+def test_an_out_of_memory_kill_raises_the_user_s_p95(tmp_path: Path) -> None:
+    jobs = [_with_peak(i, 1000.0 + i) for i in range(5)]
+    killed = _with_peak(9, 1500.0, state="OUT_OF_MEMORY")._replace(req_mem_mb=3000.0)
+    with Store.open(tmp_path / "cache.db") as store:
+        learn(store, *jobs)
+        before = fit_memory(key_runs(all_keys(store)[MemoryKey("alice", "sim")]))
+        learn(store, killed)
+        after = fit_memory(key_runs(all_keys(store)[MemoryKey("alice", "sim")]))
+    assert before is not None and after is not None
+    assert before.quantiles(None)[1] < 3000.0 <= 2 * 3000.0 <= after.quantiles(None)[1]
