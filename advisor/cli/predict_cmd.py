@@ -12,7 +12,8 @@ from advisor.store import Store
 from advisor.text import storable
 from advisor.wrapper.effects import user as current_user
 
-QUERY_COLUMNS = ("task", "node", "input_bytes", "predicted_s", "p50_s", "p90_s", "p95_s")
+QUERY_COLUMNS = ("task", "node", "input_bytes", "predicted_s", "p50_s", "p90_s", "p95_s",
+                 "mem_p50_mb", "mem_p95_mb")  # fmt: skip
 CLASS_COLUMNS = (
     "node_class",
     "source",
@@ -22,6 +23,8 @@ CLASS_COLUMNS = (
     "p50_s",
     "p90_s",
     "p95_s",
+    "mem_p50_mb",
+    "mem_p95_mb",
 )
 
 
@@ -32,7 +35,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         parents=parents,
         help="predict a task's runtime per node class",
         description="Predicted runtime in seconds: mean and quantiles P50/P90/P95 of the "
-        "predictive distribution.  Either one task (--task with --input-bytes or --input) or "
+        "predictive distribution; and the peak memory per node a run needs, P50 and P95 in MB "
+        "(mem_p50_mb, mem_p95_mb: the same on every class).  Either one task (--task with --input-bytes or --input) or "
         "a CSV of queries (--queries: columns task,node,input_bytes).",
     )
     parser.add_argument("--task", type=storable, help="the task (process) name")

@@ -22,6 +22,10 @@ the sbatch wrapper computes it at submit time from what the cache holds.  Why th
   every later run from every prefix, so the residuals hold extrapolations as far as the runs
   reach; in stored order otherwise, the next run), and the pooled ``log(peak / P95)`` of all
   keys gives the site's margin as the conformal quantile that makes P95 cover 95 % of them.
+  Errors grow with the distance a prediction extrapolates (``distance``: how far, in log
+  input, beyond the largest run seen), so a prediction that reaches d beyond its runs takes
+  the margin of the residuals that reached at least as far (``distance_margins``): the runs
+  of an input seen many times make no extrapolation look easy.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from advisor.lite import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Protocol
+    from typing import Protocol, TypeVar
+
+    _T = TypeVar("_T")
 
     class Predicts(Protocol):
         """Anything that gives (log P50, log P95) at an input size: a fitted model, a baseline."""
@@ -59,6 +65,14 @@ LEVEL = 0.95
 #: The residuals kept per pool, the most recent (a few thousand: the conformal quantile's
 #: sampling error at 95 % is then under half a point).
 POOL_SIZE = 5000
+#: Residuals one key gives the sized pool at most (evenly spread over its pairs), so that every
+#: key weighs alike whatever its number of runs (n runs give n²/2 pairs): the window's size.
+KEY_RESIDUALS = WINDOW
+#: Extrapolation distances (log input beyond the largest run seen: ×1, ×1.3, ×1.6, ×2.7, ×7.4,
+#: ×55, ×3000) at which a pool's margin is kept: a prediction takes the margin of the first one at
+#: or past its own distance (residuals that reached at least as far).  A grid, not a constant:
+#: the margins on it are measured.
+DISTANCES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 #: Pools of residuals: models fitted on input sizes (extrapolated), and the others.
 SIZED, RUNS = "sized", "runs"
 
@@ -124,6 +138,12 @@ class MemoryModel(NamedTuple):
             leverage += offset * offset / self.sxx
         return centre, centre + t95(self.dof) * self.spread * math.sqrt(1.0 + leverage)
 
+    def distance(self, input_bytes: float | None) -> float:
+        """How far beyond the largest run seen a prediction at this size reaches (log input, ≥ 0)."""
+        if not self.sized or input_bytes is None or input_bytes <= 0 or self.x_max is None:
+            return 0.0
+        return max(0.0, _log_size(input_bytes) - _log_size(self.x_max))
+
     def quantiles(self, input_bytes: float | None, margin: float = 0.0) -> tuple[float, float]:
         """(P50, P95) in MB; margin (log scale, ≥ 0) widens P95, which never falls below the floor."""
         p50, p95 = self.log_quantiles(input_bytes)
@@ -173,30 +193,47 @@ def fit_memory(runs: Sequence[MemRun]) -> MemoryModel | None:
     return model._replace(spread=spread, floor_mb=floor)
 
 
+#: A residual and the distance its prediction reached beyond its runs: (distance, log(peak/P95)).
+Residual = tuple[float, float]
+
+
 def prefix_residuals(
     runs: Sequence[MemRun], fit: Callable[[Sequence[MemRun]], Predicts | None] = fit_memory
-) -> tuple[str, list[float]]:
+) -> tuple[str, list[Residual]]:
     """The key's pool and ``log(peak / P95)`` of its runs predicted from the runs before them.
 
     A sized key: its sized runs in input order, every later run from every prefix of at least
-    MIN_RUNS (extrapolations as far as the runs reach); any other: each run from the runs
-    stored before it.  A run killed OUT_OF_MEMORY is no target (its need is unknown) but joins
+    MIN_RUNS (extrapolations as far as the runs reach), at most KEY_RESIDUALS of them evenly
+    spread; any other: each run from the runs stored before it.  A run killed OUT_OF_MEMORY is no target (its need is unknown) but joins
     the prefixes.  fit: the model whose residuals they are (the evaluation's variants).
     """
     usable = [run for run in runs if run.peak_mb > 0]
-    residuals: list[float] = []
+    residuals: list[Residual] = []
     if _is_sized(usable):
         ordered = sorted((r for r in usable if r.input_bytes), key=lambda r: r.input_bytes or 0)
         for j in range(MIN_RUNS, len(ordered)):
             model = fit(ordered[:j])
-            if model is not None:
-                residuals.extend(_residual(model, run) for run in ordered[j:] if not run.censored)
-        return SIZED, residuals
+            if model is None:
+                continue
+            largest = _log_size(float(ordered[j - 1].input_bytes or 1))
+            residuals.extend(
+                (max(0.0, _log_size(float(run.input_bytes or 1)) - largest), _residual(model, run))
+                for run in ordered[j:]
+                if not run.censored
+            )
+        return SIZED, evenly(residuals, KEY_RESIDUALS)
     for j in range(MIN_RUNS, len(usable)):
         model = fit(usable[:j])
         if model is not None and not usable[j].censored:
-            residuals.append(_residual(model, usable[j]))
+            residuals.append((0.0, _residual(model, usable[j])))
     return RUNS, residuals
+
+
+def evenly(values: Sequence[_T], most: int) -> list[_T]:
+    """At most ``most`` of the values, evenly spread over them (all when there are fewer)."""
+    if len(values) <= most:
+        return list(values)
+    return [values[(i * len(values)) // most] for i in range(most)]
 
 
 def _residual(model: Predicts, run: MemRun) -> float:
@@ -215,3 +252,32 @@ def conformal_margin(residuals: Iterable[float], level: float = LEVEL) -> float:
         return 0.0
     rank = min(len(ordered), math.ceil((len(ordered) + 1) * level))
     return max(0.0, ordered[rank - 1])
+
+
+#: A pool's margins: (distance, margin) on DISTANCES, the margin never smaller farther out.
+Margins = tuple[tuple[float, float], ...]
+
+
+def distance_margins(residuals: Iterable[Residual], level: float = LEVEL) -> Margins:
+    """The pool's margin at each of DISTANCES: of the residuals that reached at least as far.
+
+    Where none did, the margin of the distance before it; and never smaller than it, since an
+    error does not shrink as a prediction reaches farther (module docstring).
+    """
+    pairs = list(residuals)
+    out: list[tuple[float, float]] = []
+    previous = 0.0
+    for distance in DISTANCES:
+        reached = [r for d, r in pairs if d >= distance]
+        margin = conformal_margin(reached, level) if reached else previous
+        previous = max(previous, margin)
+        out.append((distance, previous))
+    return tuple(out)
+
+
+def margin_at(margins: Margins, distance: float) -> float:
+    """The margin of a prediction that reaches this far: at the first grid point at or past it."""
+    for point, margin in margins:
+        if point >= distance:
+            return margin
+    return margins[-1][1] if margins else 0.0

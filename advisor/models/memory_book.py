@@ -19,10 +19,13 @@ from collections.abc import Iterable, Mapping
 
 from advisor.models.memory import (
     POOL_SIZE,
+    RUNS,
     SIZED,
     WINDOW,
     MemRun,
-    conformal_margin,
+    Residual,
+    distance_margins,
+    evenly,
     fit_memory,
     prefix_residuals,
 )
@@ -30,15 +33,13 @@ from advisor.store.connection import Store
 from advisor.store.memory_models import (
     KeyRuns,
     MemoryKey,
+    PoolState,
     load_keys,
     load_pools,
     save_keys,
     save_pools,
 )
 from advisor.store.observations import Observation
-
-#: A pool's state as the cache keeps it: its residuals (oldest first) and their margin.
-PoolState = tuple[list[float], float]
 
 
 def memory_key(obs: Observation) -> MemoryKey | None:
@@ -70,10 +71,10 @@ class MemoryBook:
     def __init__(
         self,
         keys: Mapping[MemoryKey, KeyRuns] | None = None,
-        pools: Mapping[str, Iterable[float]] | None = None,
+        pools: Mapping[str, Iterable[Residual]] | None = None,
     ) -> None:
         self.keys: dict[MemoryKey, KeyRuns] = dict(keys or {})
-        self.pools: dict[str, list[float]] = {p: list(r) for p, r in (pools or {}).items()}
+        self.pools: dict[str, list[Residual]] = {p: list(r) for p, r in (pools or {}).items()}
         #: Keys and pools changed since the book was loaded (what a store writes back).
         self.changed: set[MemoryKey] = set()
         self.changed_pools: set[str] = set()
@@ -85,19 +86,27 @@ class MemoryBook:
             model = fit_memory(key_runs(state))
             if model is not None:
                 residual = math.log(run.peak_mb) - model.log_quantiles(run.input_bytes)[1]
-                self.pools.setdefault(model.pool, []).append(residual)
+                distance = model.distance(run.input_bytes)
+                self.pools.setdefault(model.pool, []).append((distance, residual))
                 self.changed_pools.add(model.pool)
         runs = (*(state.runs if state else ()), (run.peak_mb, run.input_bytes, run.censored))
         self.keys[key] = KeyRuns(runs[-WINDOW:], (state.n_obs if state else 0) + 1)
         self.changed.add(key)
 
-    def pool_states(self, pools: Iterable[str] | None = None) -> dict[str, PoolState]:
-        """Pools (default: the changed ones) bounded to POOL_SIZE, each with its margin."""
+    def pool_states(
+        self, pools: Iterable[str] | None = None, *, spread: bool = False
+    ) -> dict[str, PoolState]:
+        """Pools (default: the changed ones) bounded to POOL_SIZE, each with its margin.
+
+        Bounded by keeping the most recent residuals, or with spread, evenly spread ones (a
+        refit's pool, in no order of time).
+        """
         names = self.changed_pools if pools is None else pools
         out = {}
         for pool in names:
-            residuals = self.pools.get(pool, [])[-POOL_SIZE:]
-            out[pool] = (residuals, conformal_margin(residuals))
+            residuals = self.pools.get(pool, [])
+            residuals = evenly(residuals, POOL_SIZE) if spread else residuals[-POOL_SIZE:]
+            out[pool] = PoolState(tuple(residuals), distance_margins(residuals))
         return out
 
 
@@ -141,4 +150,7 @@ def learn_memory(
         pool, residuals = prefix_residuals(key_runs(state))
         if pool == SIZED:
             book.pools[SIZED].extend(residuals)
-    return book.keys, book.pool_states(pool for pool, res in book.pools.items() if res)
+    states = book.pool_states((pool for pool, res in book.pools.items() if res), spread=True)
+    if RUNS in states:  # the replay's residuals are in time order: the most recent are kept
+        states[RUNS] = book.pool_states((RUNS,))[RUNS]
+    return book.keys, states

@@ -34,7 +34,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from advisor.imports.lotaru import LotaruRun
-from advisor.models.memory import MemRun, conformal_margin, fit_memory, prefix_residuals
+from advisor.models.memory import (
+    SIZED,
+    Margins,
+    MemRun,
+    Residual,
+    distance_margins,
+    fit_memory,
+    margin_at,
+    prefix_residuals,
+)
 
 if TYPE_CHECKING:
     from advisor.models.memory import Predicts
@@ -182,9 +191,14 @@ def score_memory(
                 model = variant.fit(train)
                 if model is None:
                     continue
-                margin = _margin(variant.margin, pooled, workflow, task)
+                margins = _margins(variant.margin, pooled, workflow, task)
+                sized = pooled[(workflow, task)][0] == SIZED
+                largest = max(math.log(max(run.input_bytes or 1, 1)) for run in train)
                 for target, test in _tests(runs, workflow, task, reference, twin, shared_inputs):
-                    p95 = math.exp(model.log_quantiles(test.observation.input_bytes)[1] + margin)
+                    size = test.observation.input_bytes
+                    reach = max(0.0, math.log(max(size or 1, 1)) - largest) if sized else 0.0
+                    margin = margin_at(margins, reach)
+                    p95 = math.exp(model.log_quantiles(size)[1] + margin)
                     out.append(
                         MemoryScored(
                             workflow,
@@ -200,27 +214,31 @@ def score_memory(
     return out
 
 
-def _margin(
+def _margins(
     mode: str | None,
-    pooled: Mapping[tuple[str, str], tuple[str, Sequence[float]]],
+    pooled: Mapping[tuple[str, str], tuple[str, Sequence[Residual]]],
     workflow: str,
     task: str,
-) -> float:
-    """The margin of one task of one workflow (Variant.margin says from which residuals).
+) -> Margins:
+    """The margins of one task of one workflow (Variant.margin says from which residuals).
 
     As ``advisor learn`` keeps them: the residuals of the task's own pool (sized or not).
     """
     if mode is None:
-        return 0.0
+        return ()
     pool, own = pooled[(workflow, task)]
     same = {key: rs for key, (p, rs) in pooled.items() if p == pool}
     if mode == "others":
-        return conformal_margin(r for (w, _), rs in same.items() if w != workflow for r in rs)
-    whole = conformal_margin(r for rs in same.values() for r in rs)
+        return distance_margins(r for (w, _), rs in same.items() if w != workflow for r in rs)
+    whole = distance_margins(r for rs in same.values() for r in rs)
     if mode == "task":
-        return conformal_margin(own)
+        return distance_margins(own)
     if mode == "shrunk":
-        return (len(own) * conformal_margin(own) + POOL_WEIGHT * whole) / (len(own) + POOL_WEIGHT)
+        mine = distance_margins(own)
+        weight = len(own) / (len(own) + POOL_WEIGHT)
+        return tuple(
+            (d, weight * m + (1 - weight) * w) for (d, m), (_, w) in zip(mine, whole, strict=True)
+        )
     return whole
 
 

@@ -234,7 +234,7 @@ class MemoryLearned:
 
     tasks: int  # shared models
     user_keys: int  # users' own keys
-    margins: dict[str, float]  # log scale
+    margins: dict[str, tuple[tuple[float, float], ...]]  # (distance, margin), log scale
     residuals: dict[str, int]
 
     def to_json(self) -> dict[str, Any]:
@@ -243,8 +243,11 @@ class MemoryLearned:
             "tasks": self.tasks,
             "user_keys": self.user_keys,
             "pools": {
-                pool: {"residuals": self.residuals[pool], "margin": margin}
-                for pool, margin in sorted(self.margins.items())
+                pool: {
+                    "residuals": self.residuals[pool],
+                    "margins": [{"distance": d, "margin": m} for d, m in margins],
+                }
+                for pool, margins in sorted(self.margins.items())
             },
         }
 
@@ -295,7 +298,7 @@ def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> Learn
         memory=MemoryLearned(
             tasks=sum(1 for key in keys if not key.user),
             user_keys=sum(1 for key in keys if key.user),
-            margins={pool: margin for pool, (_, margin) in pools.items()},
-            residuals={pool: len(residuals) for pool, (residuals, _) in pools.items()},
+            margins={pool: state.margins for pool, state in pools.items()},
+            residuals={pool: len(state.residuals) for pool, state in pools.items()},
         ),
     )

@@ -2,22 +2,25 @@
 
 A key is (user, task): user '' for a task's shared model (imports, calibration), else one
 user's own jobs of that task key.  Runs are plain tuples ``(peak_mb, input_bytes or None,
-censored)``, oldest first (advisor.models.memory.MemRun has the same fields).  Reads are what
-the sbatch wrapper does at submit time: SQLite's own JSON functions unpack the runs, so the
-submit path loads no ``json``; writes happen in the caller's transaction.
+censored)``, oldest first (advisor.models.memory.MemRun has the same fields); a pool's
+residuals are ``(distance, residual)`` pairs and its margins ``(distance, margin)`` pairs.
+Reads are what the sbatch wrapper does at submit time: SQLite's own JSON functions unpack the
+runs and lite's scanner the margins, so the submit path loads no ``json``; writes happen in
+the caller's transaction.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
-from advisor.lite import NamedTuple
+from advisor.lite import NamedTuple, json_loads
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
 #: (peak_mb, input_bytes or None, censored).
 StoredRun = tuple[float, int | None, bool]
+#: (distance, value): a residual, or a margin.
+Pair = tuple[float, float]
 
 
 class MemoryKey(NamedTuple):
@@ -34,6 +37,13 @@ class KeyRuns(NamedTuple):
     n_obs: int
 
 
+class PoolState(NamedTuple):
+    """A residual pool: its residuals (oldest first) and the margins they give."""
+
+    residuals: tuple[Pair, ...]
+    margins: tuple[Pair, ...]
+
+
 _RUNS = (
     "SELECT json_extract(r.value, '$[0]'), json_extract(r.value, '$[1]'), "
     "json_extract(r.value, '$[2]'), m.n_obs FROM memory_models AS m, json_each(m.runs) AS r "
@@ -46,20 +56,19 @@ def load_key_runs(store: Store, key: MemoryKey) -> KeyRuns | None:
     rows = store.conn.execute(_RUNS, (key.user, key.task)).fetchall()
     if not rows:
         found = store.conn.execute(
-            "SELECT n_obs FROM memory_models WHERE user = ? AND task = ?", key
+            "SELECT n_obs FROM memory_models WHERE user = ? AND task = ?", (key.user, key.task)
         ).fetchone()
         return None if found is None else KeyRuns((), int(found[0]))
-    return KeyRuns(
-        tuple(
-            (float(peak), None if size is None else int(size), bool(cut))
-            for peak, size, cut, _ in rows
-        ),
-        int(rows[0][3]),
+    runs = tuple(
+        (float(peak), None if size is None else int(size), bool(cut)) for peak, size, cut, _ in rows
     )
+    return KeyRuns(runs, int(rows[0][3]))
 
 
 def load_keys(store: Store, keys: Iterable[MemoryKey]) -> dict[MemoryKey, KeyRuns]:
     """The stored runs of these keys (keys never seen are absent), in one query."""
+    import json
+
     wanted = sorted(set(keys))
     if not wanted:
         return {}
@@ -80,25 +89,22 @@ def all_keys(store: Store) -> dict[MemoryKey, KeyRuns]:
 
 
 def _key_runs(text: str, n_obs: int) -> KeyRuns:
+    runs = json_loads(text)
     return KeyRuns(
-        tuple((float(p), None if s is None else int(s), bool(c)) for p, s, c in json.loads(text)),
-        int(n_obs),
+        tuple((float(p), None if s is None else int(s), bool(c)) for p, s, c in runs), int(n_obs)
     )
 
 
 def save_keys(store: Store, keys: Mapping[MemoryKey, KeyRuns]) -> None:
     """Upsert keys' runs (joins the caller's transaction)."""
+    import json
+
     now = utc_now()
     rows = [
-        (
-            key.user,
-            key.task,
-            json.dumps([[p, s, int(c)] for p, s, c in state.runs]),
-            state.n_obs,
-            now,
-        )
+        (key.user, key.task, json.dumps([[p, s, int(c)] for p, s, c in state.runs]),
+         state.n_obs, now)
         for key, state in keys.items()
-    ]
+    ]  # fmt: skip
     with store.write():
         store.conn.executemany(
             "INSERT INTO memory_models (user, task, runs, n_obs, updated_at) VALUES (?, ?, ?, ?, ?) "
@@ -108,38 +114,43 @@ def save_keys(store: Store, keys: Mapping[MemoryKey, KeyRuns]) -> None:
         )
 
 
-def load_margins(store: Store) -> dict[str, float]:
-    """Each pool's margin (log scale); a pool never measured is absent."""
+def load_margins(store: Store) -> dict[str, tuple[Pair, ...]]:
+    """Each pool's margins; a pool never measured is absent."""
     return {
-        str(pool): float(margin)
-        for pool, margin in store.conn.execute("SELECT pool, margin FROM memory_site")
+        str(pool): tuple((float(d), float(m)) for d, m in json_loads(text))
+        for pool, text in store.conn.execute("SELECT pool, margins FROM memory_site")
     }
 
 
-def load_pools(store: Store) -> dict[str, list[float]]:
+def load_pools(store: Store) -> dict[str, list[Pair]]:
     """Each pool's residuals, oldest first."""
     return {
-        str(pool): [float(r) for r in json.loads(text)]
+        str(pool): [(float(d), float(r)) for d, r in json_loads(text)]
         for pool, text in store.conn.execute("SELECT pool, residuals FROM memory_site")
     }
 
 
-def save_pools(store: Store, pools: Mapping[str, tuple[Sequence[float], float]]) -> None:
+def save_pools(store: Store, pools: Mapping[str, PoolState]) -> None:
     """Replace pools' residuals and margins (joins the caller's transaction)."""
+    import json
+
     now = utc_now()
+    rows = [
+        (pool, json.dumps([list(p) for p in state.residuals]),
+         json.dumps([list(p) for p in state.margins]), now)
+        for pool, state in pools.items()
+    ]  # fmt: skip
     with store.write():
         store.conn.executemany(
-            "INSERT INTO memory_site (pool, residuals, margin, updated_at) VALUES (?, ?, ?, ?) "
+            "INSERT INTO memory_site (pool, residuals, margins, updated_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (pool) DO UPDATE SET residuals = excluded.residuals, "
-            "margin = excluded.margin, updated_at = excluded.updated_at",
-            [(pool, json.dumps(list(res)), margin, now) for pool, (res, margin) in pools.items()],
+            "margins = excluded.margins, updated_at = excluded.updated_at",
+            rows,
         )
 
 
 def replace_memory(
-    store: Store,
-    keys: Mapping[MemoryKey, KeyRuns],
-    pools: Mapping[str, tuple[Sequence[float], float]],
+    store: Store, keys: Mapping[MemoryKey, KeyRuns], pools: Mapping[str, PoolState]
 ) -> None:
     """Every key and pool, instead of what was stored (``advisor learn``), in one transaction."""
     with store.write():

@@ -249,8 +249,8 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE TABLE memory_site (
         pool TEXT PRIMARY KEY,               -- 'sized' (extrapolated over the input), 'runs'
-        residuals TEXT NOT NULL,             -- JSON list: recent log(peak / predicted P95), bounded
-        margin REAL NOT NULL,                -- their conformal quantile (log scale, >= 0)
+        residuals TEXT NOT NULL,             -- JSON list of [distance, log(peak / P95)], bounded
+        margins TEXT NOT NULL,               -- JSON list of [distance, margin]: conformal quantiles
         updated_at TEXT NOT NULL
     );
     """,

@@ -17,7 +17,9 @@ from advisor.models.memory import (
     SIZED,
     MemRun,
     conformal_margin,
+    distance_margins,
     fit_memory,
+    margin_at,
     prefix_residuals,
     t95,
 )
@@ -84,6 +86,22 @@ def test_the_conformal_margin() -> None:
     assert conformal_margin(residuals, level=0.5) == 0.20
 
 
+def test_margins_grow_with_the_distance_a_prediction_reaches() -> None:
+    near = [(0.1, r / 100) for r in range(40)]  # at most 0.39
+    far = [(3.0, 1.0 + r / 100) for r in range(40)]  # 1.00 to 1.39
+    margins = dict(distance_margins(near + far))
+    assert margins[0.0] == conformal_margin([r for _, r in near + far])
+    assert margins[0.25] == margins[1.0] == margins[2.0] == conformal_margin([r for _, r in far])
+    assert margins[4.0] == margins[8.0] == margins[2.0]  # none reached that far: the last
+    assert margin_at(tuple(margins.items()), 0.05) == margins[0.25]
+    assert margin_at(tuple(margins.items()), 100.0) == margins[8.0]
+    assert margin_at((), 1.0) == 0.0
+    model = fit_memory([MemRun(100.0, 10**8), MemRun(110.0, 2 * 10**8), MemRun(120.0, 4 * 10**8)])
+    assert model is not None and model.distance(2 * 10**8) == 0.0
+    assert model.distance(8 * 10**8) == pytest.approx(math.log(2.0))
+    assert model.distance(None) == 0.0
+
+
 def test_prefix_residuals_of_a_sized_key_predict_every_later_run_from_every_prefix() -> None:
     runs = [MemRun(100.0 * (1 + i / 10), 10**6 * 2**i) for i in range(10)]
     pool, residuals = prefix_residuals(runs)
@@ -97,7 +115,7 @@ def test_killed_runs_join_the_prefixes_but_are_no_target() -> None:
     runs = [MemRun(100.0), MemRun(110.0), MemRun(90.0), MemRun(500.0, censored=True), MemRun(95.0)]
     _, residuals = prefix_residuals(runs)
     assert len(residuals) == 1  # the last run, predicted from four (one of them at 1000 MB)
-    assert residuals[0] < 0
+    assert residuals[0][0] == 0.0 and residuals[0][1] < 0
 
 
 @settings(max_examples=200, deadline=None)
@@ -133,12 +151,12 @@ def test_the_lotaru_excerpt_s_full_size_runs_within_p95_and_its_margin() -> None
             by_task.setdefault(obs.task, []).append(MemRun(obs.peak_mem_mb, obs.input_bytes))
         elif obs.label == "test":
             tests.append((obs.task, obs.peak_mem_mb, obs.input_bytes or 0))
-    margin = conformal_margin(r for task in by_task.values() for r in prefix_residuals(task)[1])
+    margins = distance_margins(r for task in by_task.values() for r in prefix_residuals(task)[1])
     assert set(by_task) == {"fastqc", "bwa"} and len(tests) >= 2
     for task, peak, size in tests:
         model = fit_memory(by_task[task])
         assert model is not None
-        assert model.quantiles(size, margin)[1] >= peak
+        assert model.quantiles(size, margin_at(margins, model.distance(size)))[1] >= peak
     # the largest training peak (what "the maximum of the previous runs" sets) misses bwa's
     largest = max(run.peak_mb for run in by_task["bwa"])
     assert all(peak > largest for task, peak, _ in tests if task == "bwa")
