@@ -1,7 +1,8 @@
 """``advisor plan --db``: plan workflows over the cached cluster's node classes, job by job.
 
 Nodes (cores as slots) and classes come from the cache (``cluster``), runtimes from the task
-models or carried-over recorded runtimes (``matrix``), transfers from file sizes (``network``);
+models or carried-over recorded runtimes (``matrix``), without the classes whose nodes lack a
+task's memory (``memory_fit``), transfers from file sizes (``network``);
 the plan's makespan distribution samples the models' predictive distributions
 (``predictive_sampler``).  Every planned task then becomes a job (``jobs``) with a partition,
 the pinning to its class (``constraints``) and the wrapper's time limit (``job_advice``).
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from advisor.errors import UsageError
+from advisor.models.memory_forecast import forecast_memory
 from advisor.planner import registry
 from advisor.planner.build import to_problem
 from advisor.planner.cache_models import CacheModels
@@ -23,6 +25,7 @@ from advisor.planner.inputs import load_workflow
 from advisor.planner.job_advice import PlannedFallback, advise_job, choose_partition
 from advisor.planner.jobs import JobSpec, base_argv, placeholder
 from advisor.planner.matrix import RuntimeMatrix, input_bytes, runtime_matrix
+from advisor.planner.memory_fit import fitting
 from advisor.planner.model import Workflow
 from advisor.planner.plan import Plan
 from advisor.planner.planning import PlanRequest, check_request, combined, summarise
@@ -87,7 +90,12 @@ def plan_on_cluster(
     )
     models = CacheModels.from_snapshot(snapshot, frozenset(n.name for n in all_nodes))
     work = request.work()
-    matrices = tuple(runtime_matrix(w, cluster.classes, models, work) for w in workflows)
+    memory = cluster.class_memory()
+    matrices = tuple(
+        fitting(w, runtime_matrix(w, cluster.classes, models, work), _needs(store, w, request.user),
+                memory)
+        for w in workflows
+    )  # fmt: skip
     nodes = cluster.planning_nodes()
     problem = combined(
         [
@@ -109,6 +117,17 @@ def plan_on_cluster(
     jobs, snapshots = _jobs(plan, workflows, matrices, cluster, snapshot, options, request.cv)
     found = ClusterPlan(plan, summary, workflows, jobs, snapshots, options)
     return _described(found, cluster, request)
+
+
+def _needs(store: Store, workflow: Workflow, user: str | None) -> list[float | None]:
+    """Each task's memory need: its P95 as ``advisor sbatch`` would ask it (None: not known)."""
+    needs: list[float | None] = []
+    for position, task in enumerate(workflow.tasks):
+        found = forecast_memory(
+            store, task.model_task, user=user, input_bytes=input_bytes(workflow, position)
+        )
+        needs.append(found.p95_mb if found is not None else None)
+    return needs
 
 
 def _jobs(
