@@ -91,19 +91,26 @@ class JobRecord(NamedTuple):
 
     @property
     def req_mem_per_node_mb(self) -> float | None:
-        """The memory the job asked for on each of its nodes, in MB (None: not known).
+        """The memory the job asked for on each of its nodes, in MB (None: not known)."""
+        return per_node_mb(self.req_mem_mb, self.req_mem_per, self.cpus, len(self.nodes))
 
-        ReqMem is per CPU (``Mc``), per node (``Mn``) or, since Slurm 21.08, the job's total
-        over its nodes; an allocation whose nodes are not known counts as one node.
-        """
-        if self.req_mem_mb is None:
-            return None
-        nodes = max(1, len(self.nodes))
-        if self.req_mem_per == "cpu":
-            return self.req_mem_mb * max(1, self.cpus) / nodes
-        if self.req_mem_per == "node":
-            return self.req_mem_mb
-        return self.req_mem_mb / nodes
+
+def per_node_mb(
+    req_mem_mb: float | None, req_mem_per: str | None, cpus: int, nodes: int
+) -> float | None:
+    """ReqMem as memory per node, in MB (None: not known).
+
+    ReqMem is per CPU (``Mc``), per node (``Mn``) or, since Slurm 21.08, the job's total over
+    its nodes; an allocation whose nodes are not known counts as one node.
+    """
+    if req_mem_mb is None:
+        return None
+    nodes = max(1, nodes)
+    if req_mem_per == "cpu":
+        return req_mem_mb * max(1, cpus) / nodes
+    if req_mem_per == "node":
+        return req_mem_mb
+    return req_mem_mb / nodes
 
 
 class StartEstimate(NamedTuple):
