@@ -2,7 +2,8 @@
 
 The log is an SWF file, a saved sacct dump or the cluster's own accounting read live
 (advisor.replay.site_jobs); the rules of the replay are advisor.replay.run's, the queue
-simulation advisor.replay.schedule's.  Returns a ``Replayed``, whose ``to_json`` is
+simulation advisor.replay.schedule's, the memory policies' advisor.replay.memory's (sacct
+records with ReqMem and MaxRSS).  Returns a ``Replayed``, whose ``to_json`` is
 schemas/replay-output.json.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 from advisor.accounting.sacct_file import DumpFormat
 from advisor.errors import UsageError
 from advisor.replay.jobs import ReplayJob
+from advisor.replay.memory import MemoryReplay, replay_memory
 from advisor.replay.run import GROUPS, GuardRaises, ReplayFigures, policies, replay_figures
 from advisor.replay.run import limit_series as _limit_series
 from advisor.replay.run import replay as _replay
@@ -80,6 +82,8 @@ class Replayed:
     schedule: Schedule | None = None
     #: the picture drawn (request.plot), if any
     plotted: str | None = None
+    #: the memory policies, for sacct records that asked for memory and measured a peak
+    memory: MemoryReplay | None = None
 
     def policy_figures(self, name: str) -> dict[str, Any]:
         """One policy's figures as JSON, with the schedule's beside them."""
@@ -93,6 +97,8 @@ class Replayed:
         if self.schedule is not None:
             out["policies"] = {name: self.policy_figures(name) for name in out["policies"]}
             out["schedule"] = self.schedule.to_json()
+        if self.memory is not None:
+            out["memory"] = self.memory.to_json()
         return out
 
     @property
@@ -118,13 +124,16 @@ def _check_request(request: ReplayRequest) -> None:
 
 def _read_jobs(
     request: ReplayRequest, backend: SlurmBackend | None = None
-) -> tuple[list[ReplayJob], LogSource]:
-    """The jobs to replay, in submit order, and what the output says of their source."""
+) -> tuple[list[ReplayJob], LogSource, MemoryReplay | None]:
+    """The jobs to replay (submit order), their source, and the memory policies' replay.
+
+    The memory replay is of sacct records only: SWF logs have no MaxRSS.
+    """
     if request.log:
         from advisor.accounting.swf import read_swf
         from advisor.replay.jobs import replay_jobs
 
-        return replay_jobs(read_swf(request.log)), LogSource(request.log, "swf")
+        return replay_jobs(read_swf(request.log)), LogSource(request.log, "swf"), None
     from advisor.replay.site_jobs import dump_jobs, sacct_jobs
 
     if request.sacct_file:
@@ -146,9 +155,8 @@ def _read_jobs(
             "advisor replay: what to replay?",
             hint="give an SWF log, --sacct-file DUMP, or --since WHEN (e.g. --since 90d) for sacct",
         )
-    return site.jobs, LogSource(
-        site.label, site.source, site.skipped, site.states, tuple(site.warnings)
-    )
+    source = LogSource(site.label, site.source, site.skipped, site.states, tuple(site.warnings))
+    return site.jobs, source, replay_memory(site.records)
 
 
 def _machine(request: ReplayRequest, jobs: list[ReplayJob]) -> Machine:
@@ -175,7 +183,7 @@ def replay(
         from advisor.reports.plots import pyplot
 
         pyplot()  # without matplotlib, stop before the work
-    jobs, source = _read_jobs(request, backend)
+    jobs, source, memory = _read_jobs(request, backend)
     contenders = policies()
     names = [p.name for p in contenders]
     keep = names if request.schedule else ("user", "advisor") if request.plot else ()
@@ -195,4 +203,4 @@ def replay(
 
         title = f"replay of {source.log}"
         save_limit_series(_limit_series(jobs, scores), request.plot, title=title)
-    return Replayed(source, figures, schedule, request.plot)
+    return Replayed(source, figures, schedule, request.plot, memory)

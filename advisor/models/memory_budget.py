@@ -1,0 +1,50 @@
+"""The kill budget for OUT_OF_MEMORY: a margin held by what the advised jobs did.
+
+The promise is the time policy's (advisor.history.policy): a share of a partition's jobs that
+ran under memory the advisor set may be killed for lack of it.  The measured margin
+(advisor.models.memory: the conformal quantile of the site's prediction errors) is a start;
+what the advised jobs then do moves a correction ``log_margin`` per partition, in log memory,
+by ``eta`` for every kill and down by ``eta × budget`` for every job that ran, so
+
+    log_margin now − log_margin at the start = eta × (kills − budget × jobs),
+
+whatever the jobs' peaks were: while the correction stays bounded the kills settle at the
+budget's share of the jobs (quantile tracking, the argument of adaptive conformal inference,
+Gibbs and Candès 2021; the time policy's price moves by the same rule).  The correction never
+takes the margin below 0 (the model's own P95), so a long calm does not store up a debt that
+the next kills would have to pay off.
+"""
+
+from __future__ import annotations
+
+from advisor.lite import NamedTuple
+
+#: The promise when the site states none: 1 % of the advised jobs, the time policy's default.
+DEFAULT_BUDGET = 0.01
+#: The step in log memory per kill: a kill raises every advised value of the partition by 22 %
+#: (e^0.2), and 100 jobs that ran at the 1 % budget take 0.2 back: the time policy's step.
+ETA = 0.2
+
+
+class MemoryBudget(NamedTuple):
+    """One partition's promise, what its advised jobs did, and the correction it holds."""
+
+    budget: float = DEFAULT_BUDGET
+    log_margin: float = 0.0
+    ran: int = 0
+    killed: int = 0
+
+    def after(self, *, killed: bool, floor: float = 0.0, eta: float = ETA) -> MemoryBudget:
+        """The budget after one more advised job (killed: OUT_OF_MEMORY under the advice).
+
+        floor: the lowest the correction may go (minus the measured margin: never below P95).
+        """
+        moved = self.log_margin + eta * (float(killed) - self.budget)
+        return MemoryBudget(self.budget, max(-floor, moved), self.ran + (not killed),
+                            self.killed + killed)  # fmt: skip
+
+    @property
+    def realised(self) -> float | None:
+        """Kills over the advised jobs (None before any)."""
+        jobs = self.ran + self.killed
+        return self.killed / jobs if jobs else None
