@@ -10,6 +10,7 @@ from advisor.slurm.records import Node, Partition
 from advisor.slurm.timefmt import format_duration
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
+from advisor.store.site_memory import save_memory_limits, save_memory_mode
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,23 @@ def limit_text(seconds: int | None) -> str:
 
 
 def show_cluster(
-    backend: SlurmBackend, *, save: bool = False, db: str | None = None
+    backend: SlurmBackend,
+    *,
+    save: bool = False,
+    db: str | None = None,
+    memory_mode: str | None = None,
 ) -> ClusterView:
-    """Fetch the cluster; with save store the snapshot in the cache at db (opened only then)."""
+    """Fetch the cluster; with save store the snapshot in the cache at db (opened only then).
+
+    The snapshot holds the partitions' memory defaults and limits too, and memory_mode (when
+    given) the site's choice of what the wrappers do with --mem.
+    """
     partitions, nodes = fetch_cluster(backend)
     if save:
-        with Store.open(db) as store:
+        memory = backend.memory_limits()
+        with Store.open(db) as store, store.write():
             save_cluster(store, partitions, nodes)
+            save_memory_limits(store, memory)
+            if memory_mode is not None:
+                save_memory_mode(store, memory_mode)
     return cluster_view(partitions, nodes)

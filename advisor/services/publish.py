@@ -64,6 +64,9 @@ ALLOWED: dict[str, str] = {
     "memory_models": "SELECT user, CASE WHEN user = '' THEN task ELSE name_key(user, task) END, "
     "runs, n_obs, updated_at FROM src.memory_models",
     "memory_site": "SELECT * FROM src.memory_site",
+    "memory_budget": "SELECT * FROM src.memory_budget",
+    "partition_memory": "SELECT * FROM src.partition_memory",
+    "site_settings": "SELECT * FROM src.site_settings",
     # the tables below name their columns: a column a later migration adds gets its default
     "advice": "(id, created_at, user, task, partition, policy, argv, cluster, job_id, outcome) "
     "SELECT id, created_at, user, CASE WHEN task IS NULL THEN NULL ELSE name_key(user, task) END, "

@@ -14,8 +14,15 @@ from datetime import datetime
 from typing import NamedTuple, Protocol
 
 from advisor.errors import InputError, SlurmCommandError
-from advisor.slurm.parsers import parse_job_id, parse_nodes, parse_partitions, parse_test_only
-from advisor.slurm.records import JobRecord, Node, Partition, StartEstimate
+from advisor.slurm.parsers import (
+    parse_config_memory,
+    parse_job_id,
+    parse_nodes,
+    parse_partition_memory,
+    parse_partitions,
+    parse_test_only,
+)
+from advisor.slurm.records import JobRecord, MemoryLimits, Node, Partition, StartEstimate
 from advisor.slurm.runner import (
     AmbiguousSubmitError,
     CommandResult,
@@ -58,6 +65,10 @@ class SlurmBackend(Protocol):
         """Nodes with CPUs, memory and features."""
         ...
 
+    def memory_limits(self) -> dict[str, MemoryLimits]:
+        """Each partition's memory default and limits."""
+        ...
+
     def submit(self, sbatch_args: Sequence[str]) -> int:
         """Submit with these sbatch arguments; the job id."""
         ...
@@ -96,6 +107,12 @@ class CliBackend:
     def nodes(self) -> list[Node]:
         """Nodes from ``scontrol show node -o``."""
         return parse_nodes(self.commands.run(["scontrol", "show", "node", "-o"]).stdout)
+
+    def memory_limits(self) -> dict[str, MemoryLimits]:
+        """Each partition's memory default and limits, the site's (``scontrol show config``) where unset."""
+        site = parse_config_memory(self.commands.run(["scontrol", "show", "config"]).stdout)
+        partitions = self.commands.run(["scontrol", "show", "partition", "-o"]).stdout
+        return parse_partition_memory(partitions, site)
 
     def submit(self, sbatch_args: Sequence[str]) -> int:
         """``sbatch --parsable``; the job id it printed."""

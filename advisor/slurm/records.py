@@ -121,3 +121,31 @@ class StartEstimate(NamedTuple):
     processors: int
     nodes: tuple[str, ...]
     partition: str
+
+
+class MemoryLimits(NamedTuple):
+    """What a partition gives a job that asks for no memory, and the most a job may ask (MB).
+
+    None: no such setting (a default of neither kind gives the job its nodes' whole memory).
+    """
+
+    def_per_cpu_mb: int | None = None
+    def_per_node_mb: int | None = None
+    max_per_cpu_mb: int | None = None
+    max_per_node_mb: int | None = None
+
+    def default_mb(self, cpus_per_node: int, node_memory_mb: int) -> int:
+        """What a job asking for no memory gets per node (slurm.conf DefMemPerCPU/DefMemPerNode)."""
+        if self.def_per_cpu_mb is not None:
+            return self.def_per_cpu_mb * max(1, cpus_per_node)
+        if self.def_per_node_mb is not None:
+            return self.def_per_node_mb
+        return node_memory_mb
+
+    def most_mb(self, cpus_per_node: int) -> int | None:
+        """The most a job may ask per node (MaxMemPerNode, else MaxMemPerCPU × its CPUs; None: any)."""
+        if self.max_per_node_mb is not None:
+            return self.max_per_node_mb
+        if self.max_per_cpu_mb is not None:
+            return self.max_per_cpu_mb * max(1, cpus_per_node)
+        return None

@@ -253,5 +253,33 @@ MIGRATIONS: tuple[str, ...] = (
         margins TEXT NOT NULL,               -- JSON list of [distance, margin]: conformal quantiles
         updated_at TEXT NOT NULL
     );
+    -- the kill budget for OUT_OF_MEMORY per partition (models/memory_budget.py)
+    CREATE TABLE memory_budget (
+        partition TEXT PRIMARY KEY,
+        budget REAL NOT NULL CHECK (budget > 0 AND budget < 1),
+        log_margin REAL NOT NULL,
+        ran INTEGER NOT NULL CHECK (ran >= 0),
+        killed INTEGER NOT NULL CHECK (killed >= 0),
+        updated_at TEXT NOT NULL
+    );
+    -- what a partition gives a job that asks for no memory and the most it may ask (MB; NULL:
+    -- no such limit), from scontrol's partitions and the site's slurm.conf (advisor cluster --save)
+    CREATE TABLE partition_memory (
+        partition TEXT PRIMARY KEY,
+        def_per_cpu_mb INTEGER,
+        def_per_node_mb INTEGER,
+        max_per_cpu_mb INTEGER,
+        max_per_node_mb INTEGER,
+        updated_at TEXT NOT NULL
+    );
+    -- the site's choices the wrappers read (key 'memory_mode': advise, fill or lower)
+    CREATE TABLE site_settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    -- the --mem the advisor set (or, advising only, would have set) per node, and what it did
+    ALTER TABLE advice ADD COLUMN mem_mb INTEGER;
+    ALTER TABLE advice ADD COLUMN mem_action TEXT;
     """,
 )
