@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from advisor.advice.advice import JobAdvice
+from advisor.advice.settings import AdvisorOptions, CommandLine
+from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import UsageError
 from advisor.models.memory_forecast import forecast_memory
 from advisor.planner import registry
@@ -33,9 +36,6 @@ from advisor.planner.predictive_sampler import PredictiveSampler
 from advisor.planner.summary import ClassSummary, ClusterSummary, PlanSummary, TaskJob
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
-from advisor.wrapper.advise import JobAdvice
-from advisor.wrapper.argv import AdvisorOptions, CommandLine
-from advisor.wrapper.snapshot import Snapshot, load_snapshot
 
 
 @dataclass(frozen=True)

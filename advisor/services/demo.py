@@ -256,13 +256,13 @@ def write_sample_job(workdir: Path) -> None:
 
 def wrapper_decision(argv: list[str]) -> Explanation:
     """What ``advisor sbatch ARGV`` decides: the wrapper's own code, its real side effects."""
-    from advisor.wrapper.argv import parse_command_line
+    from advisor.advice.settings import parse_command_line
     from advisor.wrapper.effects import real
     from advisor.wrapper.explain import explanation
     from advisor.wrapper.submit import prepare
 
     prepared = prepare(parse_command_line(argv), real())
-    return explanation(prepared.plan, prepared.argv, prepared.warning)
+    return explanation(prepared.advice, prepared.argv, prepared.warning)
 
 
 def limit_rows(explained: Explanation) -> list[dict[str, Any]]:
@@ -302,9 +302,11 @@ def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
     from advisor.planner.reasons import placement_reasons
     from advisor.services.plan import plan_workflows
     from advisor.services.submit import submit_workflow
-    from advisor.wrapper.effects import user
+    from advisor.users import current_user
 
-    request = PlanRequest(inputs=(str(sample_file(SAMPLE_WORKFLOW)),), db=str(db_path), user=user())
+    request = PlanRequest(
+        inputs=(str(sample_file(SAMPLE_WORKFLOW)),), db=str(db_path), user=current_user()
+    )
     planned = plan_workflows(request)
     submitted = submit_workflow(request, dry_run=True)
     gantt = None

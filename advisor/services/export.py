@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.advice.advice import partition_limits
+from advisor.advice.settings import AdvisorOptions
+from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import AdvisorError, InputError
 from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
@@ -40,9 +43,6 @@ from advisor.output_target import check_output
 from advisor.store.connection import Store
 from advisor.store.names import NAME_SCHEME, name_key
 from advisor.store.task_models import load_user_models
-from advisor.wrapper.advise import partition_limits
-from advisor.wrapper.argv import AdvisorOptions
-from advisor.wrapper.snapshot import Snapshot, load_snapshot
 
 #: 2: users' job names are digests (store/names.py).
 EXPORT_VERSION = 2

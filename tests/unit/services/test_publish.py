@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from advisor.accounting.ingest import Ingestor
+from advisor.advice.snapshot import load_snapshot
 from advisor.cli import main
 from advisor.errors import AdvisorError, CacheError, InputError
 from advisor.history.lookup import history_limit
@@ -26,7 +27,6 @@ from advisor.store.advice import Advice, record_advice
 from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
-from advisor.wrapper.snapshot import load_snapshot
 from tests.helpers.caches import NODES, PARTITIONS, train
 from tests.helpers.jobs import finished
 
