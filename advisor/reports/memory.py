@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from advisor.advice.tag import parse_tag
 from advisor.models.memory_forecast import forecast_memory
 from advisor.reports.document import Report
 from advisor.reports.loading import Selection
@@ -29,7 +30,6 @@ from advisor.slurm.records import per_node_mb
 from advisor.store.connection import Store
 from advisor.store.reports import memory_jobs
 from advisor.taskkey import task_key
-from advisor.wrapper.tag import parse_tag
 
 GROUP_KEYS = ("user", "account", "partition", "task", "cluster")
 DEFAULT_BY = ("partition", "user", "task")
