@@ -262,7 +262,7 @@ MIGRATIONS: tuple[str, ...] = (
         killed INTEGER NOT NULL CHECK (killed >= 0),
         updated_at TEXT NOT NULL
     );
-    -- what a partition gives a job that asks for no memory and the most it may ask (MB; NULL:
+    -- what a partition gives a job that asks for no memory and the most it may ask (MB, NULL:
     -- no such limit), from scontrol's partitions and the site's slurm.conf (advisor cluster --save)
     CREATE TABLE partition_memory (
         partition TEXT PRIMARY KEY,

@@ -144,6 +144,10 @@ MEMORY = {
     "observations": ("peak_mem_mb", "mem_censored"),
     "memory_models": ("*",),
     "memory_site": ("*",),
+    "memory_budget": ("*",),
+    "partition_memory": ("*",),
+    "site_settings": ("*",),
+    "advice": ("mem_mb", "mem_action"),
 }
 
 
