@@ -23,9 +23,11 @@ from typing import Any, NamedTuple
 from advisor.accounting.censored import update_censored
 from advisor.accounting.mapping import (
     AdviceClaim,
+    MemoryClaim,
     advice_claim,
     history_name,
     job_tag,
+    memory_claim,
     observation_row,
     recorded_advice,
     was_advised,
@@ -41,11 +43,12 @@ from advisor.history.cache import (
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
 from advisor.models.memory_book import learn_online
+from advisor.models.memory_budget import learn_budgets
 from advisor.models.online import OnlineUpdates
 from advisor.models.reference import ReferenceModel
 from advisor.slurm.records import JobRecord
 from advisor.store.accounting import JOB_COLUMNS, add_job_rows, job_row, stored_job_ids
-from advisor.store.advice import applied_limits
+from advisor.store.advice import applied_limits, applied_memory
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 from advisor.store.observations import Observation, add_observation_rows
@@ -73,6 +76,8 @@ class Finished(NamedTuple):
     #: What the advisor's record of setting that limit must match (mapping.advice_claim), or
     #: None (not advised, or no record can be the job's).
     claim: AdviceClaim | None
+    #: The same of the --mem the advisor set (mapping.memory_claim), or None.
+    memory_claim: MemoryClaim | None = None
 
 
 def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
@@ -96,6 +101,7 @@ def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
         job.state,
         advised,
         advice_claim(job, tag) if advised else None,
+        memory_claim(job, tag),
     )
 
 
@@ -108,6 +114,7 @@ class IngestStats:
     model_updates: int = 0
     censored_updates: int = 0
     memory_updates: int = 0
+    memory_budget_updates: int = 0
     states: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
@@ -232,6 +239,7 @@ class Ingestor:
                 self._learn_model(models, job)
             models.flush()
         self._learn_memory(new)
+        self._learn_memory_budgets(new)
         states = book.states
         save_key_states(self.store, {key: states[key] for key in book.changed})
         save_site(self.store, book.site)
@@ -248,6 +256,30 @@ class Ingestor:
         ]
         if measured:
             self.stats.memory_updates += learn_online(self.store, measured)
+
+    def _learn_memory_budgets(self, jobs: Sequence[Finished]) -> None:
+        """The OOM kill budgets of the jobs that ran under a --mem the advisor recorded setting.
+
+        As for time limits, a tag alone proves nothing (anyone can write one): only an advice
+        row of the job's own user with that --mem counts (advisor.models.memory_budget).
+        """
+        claimed = [job for job in jobs if job.memory_claim is not None]
+        if not claimed:
+            return
+        recorded = applied_memory(
+            self.store, [job.memory_claim[0] for job in claimed if job.memory_claim]
+        )
+        outcomes = [
+            (job.partition, job.state == "OUT_OF_MEMORY")
+            for job in claimed
+            if job.memory_claim is not None and any(
+                row.user == job.user and row.mem_mb == job.memory_claim[1]
+                and (row.cluster is None or row.cluster == job.cluster)
+                for row in recorded.get(job.memory_claim[0], ())
+            )
+        ]  # fmt: skip
+        if outcomes:
+            self.stats.memory_budget_updates += learn_budgets(self.store, outcomes)
 
     def _online_updates(self) -> OnlineUpdates:
         """The last batch's online updates while they hold what the cache holds, else new ones."""

@@ -76,6 +76,23 @@ def advice_claim(job: JobRecord, tag: Tag | None) -> AdviceClaim | None:
     return (job_id, job.timelimit_s, tag is not None)
 
 
+#: What a job claims of the advisor's memory record: sbatch's id and the --mem per node it ran with.
+MemoryClaim = tuple[int, int]
+
+
+def memory_claim(job: JobRecord, tag: Tag | None) -> MemoryClaim | None:
+    """The claim of a job whose tag says the advisor set its --mem, and which ran with it.
+
+    None when the tag sets no memory, or the job's memory per node (ReqMem) is not the tag's.
+    """
+    if tag is None or tag.mem_mb is None or not job.user:
+        return None
+    job_id, asked = advice_job_id(job), job.req_mem_per_node_mb
+    if job_id is None or asked is None or round(asked) != tag.mem_mb:
+        return None
+    return (job_id, tag.mem_mb)
+
+
 def recorded_advice(
     user: str,
     cluster: str,

@@ -8,7 +8,7 @@ from advisor.errors import UsageError
 from advisor.render import Result, Table
 from advisor.services.cluster import limit_text, show_cluster
 from advisor.slurm.backend import CliBackend
-from advisor.store.site_memory import MEMORY_MODES
+from advisor.store.memory_models import MEMORY_MODES
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]

@@ -31,7 +31,7 @@ the sbatch wrapper computes it at submit time from what the cache holds.  Why th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from advisor.lite import TYPE_CHECKING, NamedTuple
 
@@ -281,3 +281,42 @@ def margin_at(margins: Margins, distance: float) -> float:
         if point >= distance:
             return margin
     return margins[-1][1] if margins else 0.0
+
+
+#: Where a forecast comes from: the user's own jobs of the task, or the task's shared model.
+USER, TASK = "user", "task"
+
+
+class MemoryForecast(NamedTuple):
+    """What a task's run will need per node, in MB, and what it rests on."""
+
+    task: str
+    basis: str  # USER or TASK
+    runs: int  # in the key's window
+    p50_mb: float
+    p95_mb: float
+    margin: float  # the pool's at the distance the prediction reaches (and any correction), log
+    sized: bool  # the model follows the input size
+
+
+def forecast_from(
+    task: str,
+    candidates: Iterable[tuple[str, Sequence[MemRun]]],
+    margins: Mapping[str, Margins],
+    input_bytes: float | None,
+    correction: float = 0.0,
+) -> MemoryForecast | None:
+    """The forecast of the first candidate key ((basis, its runs), most specific first) with a model.
+
+    correction: the kill budget's (advisor.models.memory_budget), added to the pool's margin;
+    the sum never below 0 (the model's own P95).
+    """
+    for basis, runs in candidates:
+        model = fit_memory(runs)
+        if model is None:
+            continue
+        margin = max(0.0, margin_at(margins.get(model.pool, ()), model.distance(input_bytes))
+                     + correction)  # fmt: skip
+        p50, p95 = model.quantiles(input_bytes, margin)
+        return MemoryForecast(task, basis, model.n, p50, p95, margin, model.sized)
+    return None

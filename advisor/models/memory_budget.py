@@ -17,7 +17,11 @@ the next kills would have to pay off.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from advisor.lite import NamedTuple
+from advisor.store.connection import Store
+from advisor.store.memory_models import load_margins, load_memory_budgets, save_memory_budgets
 
 #: The promise when the site states none: 1 % of the advised jobs, the time policy's default.
 DEFAULT_BUDGET = 0.01
@@ -48,3 +52,25 @@ class MemoryBudget(NamedTuple):
         """Kills over the advised jobs (None before any)."""
         jobs = self.ran + self.killed
         return self.killed / jobs if jobs else None
+
+
+def learn_budgets(
+    store: Store, outcomes: Iterable[tuple[str, bool]], *, budget: float = DEFAULT_BUDGET
+) -> int:
+    """(partition, killed) of advised jobs that ended, in order, into their partitions' budgets.
+
+    The correction's floor is minus the site's largest measured margin (at distance 0): the
+    margin it adds to never goes below 0 for any pool (advisor.models.memory.forecast_from).
+    """
+    states = {name: MemoryBudget(*row) for name, row in load_memory_budgets(store).items()}
+    floor = max((m for margins in load_margins(store).values() for d, m in margins[:1] if d == 0),
+                default=0.0)  # fmt: skip
+    count = 0
+    for partition, killed in outcomes:
+        state = states.get(partition, MemoryBudget(budget))
+        states[partition] = state.after(killed=killed, floor=floor)
+        count += 1
+    save_memory_budgets(
+        store, {name: (s.budget, s.log_margin, s.ran, s.killed) for name, s in states.items()}
+    )
+    return count

@@ -20,6 +20,13 @@ ENVIRONMENT = {
     "time": "SBATCH_TIMELIMIT",
     "partition": "SBATCH_PARTITION",
     "job-name": "SBATCH_JOB_NAME",
+    "mem": "SBATCH_MEM_PER_NODE",
+    "mem-per-cpu": "SBATCH_MEM_PER_CPU",
+    "mem-per-gpu": "SBATCH_MEM_PER_GPU",
+    "cpus-per-task": "SBATCH_CPUS_PER_TASK",
+    "ntasks": "SBATCH_NTASKS",
+    "ntasks-per-node": "SBATCH_NTASKS_PER_NODE",
+    "nodes": "SBATCH_NNODES",
 }
 
 
@@ -43,6 +50,19 @@ class JobRequest(NamedTuple):
     job_name: Setting | None = None
     comment: Setting | None = None
     wrap: bool = False
+    #: What the job asks of memory (--mem per node, --mem-per-cpu, --mem-per-gpu) and of CPUs.
+    mem: Setting | None = None
+    mem_per_cpu: Setting | None = None
+    mem_per_gpu: Setting | None = None
+    cpus_per_task: Setting | None = None
+    ntasks: Setting | None = None
+    ntasks_per_node: Setting | None = None
+    nodes: Setting | None = None
+
+    @property
+    def asks_memory(self) -> Setting | None:
+        """The job's own memory request, of whichever kind (None: it asks for none)."""
+        return self.mem or self.mem_per_cpu or self.mem_per_gpu
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -101,6 +121,13 @@ def job_request(
         job_name=setting("job-name"),
         comment=setting("comment"),
         wrap=_last(command_line, "wrap") is not None,
+        mem=setting("mem"),
+        mem_per_cpu=setting("mem-per-cpu"),
+        mem_per_gpu=setting("mem-per-gpu"),
+        cpus_per_task=setting("cpus-per-task"),
+        ntasks=setting("ntasks"),
+        ntasks_per_node=setting("ntasks-per-node"),
+        nodes=setting("nodes"),
     )
 
 

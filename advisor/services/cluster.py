@@ -10,7 +10,7 @@ from advisor.slurm.records import Node, Partition
 from advisor.slurm.timefmt import format_duration
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
-from advisor.store.site_memory import save_memory_limits, save_memory_mode
+from advisor.store.memory_models import save_memory_limits, save_memory_mode
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,15 @@ import pytest
 from advisor.accounting.mapping import memory_peak
 from advisor.accounting.sacct_file import DumpFormat, Skipped, read_sacct_dump
 from advisor.accounting.update import dump_format, update_from_file
+from advisor.advice.tag import Tag, with_tag
 from advisor.models.memory import MIN_RUNS, RUNS, fit_memory
 from advisor.models.memory_book import key_runs
+from advisor.models.memory_budget import ETA
 from advisor.services.learn import learn as services_learn
 from advisor.slurm.records import JobRecord
 from advisor.store import Store
-from advisor.store.memory_models import MemoryKey, all_keys, load_pools
+from advisor.store.advice import Advice, record_advice
+from advisor.store.memory_models import MemoryKey, all_keys, load_memory_budgets, load_pools
 from advisor.store.observations import load_observations
 from tests.helpers.jobs import finished, learn
 from tests.helpers.public_recordings import HB_JOBINFO, PUBLIC
@@ -136,3 +139,28 @@ def test_an_out_of_memory_kill_raises_the_user_s_p95(tmp_path: Path) -> None:
         after = fit_memory(key_runs(all_keys(store)[MemoryKey("alice", "sim")]))
     assert before is not None and after is not None
     assert before.quantiles(None)[1] < 3000.0 <= 2 * 3000.0 <= after.quantiles(None)[1]
+
+
+def test_an_oom_kill_under_recorded_advice_raises_the_partitions_budget(tmp_path: Path) -> None:
+    tag = with_tag("", Tag("wrapper", "none", 0, mem_mb=1144))
+    killed = finished(7, 60, state="OUT_OF_MEMORY")._replace(
+        req_mem_mb=1144.0, req_mem_per="node", comment=tag)  # fmt: skip
+    ran = finished(8, 60)._replace(req_mem_mb=1144.0, req_mem_per="node", comment=tag)
+    forged = finished(9, 60, state="OUT_OF_MEMORY")._replace(
+        req_mem_mb=1144.0, req_mem_per="node", comment=tag
+    )  # no advice row: a tag proves nothing
+    other = finished(10, 60, state="OUT_OF_MEMORY")._replace(
+        req_mem_mb=2000.0, req_mem_per="node", comment=tag
+    )  # it did not run with the advice
+    with Store.open(tmp_path / "cache.db") as store:
+        for job_id in (7, 8, 10):
+            record_advice(store, Advice(user="alice", policy="fill", argv=(), outcome="submitted",
+                                        cluster="advisor", job_id=job_id, mem_mb=1144,
+                                        mem_action="set"))  # fmt: skip
+        learn(store, killed, forged, other)
+        first = load_memory_budgets(store)["cpu"]
+        learn(store, ran)
+        second = load_memory_budgets(store)["cpu"]
+    budget, log_margin, ran_jobs, kills = first
+    assert (ran_jobs, kills) == (0, 1) and log_margin == pytest.approx(ETA * (1 - budget))
+    assert second[2:] == (1, 1) and second[1] == pytest.approx(ETA * (1 - 2 * budget))
