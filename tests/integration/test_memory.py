@@ -181,7 +181,7 @@ def test_report_memory_shows_the_waste_of_the_clusters_jobs(cache: Path, tmp_pat
             str(tmp_path / f"{n}.out"),
             "--wrap",
             f"python3 -c '{HOLD.format(mb=60, s=4)}'",
-        )  # fmt: skip
+        )
         for n in range(3)
     ]
     assert set(wait_final(jobs).values()) == {"COMPLETED"}
