@@ -6,6 +6,7 @@ the live query asks for the steps separately.  A job killed OUT_OF_MEMORY is a l
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,12 @@ from advisor.models.memory_book import key_runs
 from advisor.models.memory_budget import ETA
 from advisor.services.learn import learn as services_learn
 from advisor.slurm.records import JobRecord
+from advisor.spool import advice_line, parse_raw
 from advisor.store import Store
 from advisor.store.advice import Advice, record_advice
 from advisor.store.memory_models import MemoryKey, all_keys, load_memory_budgets, load_pools
 from advisor.store.observations import load_observations
+from advisor.validate import validate
 from tests.helpers.jobs import finished, learn
 from tests.helpers.public_recordings import HB_JOBINFO, PUBLIC
 
@@ -164,3 +167,14 @@ def test_an_oom_kill_under_recorded_advice_raises_the_partitions_budget(tmp_path
     budget, log_margin, ran_jobs, kills = first
     assert (ran_jobs, kills) == (0, 1) and log_margin == pytest.approx(ETA * (1 - budget))
     assert second[2:] == (1, 1) and second[1] == pytest.approx(ETA * (1 - 2 * budget))
+
+
+def test_the_spool_carries_the_memory_a_users_wrapper_set() -> None:
+    advice = Advice(user="alice", policy="fill", argv=("--mem=1144M", "job.sh"), outcome="submitted",
+                    job_id=7, mem_mb=1144, mem_action="set")  # fmt: skip
+    line = parse_raw(advice_line(advice, "2026-12-01T10:00:00+00:00").encode())
+    assert line is not None and (line["mem_mb"], line["mem_action"]) == (1144, "set")
+    validate(json.loads(advice_line(advice, "2026-12-01T10:00:00+00:00")), "advice-spool",
+             source="spool")  # fmt: skip
+    old = parse_raw(b'{"created_at": "x", "argv": [], "policy": "fill", "outcome": "submitted"}')
+    assert old is not None and old["mem_mb"] is None  # lines of earlier wrappers still read
