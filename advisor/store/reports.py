@@ -63,15 +63,14 @@ SELECT j.cluster, j.job_id, j.name, j.user, j.account, j.partition, j.nodes, j.c
 """
 
 
+def _params(where: JobFilter) -> dict[str, str | None]:
+    return {"since": where.since, "until": where.until, "user": where.user,
+            "partition": where.partition}  # fmt: skip
+
+
 def jobs_with_advice(store: Store, where: JobFilter) -> list[dict[str, Any]]:
     """Finished jobs in the window, each with its newest advice row (advice columns None if none)."""
-    params = {
-        "since": where.since,
-        "until": where.until,
-        "user": where.user,
-        "partition": where.partition,
-    }
-    return store.query(_JOBS, params)
+    return store.query(_JOBS, _params(where))
 
 
 _MEMORY_JOBS = """
@@ -88,13 +87,7 @@ SELECT j.cluster, j.job_id, j.name, j.user, j.account, j.partition, j.nodes, j.c
 
 def memory_jobs(store: Store, where: JobFilter) -> list[dict[str, Any]]:
     """Finished jobs in the window with what they asked and used of memory (``report memory``)."""
-    params = {
-        "since": where.since,
-        "until": where.until,
-        "user": where.user,
-        "partition": where.partition,
-    }
-    return store.query(_MEMORY_JOBS, params)
+    return store.query(_MEMORY_JOBS, _params(where))
 
 
 def observation_counts(store: Store, task: str | None = None) -> dict[str, dict[str, Any]]:
