@@ -154,9 +154,16 @@ class CliBackend:
     def step_peaks(
         self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
     ) -> StepPeaks:
-        """The peak memory of the steps of the jobs of the window (sacct without -X)."""
+        """The peak memory of the steps of the jobs of the window (sacct without -X).
+
+        Output that does not split into whole records is one problem, not a failure: the
+        window's jobs are stored without their peaks (no user's text is in these fields).
+        """
         output, delimiter = self._sacct(start, end, job_ids, fields=STEP_FIELDS, steps=True)
-        return parse_step_peaks(output, delimiter)
+        try:
+            return parse_step_peaks(output, delimiter)
+        except InputError as error:
+            return StepPeaks({}, [f"sacct steps: {error.message}"])
 
     def _sacct(
         self,

@@ -103,3 +103,25 @@ def test_a_job_asks_for_memory_per_cpu_per_node_or_in_total() -> None:
     assert job._replace(req_mem_per="node").req_mem_per_node_mb == 4000.0
     assert job._replace(req_mem_per=None).req_mem_per_node_mb == 2000.0
     assert job._replace(req_mem_mb=None).req_mem_per_node_mb is None
+
+
+def test_steps_output_that_does_not_split_costs_the_peaks_not_the_window() -> None:
+    from collections.abc import Sequence
+    from datetime import datetime
+
+    from advisor.accounting.sacct_file import format_sacct_row
+    from advisor.slurm.backend import CliBackend
+    from advisor.slurm.runner import CommandResult, SlurmCommands
+
+    def sacct(argv: Sequence[str], timeout_s: float, stdin: str | None) -> CommandResult:
+        delimiter = next(a for a in argv if a.startswith("--delimiter=")).split("=", 1)[1]
+        if "--allocations" not in argv:
+            return CommandResult(tuple(argv), 0, f"1{delimiter}2\n", "")  # not whole records
+        rows = "".join(format_sacct_row(job, delimiter=delimiter) + "\n" for job in RECORDS[:3])
+        return CommandResult(tuple(argv), 0, rows, "")
+
+    rows = CliBackend(SlurmCommands(sacct)).accounting_rows(
+        datetime(1996, 1, 1), datetime(1998, 1, 1)
+    )
+    assert rows.records == RECORDS[:3]
+    assert len(rows.problems) == 1 and rows.problems[0].startswith("sacct steps: ")
