@@ -21,6 +21,7 @@ import pytest
 
 from advisor.store.connection import Store
 from advisor.store.memory_models import KeyRuns, MemoryKey, load_memory_budgets, save_keys
+from advisor.store.names import name_key
 from advisor.users import current_user
 from tests.helpers.cluster import ADVISOR, EXPORT, cancel, sh, show
 
@@ -159,8 +160,8 @@ def test_the_plugin_fills_mem_for_plain_sbatch(cache: Path, plugin_and_export: N
             assert "advisor: memory: would set --mem=" in sbatch.stderr
             assert fields["MinMemoryCPU"] == "500M"
         else:
-            mem = json.loads(EXPORT.read_text())["memory"]["users"][USER]
-            (entry,) = mem.values()
+            mine = json.loads(EXPORT.read_text())["memory"]["users"][USER]
+            entry = mine[name_key(USER, task)]
             assert fields["MinMemoryNode"] == f"{entry['mem_mb']}M"
             assert f"mem={entry['mem_mb']}" in fields["Comment"]
             assert "no memory asked; --mem=" in sbatch.stderr
