@@ -127,9 +127,9 @@ def parse_partition_memory(text: str, site: MemoryLimits) -> dict[str, MemoryLim
         most = {k: v for k, v in own.items() if k.startswith("max_") and v is not None}
         merged = site._asdict()
         if default:  # the partition's own default replaces the site's, of either kind
-            merged.update(def_per_cpu_mb=None, def_per_node_mb=None, **default)
+            merged.update({"def_per_cpu_mb": None, "def_per_node_mb": None} | default)
         if most:
-            merged.update(max_per_cpu_mb=None, max_per_node_mb=None, **most)
+            merged.update({"max_per_cpu_mb": None, "max_per_node_mb": None} | most)
         limits[name] = MemoryLimits(**merged)
     return limits
 
