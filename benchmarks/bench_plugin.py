@@ -1,6 +1,7 @@
 """What one user's job names cost slurm/job_submit.lua: an older version against this one.
 
-Run: ``.venv/bin/python benchmarks/bench_plugin.py [--before f8a52fd] [--names 20000 50000]``.
+Run: ``.venv/bin/python benchmarks/bench_plugin.py [--before f8a52fd] [--names 20000 50000]``
+(``--before 3bc35c2``: the version before issue 31, for the 3 MiB partition list of its N3).
 
 Lua 5.1 hashes at most 32 bytes of a string (one in every len/32 + 1, from the end), so long
 names that differ only in the other bytes all share one hash: interning each one compares it
@@ -85,10 +86,12 @@ function slurm.log_user(fmt, ...) local _ = string.format(fmt, ...) end
 function slurm.log_error(fmt, ...) end
 dofile(arg[1])
 local name = arg[2] == "long" and string.rep("\195\169", 2 * 1024 * 1024) or "short-name"
+-- "plist": the 3 MiB partition list of issue 31, N3 (786,432 times cpu)
+local partition = arg[2] == "plist" and string.rep("cpu,", 786432):sub(1, -2) or "cpu"
 local parts = { cpu = { flag_default = 1, max_time = 1440 } }
 local function job()
   local fields = { name = name, user_name = "mallory", time_limit = slurm.NO_VAL,
-                   time_min = slurm.NO_VAL, partition = "cpu" }
+                   time_min = slurm.NO_VAL, partition = partition }
   return setmetatable({}, { __index = fields, __newindex = fields })  -- like slurmctld's userdata
 end
 slurm_job_submit(job(), parts, 1000)  -- parse the limits file once
@@ -262,8 +265,10 @@ def main() -> None:
             )
             short = lua(work / "submit.lua", plugin, "short", 20)
             long = lua(work / "submit.lua", plugin, "long", 20)
+            plist = lua(work / "submit.lua", plugin, "plist", 5)
             print(
-                f"  {label:>6}: 10-byte name {short * 1e3:8.4f} ms, 4 MiB name {long * 1e3:10.4f} ms"
+                f"  {label:>6}: 10-byte name {short * 1e3:8.4f} ms, 4 MiB name {long * 1e3:10.4f} ms, "
+                f"3 MiB -p list {plist * 1e3:10.4f} ms"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -271,7 +271,9 @@ def _ingest_file(
                     skipped += 1
                     continue
                 created_at = line.pop("created_at")
-                record_advice(store, Advice(user=user, **line), created_at=created_at)
+                record_advice(
+                    store, Advice(user=user, **line), created_at=created_at, origin="spool"
+                )
             except _LINE_ERRORS:
                 skipped += 1
                 continue

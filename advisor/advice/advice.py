@@ -126,6 +126,42 @@ def _not_cached(partition: str, basis: Basis) -> PartitionLimit:
     )
 
 
+def within_bounds(
+    limits: Sequence[PartitionLimit], snapshot: Snapshot, request: JobRequest
+) -> tuple[PartitionLimit, ...]:
+    """Each partition's limit within what Slurm accepts for this job there (issue 30).
+
+    The smallest of MaxTime and the MaxWall of the job's QoS, the partition's QoS and its
+    association (SiteLimits.job_bounds, for the snapshot's user, --account and --qos).  A job
+    without an association Slurm would accept gets no limit: Slurm refuses it in its own words.
+    """
+    site = snapshot.limits
+    if not site.known or snapshot.user is None:
+        return tuple(limits)
+    account = request.account.value if request.account else None
+    qos = request.qos.value if request.qos else None
+    found = []
+    for limit in limits:
+        part = snapshot.partitions.get(limit.partition)
+        if part is None:
+            found.append(limit)
+            continue
+        bounds = site.job_bounds(
+            user=snapshot.user, partition=part.name, max_time_s=part.max_time_s,
+            partition_qos=part.qos, account=account or None, qos=qos or None,
+        )  # fmt: skip
+        tight, cap = bounds.tightest, bounds.limit_s
+        if bounds.problem is not None:
+            limit = limit._replace(limit_s=None, reason=bounds.problem)
+        elif tight is not None and cap is not None and cap < (part.max_time_s or cap + 1):
+            if limit.limit_s is not None and limit.limit_s > cap:
+                limit = limit._replace(limit_s=cap, clamped=True,
+                                       reason=f"{limit.reason}, clamped to {tight.source}")  # fmt: skip
+            limit = limit._replace(max_time_s=cap, bound=tight.source)
+        found.append(limit)
+    return tuple(found)
+
+
 def partition_limits(
     partitions: Sequence[str],
     snapshot: Snapshot,
@@ -169,7 +205,9 @@ def advise(
     limits: tuple[PartitionLimit, ...] = ()
     if task is not None:
         partitions = candidate_partitions(request, snapshot)
-        limits = partition_limits(partitions, snapshot, task, input_bytes, options)
+        limits = within_bounds(
+            partition_limits(partitions, snapshot, task, input_bytes, options), snapshot, request
+        )
     base = JobAdvice(task, input_bytes, options, request, limits, Decision("none", None, None, ""),
                 (), sbatch.args, input_origin=input_origin)  # fmt: skip
     return decided(base, sbatch, snapshot)
@@ -194,7 +232,8 @@ def advise_from_history(
             limits.append(_not_cached(name, "history"))
         else:
             limits.append(history_limit(name, found.get(name), known.max_time_s))
-    base = JobAdvice(job_name, None, options, request, tuple(limits), Decision("none", None, None, ""),
+    bounded = within_bounds(limits, snapshot, request)
+    base = JobAdvice(job_name, None, options, request, bounded, Decision("none", None, None, ""),
                 (), sbatch.args, input_origin=None, basis="history")  # fmt: skip
     return decided(base, sbatch, snapshot)
 

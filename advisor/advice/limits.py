@@ -2,7 +2,9 @@
 
 A partition's limit is the chosen upper quantile of the runtime on the slowest of its node
 classes (the job may land on any node of the partition), times (1 + margin), rounded up to whole
-minutes (Slurm's unit) and clamped to the partition's MaxTime.  Slurm applies one limit to all
+minutes (Slurm's unit) and clamped to the partition's MaxTime, then (advice.within_bounds) to the
+MaxWall of the job's QoS, of the partition's QoS and of its association (SiteLimits.job_bounds),
+so that Slurm accepts it where limits are enforced.  Slurm applies one limit to all
 the partitions of ``-p a,b``: the largest per-partition limit kills the job on none of them, and
 the smallest becomes ``--time-min``, which lets backfill start the job earlier with less time.
 The one limit is capped at the smallest MaxTime of the partitions, so it is valid in each.
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from advisor.advice.forecast import Forecast
 from advisor.errors import InputError
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.slurm.timefmt import NoLimit, parse_timelimit, whole_minutes_s
+from advisor.slurm.timefmt import NoLimit, format_duration, parse_timelimit, whole_minutes_s
 
 if TYPE_CHECKING:
     from advisor.advice.settings import Action, Basis
@@ -39,6 +41,8 @@ class PartitionLimit(NamedTuple):
     reason: str
     #: 'model' (task model forecasts) or 'history' (the history policy, no forecasts).
     basis: Basis = "model"
+    #: What max_time_s is: the partition's MaxTime, or a tighter bound (QoS, association).
+    bound: str = "MaxTime"
 
     @property
     def confident(self) -> bool:
@@ -151,6 +155,15 @@ def decide(
         return Decision("set", high, time_min, "no --time given", high)
     current = user_limit_s(user_time)
     if policy == "guarded":
+        bounded = [p for p in limits if p.max_time_s is not None]
+        cap = min(bounded, key=lambda p: p.max_time_s or 0) if bounded else None
+        if cap is not None and isinstance(current, int) and current > (cap.max_time_s or 0):
+            return Decision(
+                "kept", None, None,
+                f"--time {user_time} kept: above {cap.partition}'s bound ({cap.bound}, "
+                f"{format_duration(cap.max_time_s or 0)}), which no guard may raise a job past",
+                high,
+            )  # fmt: skip
         return _guarded(user_time, current, high, time_min, guard_fresh, guard_age_s)
     if policy != "tighten":
         return Decision(

@@ -13,8 +13,8 @@ from advisor.advice.memory import NO_VIEW, MemoryView, load_memory_view
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.loading import load_models, load_node_context
 from advisor.models.predict import LOTARU_METHODS
-from advisor.slurm.records import Partition
-from advisor.store.cluster import load_partitions
+from advisor.slurm.records import Partition, SiteLimits
+from advisor.store.cluster import load_partitions, load_site_limits
 from advisor.store.connection import Store
 from advisor.store.guard import guard_alive
 
@@ -35,6 +35,10 @@ class Snapshot(NamedTuple):
     guard_age_s: float | None = None
     #: What the cache says of memory for the tasks read, as the user sees it.
     memory: MemoryView = NO_VIEW
+    #: The user whose job it is, and the QoS and associations that bound its limit (unknown
+    #: without a user: the export's shared limits are bounded by the plugin, per job).
+    user: str | None = None
+    limits: SiteLimits = SiteLimits.unknown()
 
     def default_partition(self) -> str | None:
         """The partition Slurm uses without ``-p``."""
@@ -61,6 +65,7 @@ def load_snapshot(
         models = load_models(store, tasks, user=user, methods=LOTARU_METHODS)
         fresh, age = guard_alive(store)
         memory = load_memory_view(store, tasks, user) if tasks is not None else NO_VIEW
+        limits = load_site_limits(store, user=user) if user else SiteLimits.unknown()
     return Snapshot(
         partitions=partitions,
         node_class_of=dict(context.node_class_of),
@@ -69,4 +74,6 @@ def load_snapshot(
         guard_fresh=fresh,
         guard_age_s=age,
         memory=memory,
+        user=user,
+        limits=limits,
     )

@@ -12,7 +12,9 @@ only.  Then the same for the advisor's limits (advisor.reports.jobs: applied or 
   that would have been) where the limit without the advisor was higher or is unknown, and the
   core-hours they ran, or would have run, before the kill;
 * ``advised_no_baseline``: advised jobs whose limit without the advisor is unknown (left out
-  of saved_core_h).
+  of saved_core_h);
+* ``advised_unverified``: jobs a user's spool line claims advice for that the job's own record
+  does not confirm (no advisor tag with that limit): not counted as advised (issue 31, N14).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ FIGURES = (
     "jobs", "timeouts", "requested_h", "used_h", "time_eff", "median_time_eff", "core_h",
     "unused_core_h", "advised_jobs", "advised_applied", "advised_limit_h", "advised_time_eff",
     "advised_unused_core_h", "saved_core_h", "advised_kills", "lost_core_h", "advised_no_baseline",
+    "advised_unverified",
 )  # fmt: skip
 
 
@@ -88,6 +91,7 @@ def limit_figures(jobs: Sequence[JobView]) -> dict[str, Any]:
         "core_h": hours(sum(job.cpus * job.elapsed_s for job in jobs)),
         "unused_core_h": hours(sum(_unused_s(j.cpus, limit, j.elapsed_s) for j, limit in limited)),
         **_advised_figures(jobs),
+        "advised_unverified": sum(1 for job in jobs if job.unverified),
     }
 
 

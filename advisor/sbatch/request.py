@@ -27,6 +27,8 @@ ENVIRONMENT = {
     "ntasks": "SBATCH_NTASKS",
     "ntasks-per-node": "SBATCH_NTASKS_PER_NODE",
     "nodes": "SBATCH_NNODES",
+    "account": "SBATCH_ACCOUNT",
+    "qos": "SBATCH_QOS",
 }
 
 
@@ -63,6 +65,10 @@ class JobRequest(NamedTuple):
     def asks_memory(self) -> Setting | None:
         """The job's own memory request, of whichever kind (None: it asks for none)."""
         return self.mem or self.mem_per_cpu or self.mem_per_gpu
+    #: --account and --qos: with the user, they choose the association and QoS whose MaxWall
+    #: bounds the limit (SiteLimits.job_bounds).
+    account: Setting | None = None
+    qos: Setting | None = None
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -128,6 +134,8 @@ def job_request(
         ntasks=setting("ntasks"),
         ntasks_per_node=setting("ntasks-per-node"),
         nodes=setting("nodes"),
+        account=setting("account"),
+        qos=setting("qos"),
     )
 
 

@@ -67,6 +67,11 @@ ALLOWED: dict[str, str] = {
     "memory_budget": "SELECT * FROM src.memory_budget",
     "partition_memory": "SELECT * FROM src.partition_memory",
     "site_settings": "SELECT * FROM src.site_settings",
+    # the limits a wrapper's --time must stay within (what sacctmgr shows every user by default)
+    "qos_limits": "SELECT * FROM src.qos_limits",
+    "associations": "SELECT * FROM src.associations",
+    "default_accounts": "SELECT * FROM src.default_accounts",
+    "site_limits": "SELECT * FROM src.site_limits",
     # the tables below name their columns: a column a later migration adds gets its default
     "advice": "(id, created_at, user, task, partition, policy, argv, cluster, job_id, outcome) "
     "SELECT id, created_at, user, CASE WHEN task IS NULL THEN NULL ELSE name_key(user, task) END, "

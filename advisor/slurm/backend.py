@@ -14,6 +14,15 @@ from datetime import datetime
 from typing import NamedTuple, Protocol
 
 from advisor.errors import InputError, SlurmCommandError
+from advisor.slurm.limits import (
+    ASSOC_FIELDS,
+    QOS_FIELDS,
+    USER_FIELDS,
+    parse_associations,
+    parse_default_accounts,
+    parse_qos,
+    parse_reservations,
+)
 from advisor.slurm.parsers import (
     parse_config_memory,
     parse_job_id,
@@ -22,7 +31,16 @@ from advisor.slurm.parsers import (
     parse_partitions,
     parse_test_only,
 )
-from advisor.slurm.records import JobRecord, MemoryLimits, Node, Partition, StartEstimate
+from advisor.slurm.records import (
+    Association,
+    JobRecord,
+    MemoryLimits,
+    Node,
+    Partition,
+    Qos,
+    Reservation,
+    StartEstimate,
+)
 from advisor.slurm.runner import (
     AmbiguousSubmitError,
     CommandResult,
@@ -69,6 +87,26 @@ class SlurmBackend(Protocol):
         """Each partition's memory default and limits."""
         ...
 
+    def qos(self) -> list[Qos]:
+        """Every QoS with its MaxWall."""
+        ...
+
+    def associations(self, cluster: str | None) -> list[Association]:
+        """The users' associations on cluster, parents' limits inherited."""
+        ...
+
+    def default_accounts(self) -> dict[str, str]:
+        """Each user's default account."""
+        ...
+
+    def enforce(self) -> frozenset[str]:
+        """AccountingStorageEnforce's words."""
+        ...
+
+    def reservations(self) -> list[Reservation]:
+        """Advance reservations."""
+        ...
+
     def submit(self, sbatch_args: Sequence[str]) -> int:
         """Submit with these sbatch arguments; the job id."""
         ...
@@ -113,6 +151,38 @@ class CliBackend:
         site = parse_config_memory(self.commands.run(["scontrol", "show", "config"]).stdout)
         partitions = self.commands.run(["scontrol", "show", "partition", "-o"]).stdout
         return parse_partition_memory(partitions, site)
+
+    def qos(self) -> list[Qos]:
+        """Every QoS with its MaxWall (``sacctmgr show qos``)."""
+        return parse_qos(self._sacctmgr("qos", QOS_FIELDS))
+
+    def associations(self, cluster: str | None) -> list[Association]:
+        """The users' associations on cluster (None: every cluster's), parents' limits inherited."""
+        where = [f"cluster={cluster}"] if cluster else []
+        return parse_associations(self._sacctmgr("assoc", ASSOC_FIELDS, *where))
+
+    def default_accounts(self) -> dict[str, str]:
+        """Each user's default account (``sacctmgr show user``)."""
+        return parse_default_accounts(self._sacctmgr("user", USER_FIELDS))
+
+    def reservations(self) -> list[Reservation]:
+        """Advance reservations from ``scontrol show reservation -o``."""
+        return parse_reservations(
+            self.commands.run(["scontrol", "show", "reservation", "-o"]).stdout
+        )
+
+    def enforce(self) -> frozenset[str]:
+        """AccountingStorageEnforce's words (``scontrol show config``); empty when not set."""
+        for line in self.commands.run(["scontrol", "show", "config"]).stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "AccountingStorageEnforce":
+                words = {word.strip().lower() for word in value.split(",")}
+                return frozenset(w for w in words if w and w != "none")
+        return frozenset()
+
+    def _sacctmgr(self, entity: str, fields: Sequence[str], *where: str) -> str:
+        argv = ["sacctmgr", "--noheader", "--parsable2", "show", entity, *where]
+        return self.commands.run([*argv, f"format={','.join(fields)}"]).stdout
 
     def submit(self, sbatch_args: Sequence[str]) -> int:
         """``sbatch --parsable``; the job id it printed."""

@@ -75,6 +75,7 @@ def parse_partitions(text: str) -> list[Partition]:
                 is_default=pairs.get("Default", "NO").upper() == "YES",
                 state=pairs.get("State", ""),
                 total_cpus=_int(total, "TotalCPUs", where) if total else None,
+                qos=_partition_qos(pairs.get("QoS")),
             )
         )
     return partitions
@@ -132,6 +133,12 @@ def parse_partition_memory(text: str, site: MemoryLimits) -> dict[str, MemoryLim
             merged.update({"max_per_cpu_mb": None, "max_per_node_mb": None} | most)
         limits[name] = MemoryLimits(**merged)
     return limits
+
+
+def _partition_qos(value: str | None) -> str | None:
+    """``QoS=N/A`` (none) or the QoS's name."""
+    value = (value or "").strip()
+    return None if value in {"", "N/A", "(null)"} else value
 
 
 def _names(value: str | None) -> tuple[str, ...]:

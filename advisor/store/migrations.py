@@ -228,7 +228,42 @@ MIGRATIONS: tuple[str, ...] = (
     );
     ALTER TABLE advice ADD COLUMN request_s INTEGER;
     """,
-    # 7: memory, the second resource (issue 33).  Accounting keeps each job's peak memory per
+    # 7: the limits Slurm enforces beside MaxTime (issue 30), as `advisor cluster --save` read
+    # them: every QoS's MaxWall, the users' associations (parents' limits inherited) and their
+    # default accounts, and each partition's QOS=.  site_limits says whether they were read at
+    # all (no slurmdbd: only MaxTime bounds a limit).  Advice rows say where they came from: a
+    # spool line is what a user's wrapper wrote, which that user may forge (issue 31, N14).
+    """
+    ALTER TABLE partitions ADD COLUMN qos TEXT;
+    CREATE TABLE qos_limits (
+        name TEXT PRIMARY KEY,
+        max_wall_s INTEGER CHECK (max_wall_s IS NULL OR max_wall_s >= 0),
+        over_partition_qos INTEGER NOT NULL CHECK (over_partition_qos IN (0, 1))
+    );
+    CREATE TABLE associations (
+        cluster TEXT NOT NULL,
+        account TEXT NOT NULL,
+        user TEXT NOT NULL,
+        partition TEXT NOT NULL,             -- '' for the account-wide association
+        max_wall_s INTEGER CHECK (max_wall_s IS NULL OR max_wall_s >= 0),
+        qos TEXT NOT NULL,                   -- JSON list of the QoS it may use
+        default_qos TEXT NOT NULL,           -- '' when none is set
+        PRIMARY KEY (cluster, account, user, partition)
+    );
+    CREATE TABLE default_accounts (
+        user TEXT PRIMARY KEY,
+        account TEXT NOT NULL
+    );
+    CREATE TABLE site_limits (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        known INTEGER NOT NULL CHECK (known IN (0, 1)),
+        enforce TEXT NOT NULL,               -- AccountingStorageEnforce, e.g. 'associations,limits,qos'
+        updated_at TEXT NOT NULL
+    );
+    ALTER TABLE advice ADD COLUMN origin TEXT NOT NULL DEFAULT 'direct'
+        CHECK (origin IN ('direct', 'spool'));
+    """,
+    # 8: memory, the second resource (issue 33).  Accounting keeps each job's peak memory per
     # node (the largest MaxRSS of its steps); an observation keeps a run's peak and whether it
     # is a lower bound (OUT_OF_MEMORY: killed at its request, as TIMEOUT is for time).
     # memory_models holds the recent peaks per task (user '': the shared model, from imports

@@ -61,3 +61,4 @@ def plugin_and_export() -> Iterator[None]:
         time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
     yield
     EXPORT.unlink(missing_ok=True)
+    EXPORT.with_name("advisor-limits.guard.json").unlink(missing_ok=True)  # the guard's heartbeat

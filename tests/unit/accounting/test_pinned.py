@@ -6,7 +6,9 @@ tests.unit.accounting.test_pinned --write`` by the per-record path before the bu
 issue #15: first by commit b09c208, then again by main at 3834a00 (whose hostile-user rules
 changed what is stored: recorded advice for the site budget, no model taught by a job without
 a user, the censored rule, the 'paper' models), run from a copy of that tree (and the empty
-guard_heartbeat table of migration 6 added by hand: no update writes it).  The
+guard_heartbeat table of migration 6 added by hand: no update writes it; and by hand again for
+migration 7, the empty qos_limits, associations, default_accounts and site_limits tables and the
+partition row's new qos column, NULL: the digest of the rows without it was the pinned one).  The
 cases go through everything an update does: jobs, observations, history key states and the
 site budget, the task models (COMPLETED runs online, TIMEOUTs censored) and per-user models,
 on the SWF excerpts, the public projects' recordings, the test cluster's recordings, and a

@@ -164,6 +164,8 @@ def test_ingestion_attributes_rows_to_the_owner_and_resumes(spool: Path, store: 
     counts = ingest_spool(store, str(spool), now=NOW.replace(year=2026, month=12, day=1))
     assert (counts["rows"], counts["skipped_lines"]) == (1, 1)
     assert [row["job_id"] for row in _rows(store)] == [1, 2]
+    # the user's own text: never what the guard trusts, nor advice the reports take unconfirmed
+    assert store.query("SELECT DISTINCT origin FROM advice") == [{"origin": "spool"}]
     mark = parse_mark(get_watermark(store, mark_source(UID, path.name)))
     assert mark is not None and (mark.inode, mark.offset) == (
         path.stat().st_ino,

@@ -80,8 +80,9 @@ def test_fill_sets_pn_min_memory_and_tags_it(lua: str, tmp_path: Path) -> None:
         {"name": "align", "user_name": "alice"},
         {"name": "align", "time_limit": 10, "comment": "mine"},  # its own --time stands
         {"name": "other"},
+        {"name": "align", "time_limit": 10, "comment": "advisor:lua,action=set,limit=1,task=x"},
     ]))  # fmt: skip
-    assert [r["rc"] for r in results] == [0, 0, 0, 0]
+    assert [r["rc"] for r in results] == [0, 0, 0, 0, 0]
     assert results[0]["pn_min_memory"] == shared
     assert results[0]["comment"].endswith(f",mem={shared}")  # the time tag gets the memory
     assert "no memory asked; --mem=" in _log(results[0])
@@ -89,6 +90,8 @@ def test_fill_sets_pn_min_memory_and_tags_it(lua: str, tmp_path: Path) -> None:
     assert results[2]["pn_min_memory"] == shared and results[2]["time_limit"] == 10
     assert results[2]["comment"] == f"mine advisor:lua,action=none,limit=0,task=align,mem={shared}"
     assert results[3]["pn_min_memory"] == -1 and results[3]["comment"] == ""
+    # a tag the comment brought is not the plugin's: its memory goes into a tag of its own
+    assert not results[4]["comment"].startswith("advisor:lua,action=set,limit=1,task=x,mem=")
 
 
 def test_a_request_of_the_user_stands_unless_the_site_lowers(lua: str, tmp_path: Path) -> None:
