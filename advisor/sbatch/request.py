@@ -65,6 +65,7 @@ class JobRequest(NamedTuple):
     def asks_memory(self) -> Setting | None:
         """The job's own memory request, of whichever kind (None: it asks for none)."""
         return self.mem or self.mem_per_cpu or self.mem_per_gpu
+
     #: --account and --qos: with the user, they choose the association and QoS whose MaxWall
     #: bounds the limit (SiteLimits.job_bounds).
     account: Setting | None = None
