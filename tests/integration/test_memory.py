@@ -10,6 +10,7 @@ removed afterwards (plugin_and_export).
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import subprocess
 import time
@@ -160,10 +161,12 @@ def test_the_plugin_fills_mem_for_plain_sbatch(cache: Path, plugin_and_export: N
             assert "advisor: memory: would set --mem=" in sbatch.stderr
             assert fields["MinMemoryCPU"] == "500M"
         else:
-            mine = json.loads(EXPORT.read_text())["memory"]["users"][USER]
-            entry = mine[name_key(USER, task)]
-            assert fields["MinMemoryNode"] == f"{entry['mem_mb']}M"
-            assert f"mem={entry['mem_mb']}" in fields["Comment"]
+            memory = json.loads(EXPORT.read_text())["memory"]
+            entry = memory["users"][USER][name_key(USER, task)]
+            # times the partition's OOM budget factor (the kill taught above may have raised it)
+            mem_mb = math.ceil(entry["mem_mb"] * memory["partitions"]["cpu"]["factor"])
+            assert fields["MinMemoryNode"] == f"{mem_mb}M"
+            assert f"mem={mem_mb}" in fields["Comment"]
             assert "no memory asked; --mem=" in sbatch.stderr
 
 
