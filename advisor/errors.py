@@ -1,4 +1,4 @@
-"""Typed errors; the CLI maps them to exit codes in one place (cli.main).
+"""Typed errors; the CLI maps them to exit codes in one place (advisor.cli.app.run).
 
 Exit codes: 0 ok, 1 operational error (Slurm or the cache failed), 2 bad usage or bad input.
 """
@@ -19,9 +19,11 @@ class AdvisorError(Exception):
         self.hint = hint
 
     def one_line(self) -> str:
-        """The message and what to do next, on one line (newlines in user data are escaped)."""
+        """The message and what to do next, on one line (what is not printable is escaped)."""
+        from advisor.text import printable
+
         text = self.message if not self.hint else f"{self.message}; {self.hint}"
-        return text.replace("\r", "\\r").replace("\n", "\\n")
+        return printable(text)
 
 
 class InputError(AdvisorError):

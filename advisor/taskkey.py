@@ -8,7 +8,7 @@ would give every run of a task a key of its own:
   runs once) with each of `` /:@*?=`` replaced by ``_``, cut at 256 characters:
   ``NFCORE_RNASEQ:FASTQC (s1)`` becomes ``nf-NFCORE_RNASEQ_FASTQC_(s1)``.  The key is the
   process as the job name carries it, ``NFCORE_RNASEQ_FASTQC`` (its ``:`` cannot be told from
-  an ``_`` any more); ``advisor runs import --format nextflow`` keys a trace's process the
+  an ``_`` any more); ``advisor runs import --input-format nextflow`` keys a trace's process the
   same way (``nextflow_process_key``), so a model learned from a trace is the one the jobs hit.
 * **Snakemake** (snakemake-executor-plugin-slurm) names every job of a run by the run's UUID
   and puts ``rule_<rule>`` or ``rule_<rule>_wildcards_<values>`` in the comment.  The key is

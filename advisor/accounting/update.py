@@ -37,6 +37,7 @@ from advisor.accounting.reader_process import ChildReader, can_fork, collected
 from advisor.accounting.sacct_file import DumpFormat, Skipped, not_a_job, read_sacct_dump
 from advisor.accounting.swf import check_swf, read_swf, swf_header
 from advisor.errors import AdvisorError, InputError, SlurmError, UsageError
+from advisor.progress import Progress
 from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.records import FINAL_STATES, JobRecord
@@ -63,8 +64,6 @@ READER_PROCESS_BYTES = 1 << 20
 MAX_WARNINGS = 100
 #: The cluster of dump rows without a Cluster field when neither --cluster nor slurm.conf names one.
 DEFAULT_CLUSTER = "default"
-
-Progress = Callable[[int, int | None], None]
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="S,S,...",
         help="arrival time in seconds of each workflow (default: all at 0)",
     )
-    parser.add_argument("--nodes", type=int, help="plan on N alike nodes instead of recorded ones")
+    parser.add_argument(
+        "-N",
+        "--nodes",
+        type=int,
+        metavar="N",
+        help="plan on N alike nodes instead of recorded ones (a count, as sbatch -N)",
+    )
     parser.add_argument("--cores", type=int, help="cores per node with --nodes (default 1)")
     parser.add_argument("--gantt", metavar="FILE.png", help="also draw the plan (needs matplotlib)")
     parser.set_defaults(func=run)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 
-from advisor.cli.common import add_dump_options, dump_format_of, positive_int, warn_skipped
-from advisor.progress import Progress
+from advisor.cli.common import (
+    add_dump_options,
+    add_time_window,
+    dump_format_of,
+    positive_int,
+    warn_skipped,
+)
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.replay.run import GROUPS
-from advisor.reports.period import parse_moment
 from advisor.services.replay import ReplayRequest, replay
 from advisor.slurm.sacct_text import NEEDED_TEXT
 
@@ -56,16 +60,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="a saved sacct dump, text or 'sacct --json', read as 'advisor update --sacct-file' "
         f"reads it (needed: {NEEDED_TEXT})",
     )
-    parser.add_argument(
-        "--since",
-        metavar="WHEN",
-        help="the jobs that ended at or after WHEN, read live from sacct (with --sacct-file: "
-        "in the dump): YYYY-MM-DD[THH:MM[:SS]], or a span back from now: 30m, 12h, 90d, 2w",
-    )
-    parser.add_argument(
-        "--until",
-        metavar="WHEN",
-        help="the jobs that ended before WHEN (default, live: 5 minutes ago; in a dump: all)",
+    add_time_window(
+        parser,
+        since="the jobs that ended at or after WHEN, read live from sacct (with --sacct-file: "
+        "in the dump)",
+        until="the jobs that ended before WHEN (default, live: 5 minutes ago; in a dump: all)",
     )
     parser.add_argument(
         "--by", choices=sorted(GROUPS), help="also the same figures per partition or per user"
@@ -94,15 +93,6 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.set_defaults(func=run)
 
 
-def _when(text: str | None, option: str) -> datetime | None:
-    # sacct's times are the cluster's local time, without an offset
-    return (
-        datetime.fromisoformat(parse_moment(text, option=option, now=datetime.now()))
-        if text
-        else None
-    )
-
-
 def request_of(args: argparse.Namespace) -> ReplayRequest:
     """The replay the arguments ask for."""
     return ReplayRequest(
@@ -110,8 +100,8 @@ def request_of(args: argparse.Namespace) -> ReplayRequest:
         sacct_file=args.sacct_file,
         dump=dump_format_of(args),
         strict=args.strict,
-        since=_when(args.since, "--since"),
-        until=_when(args.until, "--until"),
+        since=args.since,
+        until=args.until,
         by=args.by,
         schedule=args.schedule,
         procs=args.procs,
@@ -122,7 +112,7 @@ def request_of(args: argparse.Namespace) -> ReplayRequest:
 
 def run(args: argparse.Namespace) -> Result:
     """Replay (services.replay) and lay out."""
-    done = replay(request_of(args), bars=Progress)
+    done = replay(request_of(args), bars=ProgressBar)
     source, scores = done.source, done.scores
     if source.warnings is not None:
         warn_skipped(list(source.warnings), dict(source.skipped or {}))

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from advisor.cli.common import add_dump_options, dump_format_of, warn_skipped
-from advisor.progress import Progress
+from advisor.cli.common import add_dump_options, add_time_window, dump_format_of, warn_skipped
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.services.update import update
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.sacct_text import NEEDED_TEXT
 from advisor.spool import SPOOL_ENV
 from advisor.store import Store
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
 
 
 def _hours(text: str) -> timedelta:
@@ -44,16 +48,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "many fields) is skipped, counted and named by file:line in a warning; --strict refuses "
         "the file (or fails the sacct window) instead.",
     )
-    parser.add_argument(
-        "--since",
-        metavar="T",
-        help="start here instead of the stored watermark (required the first "
-        "time), e.g. 2024-05-01 or 2024-05-01T08:00",
-    )
-    parser.add_argument(
-        "--until",
-        metavar="T",
-        help="stop here (default: 5 minutes ago, so slurmdbd has every record)",
+    add_time_window(
+        parser,
+        since="start here instead of the stored watermark (required the first time)",
+        until="stop here (default: 5 minutes ago, so slurmdbd has every record); same forms",
     )
     parser.add_argument(
         "--window",
@@ -84,9 +82,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def run(args: argparse.Namespace) -> Result:
     """Ingest and summarise."""
     dump = dump_format_of(args)
-    with Store.open(getattr(args, "db", None)) as store, Progress("update") as bar:
+    with Store.open(getattr(args, "db", None)) as store, ProgressBar("update") as bar:
         done = update(store, CliBackend(), sacct_file=args.sacct_file, swf=args.swf, dump=dump,
-                      since=args.since, until=args.until, window=args.window, spool=args.spool,
+                      since=_iso(args.since), until=_iso(args.until), window=args.window,
+                      spool=args.spool,
                       strict=args.strict, progress=bar)  # fmt: skip
     skipped = done.skipped
     warn_skipped(list(done.warnings), dict(skipped))

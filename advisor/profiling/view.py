@@ -53,7 +53,7 @@ def pick_reference(
     if not scores.get(requested):
         raise InputError(
             f"--reference: node {requested!r} has no benchmark scores",
-            hint="profile it first ('advisor profile --nodes NODE')",
+            hint="profile it first ('advisor profile --nodelist NODE')",
         )
     return requested
 

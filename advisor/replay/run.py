@@ -36,6 +36,7 @@ from advisor.guard_schedule import raises_for
 from advisor.history.book import HistoryBook
 from advisor.history.keys import HistoryKey
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig, Proposal, clamp
+from advisor.progress import Progress
 from advisor.replay.baselines import UserRequest, ave2, max5
 from advisor.replay.guarded import GUARDED_CONFIG, GuardedPolicy
 from advisor.replay.jobs import ReplayJob
@@ -276,7 +277,7 @@ def replay(
     jobs: Sequence[ReplayJob],
     contenders: Sequence[ReplayPolicy],
     *,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     group: Callable[[ReplayJob], str] | None = None,
     keep: Collection[str] = (),
 ) -> dict[str, Score]:
@@ -332,7 +333,7 @@ def replay_report(
     *,
     source: str,
     config: PolicyConfig = DEFAULT_CONFIG,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     by: str | None = None,
 ) -> ReplayFigures:
     """The replay's figures (schemas/replay-output.json); by: 'partition' or 'user' groups."""

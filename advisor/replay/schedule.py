@@ -23,13 +23,14 @@ simulation then moves only the starts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from advisor.lite import NamedTuple
+from advisor.progress import Progress
 from advisor.replay.backfill import SimJob, simulate
 from advisor.replay.jobs import ReplayJob
 from advisor.replay.run import Score
@@ -170,7 +171,7 @@ def schedule_figures(
     scores: Mapping[str, Score],
     machine: Machine,
     *,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Schedule:
     """Per policy the schedule's figures, and what was simulated."""
     figures: dict[str, QueueFigures] = {}
@@ -188,9 +189,7 @@ def schedule_figures(
     return Schedule(machine.procs, machine.source, simulated, clipped, TAU_S, figures)
 
 
-def _offset(
-    progress: Callable[[int, int], None], done: int, total: int
-) -> Callable[[int, int], None]:
+def _offset(progress: Progress, done: int, total: int) -> Progress:
     return lambda ended, _count: progress(done + ended, total)
 
 

@@ -32,6 +32,7 @@ from advisor.models.loading import NodeContext, load_models, load_node_context
 from advisor.models.memory_book import learn_online
 from advisor.models.online import update_online
 from advisor.models.predict import NoFactorError, TaskModels, predict_task
+from advisor.progress import Progress
 from advisor.services.profile import ProfileRequest, Target, select_targets
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.records import JobRecord
@@ -260,7 +261,7 @@ def calibrate(
     request: CalibrationRequest,
     *,
     sleep: Callable[[float], None] = time.sleep,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Progress | None = None,
 ) -> Calibration:
     """Probe every node class in parallel, store the runs, learn them (module docstring).
 

@@ -9,7 +9,7 @@ schemas/replay-output.json.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +17,7 @@ from typing import Any
 
 from advisor.accounting.sacct_file import DumpFormat
 from advisor.errors import UsageError
+from advisor.progress import Bars
 from advisor.replay.jobs import ReplayJob
 from advisor.replay.memory import MemoryReplay, replay_memory
 from advisor.replay.run import GROUPS, GuardRaises, ReplayFigures, policies, replay_figures
@@ -25,10 +26,8 @@ from advisor.replay.run import replay as _replay
 from advisor.replay.schedule import Machine, Schedule
 from advisor.slurm.backend import SlurmBackend
 
+
 #: A progress bar for a named phase ("replay", "schedule"): a context giving ``(done, total)``.
-Bars = Callable[[str], AbstractContextManager[Callable[[int, int], None] | None]]
-
-
 def _no_bar(_label: str) -> AbstractContextManager[None]:
     return nullcontext()
 

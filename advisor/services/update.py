@@ -20,12 +20,12 @@ from advisor.accounting.update import (
     DEFAULT_WINDOW,
     HeldBack,
     Ingested,
-    Progress,
     WindowDone,
     update_from_file,
     update_from_sacct,
 )
 from advisor.errors import InputError
+from advisor.progress import Progress
 from advisor.slurm.backend import SlurmBackend
 from advisor.store.connection import Store
 

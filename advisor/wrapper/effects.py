@@ -116,7 +116,9 @@ def run_sbatch(
         code = error.returncode if error.returncode is not None else 127
         return CommandResult(tuple(full), code, "", stderr)
     except Exception as error:  # sbatch may have run: report, never submit again
-        text = str(error).replace("\n", " ")
+        from advisor.text import printable
+
+        text = printable(str(error))
         stderr = f"advisor: error: running sbatch failed ({type(error).__name__}: {text}); check squeue before submitting again\n"
         return CommandResult(tuple(full), 1, "", stderr)
 

@@ -75,9 +75,10 @@ class Submitted(NamedTuple):
 
 def one_line(error: BaseException) -> str:
     """An exception as one line of text (user data may hold newlines)."""
+    from advisor.text import printable
+
     text = getattr(error, "one_line", None)
-    message = text() if callable(text) else f"{type(error).__name__}: {error}"
-    return str(message).replace("\r", "\\r").replace("\n", "\\n")
+    return printable(str(text() if callable(text) else f"{type(error).__name__}: {error}"))
 
 
 def warning_text(reason: str) -> str:

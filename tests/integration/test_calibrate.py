@@ -52,7 +52,7 @@ def profiled(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> P
             stacklevel=1,
         )
         again = advisor(
-            db, "profile", "--nodes", ",".join(failed), "--format", "json", "--dir", str(tmp)
+            db, "profile", "--nodelist", ",".join(failed), "--format", "json", "--dir", str(tmp)
         )
         assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout)["failed"] == 0, again.stdout + again.stderr
@@ -66,7 +66,10 @@ def profiled(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> P
         for i in range(8)
     ]  # fmt: skip
     (tmp / "runs.json").write_text(json.dumps({"runs": runs}))
-    assert advisor(db, "runs", "import", str(tmp / "runs.json"), "--format", "json").returncode == 0
+    assert (
+        advisor(db, "runs", "import", str(tmp / "runs.json"), "--input-format", "json").returncode
+        == 0
+    )
     assert advisor(db, "learn").returncode == 0
     return db
 

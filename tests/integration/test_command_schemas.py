@@ -34,7 +34,7 @@ NOT_JSON = frozenset({"completion"})
 CASES: list[tuple[str, str, str, str]] = [
     ("demo", "--format json demo", "demo-output", ""),
     ("nodes", "--format json nodes", "nodes-output", "demo"),
-    ("runs-import", "runs import --format json --output-format json {sample}/task-runs.json",
+    ("runs-import", "runs import --input-format json --format json {sample}/task-runs.json",
      "runs-import-output", "demo"),
     ("learn", "--format json learn", "learn-output", "demo"),
     ("predict", "--format json predict --task bwa --input-bytes 4000000000", "predict-output",
@@ -58,7 +58,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("doctor", "--format json doctor", "doctor-output", "demo"),
     ("bench", "--format json bench --quick --dir {tmp}", "bench-output", ""),
     ("cluster", "--format json cluster", "cluster", "live"),
-    ("profile", "--format json profile --nodes c1,f1 --dir {tmp}", "profile-output", "live"),
+    ("profile", "--format json profile --nodelist c1,f1 --dir {tmp}", "profile-output", "live"),
     ("calibrate", "--format json calibrate schema-sleep --command 'sleep 1' --input {tmp}/small.txt "
      "--partition cpu --time-limit 2 --dir {tmp}", "calibrate-output", "live"),
     ("guard", "--format json guard --once", "guard-output", "live"),
@@ -93,14 +93,14 @@ def _live_cache(db: Path, tmp: Path) -> None:
     """A cache of the live cluster with a model of schema-sleep learnt on c1's class."""
     assert (
         advisor(
-            "--db", str(db), "profile", "--nodes", "c1,f1", "--dir", str(tmp), cwd=tmp
+            "--db", str(db), "profile", "--nodelist", "c1,f1", "--dir", str(tmp), cwd=tmp
         ).returncode
         == 0
     )
     runs = [{"task": "schema-sleep", "node": "c1", "input_bytes": 1_000_000 * 2**i,
              "runtime_s": 1.0 + 0.1 * 2**i} for i in range(6)]  # fmt: skip
     (tmp / "runs.json").write_text(json.dumps({"runs": runs}))
-    assert advisor("--db", str(db), "runs", "import", "--format", "json", str(tmp / "runs.json"),
+    assert advisor("--db", str(db), "runs", "import", "--input-format", "json", str(tmp / "runs.json"),
                    cwd=tmp).returncode == 0  # fmt: skip
     assert advisor("--db", str(db), "learn", cwd=tmp).returncode == 0
 

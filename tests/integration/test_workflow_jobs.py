@@ -6,7 +6,7 @@ snakemake-executor-plugin-slurm submits them (the run's UUID as name, ``rule_<ru
 observations of their process and rule, and then ``advisor sbatch`` and slurm/job_submit.lua
 must give a new job of the same process or rule that task's limit: the history policy's
 (five completed runs of about 2 s: 2 s + 1 h = 61 min) and, for a process whose model was
-learned from a Nextflow trace (``runs import --format nextflow``), the model's.
+learned from a Nextflow trace (``runs import --input-format nextflow``), the model's.
 
 Names carry a random part, so neither other users' jobs nor the limits file this module
 writes to /etc/slurm touch anyone else.  With ADVISOR_RECORD_FIXTURES=1 the sacct records
@@ -94,7 +94,7 @@ def ingested(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> d
     """The jobs (by shape), all finished and ingested into a cache that knows MODELLED."""
     folder = tmp_path_factory.mktemp("workflow")
     cache = train(folder / "cache.db", f"wf-{HEX}", *fetch_cluster(CliBackend()))
-    for step in (("runs", "import", str(trace(folder)), "--format", "nextflow", "--node-class", "small"),
+    for step in (("runs", "import", str(trace(folder)), "--input-format", "nextflow", "--node-class", "small"),
                  ("learn",)):  # fmt: skip
         done = advisor(cache, *step)
         assert done.returncode == 0, done.stderr

@@ -176,7 +176,8 @@ LAYERS: tuple[frozenset[str], ...] = (
                "sample", "schemas"}),
     frozenset({"slurm", "store"}),
     frozenset({"errors", "lite", "text", "taskkey", "inputs", "factors", "validate",
-               "output_target", "progress", "guard_schedule", "render", "users"}),
+               "output_target", "progress", "guard_schedule", "render", "users",
+               "timespec"}),
 )  # fmt: skip
 
 

@@ -230,7 +230,7 @@ def test_a_nextflow_job_script_gets_the_model_its_processs_trace_taught(
              f"{(i + 1) * 100} MB\tc1" for i in range(12)]  # fmt: skip
     trace = tmp_path / "trace.txt"
     trace.write_text("\n".join(rows) + "\n")
-    imported = ["--db", str(cache), "runs", "import", str(trace), "--format", "nextflow"]
+    imported = ["--db", str(cache), "runs", "import", str(trace), "--input-format", "nextflow"]
     assert main([*imported, "--node-class", "small"]) == 0
     assert main(["--db", str(cache), "learn"]) == 0
     script = tmp_path / ".command.run"  # as Nextflow writes it: the name in a #SBATCH line

@@ -238,7 +238,7 @@ def _calibrate(db: str, tmp: Path, lotaru: Path, labels: list[str]) -> None:
                 )
     path = tmp / "calibration.json"
     path.write_text(json.dumps({"runs": runs}))
-    _cli("runs", "import", str(path), "--format", "json", "--db", db)
+    _cli("runs", "import", str(path), "--input-format", "json", "--db", db)
     _cli("--db", db, "learn")
 
 
