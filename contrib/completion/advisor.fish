@@ -294,7 +294,8 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l by -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l until -r -f
