@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from advisor.accounting.files import open_text, read_json_array
 from advisor.errors import InputError
-from advisor.slurm.records import FINAL_STATES, JobRecord
+from advisor.slurm.records import FINAL_STATES, JobRecord, peak_mb
 from advisor.slurm.sacct_json import json_record
 from advisor.slurm.sacct_text import (
     FIELD_NAMES,
@@ -43,7 +43,6 @@ from advisor.slurm.sacct_text import (
     canonical_field,
     is_header,
     missing_fields,
-    peak_mb,
     row_reader,
     row_values,
     without_trailing,

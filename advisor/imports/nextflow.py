@@ -96,7 +96,7 @@ def read_trace(
         peak_mb = None
         if (row.get("peak_rss") or "-").strip() not in _MISSING:
             try:
-                peak_mb = parse_size(row["peak_rss"]) / 1024**2
+                peak_mb = parse_size(row["peak_rss"]) / 1024**2 or None  # 0: not measured
             except ValueError:
                 raise InputError(f"peak_rss {row['peak_rss']!r} is not a size", source=at) from None
         cpus = (row.get("cpus") or "").strip()

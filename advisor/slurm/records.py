@@ -294,3 +294,13 @@ class MemoryLimits(NamedTuple):
         if self.max_per_cpu_mb is not None:
             return self.max_per_cpu_mb * max(1, cpus_per_node)
         return None
+
+
+def peak_mb(*figures: float | None) -> float | None:
+    """The largest of the figures that are there; None when none is, or when it is 0.
+
+    A MaxRSS of 0 is no sample, not a peak: Slurm samples every JobAcctGatherFrequency, and on
+    22.05 (jobacct_gather/cgroup, cgroup v2) a job that ends before the first sample has 0.
+    """
+    present = [figure for figure in figures if figure is not None]
+    return max(present) if present and max(present) > 0 else None

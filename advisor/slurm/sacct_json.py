@@ -25,7 +25,7 @@ from typing import Any
 
 from advisor.errors import InputError
 from advisor.slurm.hostlist import expand_hostlist
-from advisor.slurm.records import JobRecord
+from advisor.slurm.records import JobRecord, peak_mb
 from advisor.slurm.timefmt import NoLimit
 from advisor.text import storable
 
@@ -125,8 +125,7 @@ def _step_peak_mb(job: Mapping[str, Any]) -> float | None:
         usage = _object(_object(step.get("tres"), f"steps[{number}].tres").get("requested"), where)
         count = _tres_count(usage.get("max"), f"{where}.max", "mem")
         if count is not None:
-            megabytes = count / 1024**2
-            peak = megabytes if peak is None else max(peak, megabytes)
+            peak = peak_mb(peak, count / 1024**2)
     return peak
 
 

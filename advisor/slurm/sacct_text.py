@@ -18,7 +18,7 @@ from typing import NamedTuple, TypeVar
 
 from advisor.errors import InputError
 from advisor.slurm.hostlist import expand_hostlist
-from advisor.slurm.records import JobRecord
+from advisor.slurm.records import JobRecord, peak_mb
 from advisor.slurm.timefmt import NoLimit, parse_duration, parse_timelimit
 from advisor.slurm.timestamps import parse_timestamp
 from advisor.text import ascii_int, storable
@@ -180,12 +180,6 @@ def parse_tres_mem(value: str, field: str = "TRESUsageInMax") -> float | None:
     """Megabytes of the ``mem`` entry of a TRES list (``cpu=00:01:02,mem=1016K,...``)."""
     match = _TRES_MEM.search(value)
     return parse_mem_usage(match.group(1), f"{field} mem") if match else None
-
-
-def peak_mb(*figures: float | None) -> float | None:
-    """The largest of the figures that are there (None when none is)."""
-    present = [figure for figure in figures if figure is not None]
-    return max(present) if present else None
 
 
 def parse_state(value: str) -> tuple[str, int | None]:

@@ -181,6 +181,7 @@ def test_report_memory_shows_the_waste_of_the_clusters_jobs(cache: Path, tmp_pat
             "-J",
             task,
             "--mem=1G",
+            "--acctg-freq=1",  # a sample a second: 22.05 takes none of a job shorter than 30 s
             "-o",
             str(tmp_path / f"{n}.out"),
             "--wrap",

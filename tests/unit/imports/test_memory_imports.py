@@ -46,6 +46,13 @@ def test_a_malformed_nextflow_peak_names_its_line(tmp_path: Path) -> None:
         read_trace(path)
 
 
+def test_a_nextflow_peak_of_0_is_not_measured(tmp_path: Path) -> None:
+    text = (TEST_DATA / "imports" / "trace.txt").read_text().replace("350.1 MB", "0", 1)
+    path = tmp_path / "trace.txt"
+    path.write_text(text)
+    assert read_trace(path)[0].peak_mem_mb is None
+
+
 def test_json_runs_carry_a_peak_and_an_out_of_memory_bound(tmp_path: Path) -> None:
     path = tmp_path / "runs.json"
     path.write_text(json.dumps({"runs": [

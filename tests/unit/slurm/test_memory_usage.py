@@ -60,6 +60,7 @@ def test_each_job_gets_the_largest_peak_of_its_steps() -> None:
         ("49.0", "49.0", "10487596K", "cpu=04:46:30,mem=10487596K", "c"),
         ("50.batch", "49_1.batch", "", "mem=2G", "c"),  # an array task: keyed by its JobID
         ("51.batch", "51.batch", "", "", "c"),  # not measured
+        ("52.batch", "52.batch", "0", "cpu=00:00:00,mem=0", "c"),  # ended before a sample
     ])  # fmt: skip
     steps = parse_step_peaks(text, "\x1f", STEP_FIELDS)
     assert steps.problems == []
@@ -91,8 +92,10 @@ def _json_jobs(name: str) -> list[JobRecord]:
 def test_sacct_json_gives_the_steps_peak(version: str) -> None:
     jobs = {job.job_id: job for job in _json_jobs(f"{version}/sacct.json")}
     measured = {job_id: job.max_rss_mb for job_id, job in jobs.items() if job.max_rss_mb}
-    # only the TIMEOUT job runs past jobacct_gather's 30 s sampling: a few MB of a sleep
+    # only the TIMEOUT job runs past jobacct_gather's 30 s sampling: a few MB of a sleep; the
+    # others' steps say mem 0, no sample, which is no peak (not a peak of 0)
     assert len(measured) == 1
+    assert all(job.max_rss_mb is None for job_id, job in jobs.items() if job_id not in measured)
     assert all(1.0 < megabytes < 64.0 for megabytes in measured.values())
     assert jobs[next(iter(measured))].state == "TIMEOUT"
 
