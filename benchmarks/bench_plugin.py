@@ -57,10 +57,23 @@ cache, names, out = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
 with Store.open(cache) as store:
     save_cluster(store, [Partition("cpu", ("c1",), 86400, 1800, True, "UP")],
                  [Node("c1", 2, 4000, (), ("cpu",), "IDLE")])
-    states = {HistoryKey("user+name", "mallory", n, ""): KeyState(((600.0, False),) * 10, 1.0, 10, 0)
+    runs = ((600.0, False),) * 10
+    states = {HistoryKey("user+name", "mallory", n, ""): KeyState(runs=runs, completed=10)
               for n in names}
-    states[HistoryKey("user+partition", "mallory", "", "cpu")] = KeyState(((600.0, False),) * 10, 1.0, 10, 0)
+    states[HistoryKey("user+partition", "mallory", "", "cpu")] = KeyState(runs=runs, completed=10)
     save_key_states(store, states)
+    try:  # since issue 30 a partition exports limits once its kill budget has earned some
+        import math
+        from advisor.history.budget import KillBudget
+        from advisor.history.cache import save_budgets, save_cells
+        from advisor.history.cells import BELOW, ScoreCell, key_cell
+        from advisor.history.keys import KINDS
+    except ImportError:
+        pass
+    else:
+        save_budgets(store, {"cpu": KillBudget(0.01, math.log(1000.0), 20.0, 5000)})
+        calm = ScoreCell.of(tuple([BELOW] * 1000 + [-2.0] * 1000))
+        save_cells(store, {key_cell("cpu", kind): calm for kind in KINDS})
 with Store.open(cache, readonly=True) as store:
     doc = export_from_cache(store, quantile=0.95, margin=0.1, generated_at="now")
 open(out, "w").write(json.dumps(doc, sort_keys=True))

@@ -322,7 +322,8 @@ end
 
 -- The task a job is advised under, as advisor/taskkey.py (which says why) and the cache know it:
 -- a Nextflow job "nf-PROCESS_(tag)" is its process, a Snakemake job (the run's UUID as name,
--- "rule_RULE[_wildcards_...]" as comment) its rule, any other job its name.
+-- "rule_RULE[_wildcards_...]" as comment) its rule, a classic Snakemake job script
+-- ("snakejob.RULE.JOBID[.sh]", "RULE.JOBID.sh") its rule, any other job its name.
 local UUID = "^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$"
 local function task_key(name, comment)
 	if name:sub(1, 3) == "nf-" then
@@ -339,8 +340,12 @@ local function task_key(name, comment)
 		if rule ~= "" then
 			return rule
 		end
+		return name
 	end
-	return name
+	local rule = name:match("^snakejob%.([A-Za-z_][A-Za-z0-9_]*)%.%d+%.sh$")
+		or name:match("^snakejob%.([A-Za-z_][A-Za-z0-9_]*)%.%d+$")
+		or name:match("^([A-Za-z_][A-Za-z0-9_]*)%.%d+%.sh$")
+	return rule or name
 end
 
 local function encode(text)

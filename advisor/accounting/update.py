@@ -37,6 +37,7 @@ from advisor.accounting.reader_process import ChildReader, can_fork, collected
 from advisor.accounting.sacct_file import DumpFormat, Skipped, not_a_job, read_sacct_dump
 from advisor.accounting.swf import check_swf, read_swf, swf_header
 from advisor.errors import AdvisorError, InputError, SlurmError, UsageError
+from advisor.history.policy import DEFAULT_CONFIG
 from advisor.progress import Progress
 from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.conf import local_cluster_name
@@ -257,8 +258,11 @@ def update_from_sacct(
     now: Callable[[], datetime] = datetime.now,
     progress: Progress | None = None,
     strict: bool = False,
+    budget: float | None = None,
 ) -> Ingested:
     """Ingest every window from the watermark (or --since) to --until (default: now − settle).
+
+    budget: the kill budget every partition gets from now on (None: each keeps its own).
 
     With ``strict``, a record that cannot be read fails its window (nothing of it stored).
     """
@@ -272,7 +276,7 @@ def update_from_sacct(
     # a window that reaches past now would move the watermark over jobs that have not ended
     end = min(_parse_when(until, "--until") or now() - SETTLE, now()).replace(microsecond=0)
     windows = plan_windows(start, end, window)
-    ingestor = Ingestor(store)
+    ingestor = _ingestor(store, budget)
     done: list[WindowDone] = []
     skipped: Counter[str] = Counter()
     warnings: list[str] = []
@@ -435,6 +439,22 @@ def dump_format(
     )
 
 
+def _ingestor(store: Store, budget: float | None) -> Ingestor:
+    """An ingestor that restates every partition's kill budget, when one is given."""
+    if budget is None:
+        return Ingestor(store)
+    return Ingestor(store, config=DEFAULT_CONFIG._replace(budget=budget), restate=True)
+
+
+def _clusters(named: set[str], default: str | None) -> str | None:
+    """The cluster a dump's report names.
+
+    The one its rows name (sorted, comma-joined when they name several), else the default of
+    rows without a Cluster field.
+    """
+    return ",".join(sorted(named)) if named else default
+
+
 def update_from_file(
     store: Store,
     path: str | Path,
@@ -444,8 +464,11 @@ def update_from_file(
     strict: bool = False,
     progress: Progress | None = None,
     reader_process: bool | None = None,
+    budget: float | None = None,
 ) -> Ingested:
     """Ingest a saved sacct dump, text or JSON (kind 'sacct'), or an SWF log (kind 'swf').
+
+    budget: the kill budget every partition gets from now on (None: each keeps its own).
 
     reader_process: read the second pass in another process (None: for files of
     READER_PROCESS_BYTES or more, where a second process can be forked).
@@ -463,7 +486,7 @@ def update_from_file(
         return tick
 
     tally = SkipTally()
-    ingestor = Ingestor(store)
+    ingestor = _ingestor(store, budget)
 
     def produce(report: Progress | None) -> Iterator[list[Finished]]:
         records = reader(file, dump, tally, ticker(total or 0, report))
@@ -474,6 +497,7 @@ def update_from_file(
     if reader_process is None:
         reader_process = file.is_file() and file.stat().st_size >= READER_PROCESS_BYTES
     records = 0
+    named: set[str] = set()  # the clusters the rows name
     with ExitStack() as stack:
         batches: Iterable[list[Finished]]
         if reader_process and can_fork():  # it starts reading now, while the first pass runs
@@ -489,6 +513,7 @@ def update_from_file(
         stack.enter_context(paused_gc())
         for batch in collected(batches):
             records += len(batch)
+            named.update(job.cluster for job in batch)
             with store.write():
                 ingestor.add_finished(batch)
     if progress is not None and total is not None:
@@ -496,7 +521,7 @@ def update_from_file(
     return Ingested(
         source="sacct-file" if kind == "sacct" else "swf",
         path=str(file),
-        cluster=dump.cluster if kind == "sacct" else None,
+        cluster=_clusters(named, dump.cluster) if kind == "sacct" else None,
         records=records + sum(tally.skipped.values()),
         windows=(),
         watermark=None,

@@ -69,8 +69,15 @@ class JobAdvice(NamedTuple):
     def tag(self) -> Tag:
         """The comment tag's fields but the decision's (action and limit come with it)."""
         if self.basis == "history":
-            return Tag("history", "", 0, None, self.task)
-        return Tag("wrapper", "", 0, self.options.quantile, self.task, self.measured_bytes)
+            return Tag(source="history", action="", limit_min=0, quantile=None, task=self.task)
+        return Tag(
+            source="wrapper",
+            action="",
+            limit_min=0,
+            quantile=self.options.quantile,
+            task=self.task,
+            input_bytes=self.measured_bytes,
+        )
 
 
 #: Memory actions that add --mem (advisor.advice.memory).
@@ -122,7 +129,15 @@ def candidate_partitions(request: JobRequest, snapshot: Snapshot) -> tuple[str, 
 
 def _not_cached(partition: str, basis: Basis) -> PartitionLimit:
     return PartitionLimit(
-        partition, (), (), None, None, None, False, "partition not in the cache", basis
+        partition=partition,
+        node_classes=(),
+        forecasts=(),
+        max_time_s=None,
+        predicted_s=None,
+        limit_s=None,
+        clamped=False,
+        reason="partition not in the cache",
+        basis=basis,
     )
 
 
@@ -208,8 +223,17 @@ def advise(
         limits = within_bounds(
             partition_limits(partitions, snapshot, task, input_bytes, options), snapshot, request
         )
-    base = JobAdvice(task, input_bytes, options, request, limits, Decision("none", None, None, ""),
-                (), sbatch.args, input_origin=input_origin)  # fmt: skip
+    base = JobAdvice(
+        task=task,
+        input_bytes=input_bytes,
+        options=options,
+        request=request,
+        limits=limits,
+        decision=Decision(action="none", time_s=None, time_min_s=None, reason=""),
+        added=(),
+        argv=sbatch.args,
+        input_origin=input_origin,
+    )
     return decided(base, sbatch, snapshot)
 
 
@@ -233,8 +257,18 @@ def advise_from_history(
         else:
             limits.append(history_limit(name, found.get(name), known.max_time_s))
     bounded = within_bounds(limits, snapshot, request)
-    base = JobAdvice(job_name, None, options, request, bounded, Decision("none", None, None, ""),
-                (), sbatch.args, input_origin=None, basis="history")  # fmt: skip
+    base = JobAdvice(
+        task=job_name,
+        input_bytes=None,
+        options=options,
+        request=request,
+        limits=bounded,
+        decision=Decision(action="none", time_s=None, time_min_s=None, reason=""),
+        added=(),
+        argv=sbatch.args,
+        input_origin=None,
+        basis="history",
+    )
     return decided(base, sbatch, snapshot)
 
 

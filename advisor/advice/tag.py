@@ -107,6 +107,12 @@ def parse_tag(comment: str) -> Tag | None:
     request = ascii_int(fields.get("req", ""), max_digits=_MAX_LIMIT_DIGITS)
     mem = ascii_int(fields.get("mem", ""), max_digits=_MAX_LIMIT_DIGITS + 3)
     return Tag(
-        match.group(1), fields.get("action", ""), limit, quantile, task, input_bytes, request,
-        mem or None,
-    )  # fmt: skip
+        source=match.group(1),
+        action=fields.get("action", ""),
+        limit_min=limit,
+        quantile=quantile,
+        task=task,
+        input_bytes=input_bytes,
+        request_min=request,
+        mem_mb=mem or None,
+    )

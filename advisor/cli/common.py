@@ -201,3 +201,20 @@ def warn_skipped(warnings: list[str], skipped: dict[str, int]) -> None:
             "(--format json lists the first 100)",
             file=sys.stderr,
         )
+
+
+def percents(text: str) -> tuple[float, ...]:
+    """``0.1,0.5,1,2`` (percent) as shares, for --budgets."""
+    try:
+        values = tuple(float(part) / 100 for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of percentages: {text!r}") from None
+    if not all(0 < value < 1 for value in values):
+        raise argparse.ArgumentTypeError(f"every budget must be between 0 and 100 %: {text!r}")
+    return values
+
+
+def percent(text: str) -> float:
+    """One percentage as a share, for --kill-budget."""
+    (value,) = percents(text)
+    return value

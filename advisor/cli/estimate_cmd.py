@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.planner.platform import PRESETS
+from advisor.planner.workflow.platform import PRESETS
 from advisor.render import Result, Table
 from advisor.services.estimate import estimate_workflow
 

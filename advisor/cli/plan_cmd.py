@@ -10,11 +10,10 @@ from typing import Any
 from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.errors import UsageError
 from advisor.planner.gantt import save_gantt
-from advisor.planner.planning import PlanRequest
-from advisor.planner.registry import SCHEDULERS
+from advisor.planner.scheduling.registry import SCHEDULERS
 from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
-from advisor.services.plan import plan_workflows
+from advisor.services.plan import PlanRequest, plan_workflows
 from advisor.slurm.timefmt import format_duration
 from advisor.users import current_user
 

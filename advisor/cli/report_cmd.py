@@ -223,6 +223,12 @@ _LIMIT_COLUMNS = (
 )  # fmt: skip
 
 
+_BUDGET_COLUMNS = (
+    "partition", "budget_pct", "realised_pct", "killed", "advised_completed", "completed",
+    "credit",
+)  # fmt: skip
+
+
 def run_limits(args: argparse.Namespace) -> Result:
     """Aggregate the jobs per group (and draw limit vs runtime if asked)."""
     by = parse_by(args.by, limits.GROUP_KEYS)
@@ -234,7 +240,12 @@ def run_limits(args: argparse.Namespace) -> Result:
         columns=(*by, *_LIMIT_COLUMNS),
         title="Requested vs used time; the same under the advisor's limits (core-hours: CPUs × hours)",
     )
-    return Result(data=done.to_json(), tables=(table,), notes=done.notes)
+    tables = [table]
+    if done.budgets:
+        tables.append(
+            Table(done.budgets, columns=_BUDGET_COLUMNS, title="Kill budget per partition (%)")
+        )
+    return Result(data=done.to_json(), tables=tuple(tables), notes=done.notes)
 
 
 _MEMORY_COLUMNS = (

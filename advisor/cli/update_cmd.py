@@ -6,7 +6,14 @@ import argparse
 import os
 from datetime import datetime, timedelta
 
-from advisor.cli.common import add_dump_options, add_time_window, dump_format_of, warn_skipped
+from advisor.cli.common import (
+    add_dump_options,
+    add_time_window,
+    dump_format_of,
+    percent,
+    warn_skipped,
+)
+from advisor.history.policy import DEFAULT_BUDGET
 from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.services.update import update
@@ -76,6 +83,14 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="also bring in the advice users' wrappers recorded there (default: $ADVISOR_SPOOL; "
         "see contrib/site/README.md)",
     )
+    parser.add_argument(
+        "--kill-budget",
+        type=percent,
+        metavar="PCT",
+        help="the promise the history limits keep: the percentage of a partition's completed "
+        "jobs that may be killed at an advised limit, from now on, for every partition "
+        f"(default: each keeps its own; a new one gets {100 * DEFAULT_BUDGET:g})",
+    )
     parser.set_defaults(func=run)
 
 
@@ -85,8 +100,8 @@ def run(args: argparse.Namespace) -> Result:
     with Store.open(getattr(args, "db", None)) as store, ProgressBar("update") as bar:
         done = update(store, CliBackend(), sacct_file=args.sacct_file, swf=args.swf, dump=dump,
                       since=_iso(args.since), until=_iso(args.until), window=args.window,
-                      spool=args.spool,
-                      strict=args.strict, progress=bar)  # fmt: skip
+                      spool=args.spool, strict=args.strict, progress=bar,
+                      budget=args.kill_budget)  # fmt: skip
     skipped = done.skipped
     warn_skipped(list(done.warnings), dict(skipped))
     states = [{"state": state, "jobs": count} for state, count in done.states.items()]

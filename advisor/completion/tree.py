@@ -86,7 +86,13 @@ def command_spec(name: str, parser: argparse.ArgumentParser, help_text: str = ""
                 subcommands.append(command_spec(sub_name, sub, helps.get(sub_name, "")))
         elif not action.option_strings:
             files = True
-    return CommandSpec(name, help_text, _options(parser), tuple(subcommands), files)
+    return CommandSpec(
+        name=name,
+        help=help_text,
+        options=_options(parser),
+        subcommands=tuple(subcommands),
+        files=files,
+    )
 
 
 def cached_partitions(db: str | None) -> list[str]:

@@ -1,4 +1,4 @@
-"""``advisor report accuracy``: the advisor's predictions against the runtimes that followed.
+"""The accuracy report: the advisor's predictions against the runtimes that followed.
 
 Per group (task × node class by default): relative errors |P50 − actual| / actual of the jobs
 that completed (median, mean, 90th percentile, and the median signed error as the bias:
@@ -111,7 +111,9 @@ def _told(advice: AdvisorLimit, job_class: str) -> Quantiles | None:
     if advice.stored is None or advice.node_classes not in ((job_class,), ()):
         return None
     p50, p90, p95 = advice.stored
-    return Quantiles(p50, p90, p95, job_class, advice.input_bytes)
+    return Quantiles(
+        p50_s=p50, p90_s=p90, p95_s=p95, node_class=job_class, input_bytes=advice.input_bytes
+    )
 
 
 def score_jobs(

@@ -1,4 +1,4 @@
-"""``advisor report memory``: requested against used memory, and what the advisor would free.
+"""The memory report: requested against used memory, and what the advisor would free.
 
 Per group of finished jobs, as the efficiency reports (seff, reportseff's MemEff, jobstats)
 count it but in GB·hours, the memory a job held for as long as it ran: requested = ReqMem per

@@ -144,7 +144,8 @@ def task_name(explicit: str | None, request: JobRequest, script: str | None) -> 
     """``--advisor-task``, else the job name's task key, else what sbatch names the job: the script's name.
 
     The task key (advisor.taskkey) is a Nextflow job's process or a Snakemake job's rule (from
-    its comment), as accounting and the Lua plugin know the job; any other name as it is.
+    its comment, or from classic Snakemake's job script, which sbatch names the job after), as
+    accounting and the Lua plugin know the job; any other name as it is.
     """
     if explicit:
         return explicit
@@ -154,5 +155,5 @@ def task_name(explicit: str | None, request: JobRequest, script: str | None) -> 
     if request.wrap:
         return "wrap"
     if script:
-        return os.path.basename(script.rstrip("/"))
+        return task_key(os.path.basename(script.rstrip("/")))
     return None

@@ -19,7 +19,7 @@ from advisor.models.loading import NodeContext, load_models, load_node_context
 from advisor.models.memory_forecast import MemoryForecast, forecast_memory
 from advisor.models.predict import ClassPrediction, NoFactorError, TaskModels, predict_task
 from advisor.models.queries import read_queries
-from advisor.models.reference import ReferenceModel
+from advisor.models.task_model import Reference
 from advisor.store.connection import Store
 from advisor.store.task_models import known_tasks, partition_nodes
 
@@ -27,7 +27,7 @@ from advisor.store.task_models import known_tasks, partition_nodes
 @dataclass(frozen=True)
 class _Loaded:
     models: TaskModels
-    reference: ReferenceModel
+    reference: Reference
 
     def predict(
         self,
@@ -38,8 +38,9 @@ class _Loaded:
         cores: int | None,
     ) -> ClassPrediction:
         return predict_task(
-            self.models, node_class, float(input_bytes), context.scores, method=method, cores=cores
-        )
+            self.models, node_class, float(input_bytes), context.scores, method=method,
+            cores=cores, assume=True,
+        )  # fmt: skip
 
 
 def _load(store: Store, task: str, user: str | None) -> _Loaded:

@@ -57,9 +57,13 @@ ALLOWED: dict[str, str] = {
     "task_models": "SELECT * FROM src.task_models",
     "user_task_models": "SELECT * FROM src.user_task_models "
     "WHERE task IN (SELECT task FROM src.task_models)",  # refinements of the shared models only
-    "history_keys": "SELECT kind, user, CASE WHEN kind = 'user+name' THEN name_key(user, name) "
-    "ELSE name END, partition, runs, cap, completed, kills, updated_at FROM src.history_keys",
-    "history_site": "SELECT * FROM src.history_site",
+    "class_effects": "SELECT * FROM src.class_effects",  # node classes and numbers
+    "site_model": "SELECT * FROM src.site_model",
+    "history_keys": "SELECT kind, user, CASE WHEN kind IN ('user+name', 'user+family') "
+    "THEN name_key(user, name) ELSE name END, partition, runs, completed, kills, updated_at "
+    "FROM src.history_keys",
+    "history_budget": "SELECT * FROM src.history_budget",
+    "history_cells": "SELECT * FROM src.history_cells",
     # a user's own memory key is that user's job's name: a digest, as in history_keys
     "memory_models": "SELECT user, CASE WHEN user = '' THEN task ELSE name_key(user, task) END, "
     "runs, n_obs, updated_at FROM src.memory_models",
@@ -73,9 +77,10 @@ ALLOWED: dict[str, str] = {
     "default_accounts": "SELECT * FROM src.default_accounts",
     "site_limits": "SELECT * FROM src.site_limits",
     # the tables below name their columns: a column a later migration adds gets its default
-    "advice": "(id, created_at, user, task, partition, policy, argv, cluster, job_id, outcome) "
-    "SELECT id, created_at, user, CASE WHEN task IS NULL THEN NULL ELSE name_key(user, task) END, "
-    "partition, policy, '[]', cluster, job_id, outcome FROM src.advice WHERE policy = 'history' "
+    "advice": "(id, created_at, user, task, partition, quantile, policy, argv, cluster, job_id, "
+    "outcome, request_s) SELECT id, created_at, user, CASE WHEN task IS NULL THEN NULL ELSE "
+    "name_key(user, task) END, partition, quantile, policy, '[]', cluster, job_id, outcome, "
+    "request_s FROM src.advice WHERE policy = 'history' "
     "AND outcome = 'submitted' AND job_id IS NOT NULL AND created_at >= :since",
     "accounting_jobs": "(cluster, job_id, job_id_raw, name, user, account, partition, nodes, cpus, "
     "elapsed_s, state, comment, ingested_at) SELECT cluster, job_id, job_id_raw, '', '', '', '', "

@@ -100,10 +100,12 @@ def update(
     spool: str | None = None,
     strict: bool = False,
     progress: Progress | None = None,
+    budget: float | None = None,
 ) -> UpdateResult:
     """Bring in the spool (when given), then ingest the file (sacct_file or swf) or sacct.
 
-    backend: asked for the sacct windows when no file is given.  InputError when the spool
+    backend: asked for the sacct windows when no file is given; budget: the kill budget every
+    partition gets from now on (None: each keeps its own, a new one the default).  InputError when the spool
     cannot be read at all, after the accounting part was stored.
     """
     spooled, unread = None, None
@@ -116,10 +118,10 @@ def update(
     if sacct_file or swf:
         kind = "sacct" if sacct_file else "swf"
         data = update_from_file(store, sacct_file or swf or "", kind=kind, dump=dump,
-                                strict=strict, progress=progress)  # fmt: skip
+                                strict=strict, progress=progress, budget=budget)  # fmt: skip
     else:
         data = update_from_sacct(store, backend, since=since, until=until, window=window,
-                                 progress=progress, strict=strict)  # fmt: skip
+                                 progress=progress, strict=strict, budget=budget)  # fmt: skip
     if unread is not None:
         raise InputError(f"{unread.message} (the accounting part of the update was stored)")
     return _result(data, spooled)

@@ -263,7 +263,67 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE advice ADD COLUMN origin TEXT NOT NULL DEFAULT 'direct'
         CHECK (origin IN ('direct', 'spool'));
     """,
-    # 8: memory, the second resource (issue 33).  Accounting keeps each job's peak memory per
+    # 8: the runtime models on the log scale (issue 29).  The site's class effects (node
+    # factors learnt from runs, per reference and class) and its calibration (typical spread,
+    # conformal multipliers).  The older models' rows are dropped: their params describe a
+    # raw-scale model no reader understands now; 'advisor learn' refits them from the
+    # observations, which stay.
+    """
+    CREATE TABLE class_effects (
+        reference TEXT NOT NULL,
+        node_class TEXT NOT NULL,
+        params TEXT NOT NULL,                -- JSON object of numbers
+        tasks INTEGER NOT NULL CHECK (tasks >= 0),
+        runs INTEGER NOT NULL CHECK (runs >= 0),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (reference, node_class)
+    );
+    CREATE TABLE site_model (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        params TEXT NOT NULL,                -- JSON object of numbers
+        updated_at TEXT NOT NULL
+    );
+    DELETE FROM task_models WHERE method IN ('lotaru', 'online');
+    DELETE FROM user_task_models;
+    """,
+    # 9: the kill budget held by feedback (issue 30, advisor.history.policy).  Per partition the
+    # promise and what the advised limits did (history_budget); per score cell the latest
+    # scores of completed jobs and the margins they give per risk level (history_cells).  The
+    # site-wide circuit breaker (history_site) and the per-key at-risk cap (history_keys.cap)
+    # give way to them; a key's kills are now every kill at an advised limit among its jobs.
+    # An index finds the recent advice rows of history limits (the jobs that may still run).
+    """
+    CREATE TABLE history_budget (
+        partition TEXT PRIMARY KEY,          -- '' for jobs without a partition
+        budget REAL NOT NULL CHECK (budget > 0 AND budget < 1),
+        log_price REAL NOT NULL,             -- log of the price of a kill (s of freed time)
+        credit REAL NOT NULL,                -- kills the budget still allows
+        completed INTEGER NOT NULL CHECK (completed >= 0),
+        killed INTEGER NOT NULL CHECK (killed >= 0),
+        advised_completed INTEGER NOT NULL CHECK (advised_completed >= 0),
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE history_cells (
+        partition TEXT NOT NULL,
+        cell TEXT NOT NULL,                  -- a key kind ('user+name'...), or 'request<Ns' (a band)
+        scores TEXT NOT NULL,                -- JSON list of numbers, oldest first, bounded
+        quantiles TEXT NOT NULL,             -- JSON list, one margin per risk level (null: none)
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (partition, cell)
+    );
+    DROP TABLE history_site;
+    ALTER TABLE history_keys DROP COLUMN cap;
+    CREATE INDEX advice_policy ON advice (policy, created_at);
+    """,
+    # 10: bounded advice (issue 31, N6; secdata's, here so that memory's migration can be the
+    # eleventh): the guard and accounting look advice up by job id alone (applied_limits,
+    # guarded_requests: a scan of the whole table, 0.73 s at 5 M rows), and the update deletes
+    # rows past their retention by time.
+    """
+    CREATE INDEX advice_job_id ON advice (job_id);
+    CREATE INDEX advice_created ON advice (created_at);
+    """,
+    # 11: memory, the second resource (issue 33).  Accounting keeps each job's peak memory per
     # node (the largest MaxRSS of its steps); an observation keeps a run's peak and whether it
     # is a lower bound (OUT_OF_MEMORY: killed at its request, as TIMEOUT is for time).
     # memory_models holds the recent peaks per task (user '': the shared model, from imports

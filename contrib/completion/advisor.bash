@@ -7,7 +7,7 @@ _advisor() {
         word="${COMP_WORDS[i]}"
         if (( skip )); then skip=0; [[ "${COMP_WORDS[i-1]}" == --db ]] && _advisor_db="$word"; continue; fi
         case "$word" in
-            --advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--input|--input-bytes|--input-format|--label|--margin|--max-export-age|--max-update-age|--memory-mode|--method|--node|--node-class|--nodelist|--nodes|--out|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--until|--user|--window|--workflow|-N|-p|-w) skip=1;;
+            --advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--budgets|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--input|--input-bytes|--input-format|--kill-budget|--label|--margin|--max-export-age|--max-update-age|--memory-mode|--method|--node|--node-class|--nodelist|--nodes|--out|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--runs|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--target|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--train|--until|--user|--window|--workflow|-N|-p|-w) skip=1;;
             -*) ;;
             *) case " $(_advisor_subs "$path") " in
                    *" $word "*) path="${path:+$path }$word";;
@@ -142,11 +142,14 @@ _advisor() {
         --format) value='table json csv parsable github grid tsv';;
       esac;;
     evaluate)
-      opts='--calibrate --db --format --help --parsable --quiet --reference --seed --test-rows --traces --verbose --version -h -v'; subs=''; files=0
+      opts='--calibrate --db --format --help --parsable --probe --quiet --reference --runs --seed --target --test-rows --traces --train --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
         --traces) value=@file;;
+        --runs) value=@file;;
+        --train) value=@value;;
+        --target) value=@value;;
         --reference) value=@value;;
         --test-rows) value='shared all';;
         --seed) value=@value;;
@@ -247,7 +250,7 @@ _advisor() {
         --format) value='table json csv parsable github grid tsv';;
       esac;;
     update)
-      opts='--cluster --db --delimiter --fields --format --help --parsable --quiet --sacct-file --since --spool --strict --swf --time-format --until --verbose --version --window -h -v'; subs=''; files=0
+      opts='--cluster --db --delimiter --fields --format --help --kill-budget --parsable --quiet --sacct-file --since --spool --strict --swf --time-format --until --verbose --version --window -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
@@ -261,11 +264,12 @@ _advisor() {
         --cluster) value=@value;;
         --time-format) value=@value;;
         --spool) value=@file;;
+        --kill-budget) value=@value;;
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
       esac;;
     replay)
-      opts='--by --cluster --db --delimiter --fields --format --help --parsable --plot --procs --quiet --sacct-file --schedule --since --strict --time-format --until --verbose --version -h -v'; subs=''; files=1
+      opts='--budgets --by --cluster --db --delimiter --fields --format --help --kill-budget --parsable --plot --procs --quiet --sacct-file --schedule --since --strict --time-format --until --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
@@ -273,6 +277,8 @@ _advisor() {
         --since) value=@value;;
         --until) value=@value;;
         --by) value='partition user';;
+        --kill-budget) value=@value;;
+        --budgets) value=@value;;
         --plot) value=@file;;
         --procs) value=@value;;
         --delimiter) value=@value;;

@@ -16,7 +16,7 @@ complete -c advisor -n __fish_use_subcommand -a runs -d 'import task runs (Lotar
 complete -c advisor -n __fish_use_subcommand -a learn -d 'fit the runtime models from the runs in the cache'
 complete -c advisor -n __fish_use_subcommand -a predict -d 'predict a task'"'"'s runtime per node class'
 complete -c advisor -n __fish_use_subcommand -a calibrate -d 'run a task once on every node class and learn the runs'
-complete -c advisor -n __fish_use_subcommand -a evaluate -d 'prediction error and interval coverage on Lotaru-style traces'
+complete -c advisor -n __fish_use_subcommand -a evaluate -d 'prediction error and interval coverage on Lotaru-style traces or a runs file'
 complete -c advisor -n __fish_use_subcommand -a plan -d 'plan a workflow (HEFT, PEFT or FDWS) and estimate its makespan'
 complete -c advisor -n __fish_use_subcommand -a estimate -d 'classic makespan estimates (naive, naive concurrent, level-by-level critical path)'
 complete -c advisor -n __fish_use_subcommand -a submit -d 'plan a workflow on the cluster and submit it, one sbatch per task'
@@ -132,6 +132,10 @@ complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l format -r -f -a
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l traces -r -F
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l runs -r -F
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l train -r -f
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l target -r -f
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l probe
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l calibrate
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l reference -r -f
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l test-rows -r -f -a 'shared all'
@@ -234,6 +238,7 @@ complete -c advisor -n '__fish_seen_subcommand_from update' -l cluster -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l time-format -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l strict
 complete -c advisor -n '__fish_seen_subcommand_from update' -l spool -r -F
+complete -c advisor -n '__fish_seen_subcommand_from update' -l kill-budget -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l db -r -F
@@ -244,6 +249,8 @@ complete -c advisor -n '__fish_seen_subcommand_from replay' -l sacct-file -r -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l until -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l by -r -f -a 'partition user'
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l kill-budget -r -f
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l budgets -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l plot -r -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l schedule
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l procs -r -f

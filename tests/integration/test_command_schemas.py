@@ -20,7 +20,8 @@ import pytest
 from advisor.cli.commands import COMMANDS
 from advisor.validate import validate
 
-pytestmark = pytest.mark.integration
+# cluster_turns: profile and calibrate cases: srun on every node, probes on time
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(uses=("daemons",), owns=("nodes",))]
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "advisor" / "sample"
@@ -28,9 +29,8 @@ DATA = REPO / "tests" / "data"
 #: Commands whose output is not a JSON document.
 NOT_JSON = frozenset({"completion"})
 
-#: (case, argv after ``advisor --db {db}``, schema, what it needs: "demo" cache, "live" cluster,
-#: "shared" data).  ``{tmp}`` is the case's directory, ``{sample}``/``{data}``/``{shared}`` the
-#: bundled samples, the test data and ../shared/data.
+#: (case, argv after ``advisor --db {db}``, schema, what it needs: "demo" cache, "live" cluster).
+#: ``{tmp}`` is the case's directory, ``{sample}``/``{data}`` the bundled samples and the test data.
 CASES: list[tuple[str, str, str, str]] = [
     ("demo", "--format json demo", "demo-output", ""),
     ("nodes", "--format json nodes", "nodes-output", "demo"),
@@ -39,7 +39,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("learn", "--format json learn", "learn-output", "demo"),
     ("predict", "--format json predict --task bwa --input-bytes 4000000000", "predict-output",
      "demo"),
-    ("evaluate", "--format json evaluate --traces {shared}/lotaru", "evaluate-output", "shared"),
+    ("evaluate", "--format json evaluate --traces {data}/lotaru-format", "evaluate-output", ""),
     ("plan", "--format json plan {sample}/workflow.json", "plan-output", "demo"),
     ("estimate", "--format json estimate {data}/workflows/diamond-1.3.json --platform summit "
      "--nodes 1 --cores 2 --flops-per-unit 61.542Gf", "estimate-output", ""),
@@ -121,11 +121,10 @@ def test_the_json_output_follows_its_schema(
         request.getfixturevalue("slurm_cluster")
         if case == "calibrate":
             _live_cache(db, tmp_path)
-    shared = request.getfixturevalue("shared_data") if needs == "shared" else REPO
     (tmp_path / "reads.fastq").write_bytes(b"@r\nACGT\n+\nIIII\n" * 1000)
     (tmp_path / "job.sh").write_text("#!/bin/sh\nsleep 1\n")
     (tmp_path / "small.txt").write_bytes(b"ACGT" * 250_000)
-    words = shlex.split(argv.format(tmp=tmp_path, sample=SAMPLE, data=DATA, shared=shared))
+    words = shlex.split(argv.format(tmp=tmp_path, sample=SAMPLE, data=DATA))
     done = advisor("--db", str(db), *words, cwd=tmp_path)
     # doctor exits 1 when a check fails (the demo cache has no plugin, export or update timer)
     assert done.returncode in ((0, 1) if case == "doctor" else (0,)), done.stderr

@@ -32,6 +32,7 @@ from advisor.slurm.runner import SlurmCommands
 from advisor.slurm.timefmt import parse_duration
 from advisor.store.connection import Store
 from tests.helpers.cluster import ADVISOR, EXPORT, job_id, sh, show
+from tests.helpers.jobs import earned
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +72,8 @@ def qos(slurm_cluster: None) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def cache(qos: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The live cluster saved (QoS and associations too), and 6 runs of NAME of about 40
-    minutes for root and for nobody: their history limit is well above 10 minutes."""
+    minutes for root and for nobody, in a partition whose kill budget has earned its margins:
+    their history limit is well above 10 minutes."""
     path = tmp_path_factory.mktemp("limits") / "cache.db"
     done = advisor(path, "cluster", "--save", "--format", "json")
     assert done.returncode == 0, done.stderr
@@ -91,6 +93,8 @@ def cache(qos: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     done = advisor(path, "update", "--sacct-file", str(dump))
     assert done.returncode == 0, done.stderr
+    with Store.open(path) as store:
+        earned(store, "cpu")
     return path
 
 

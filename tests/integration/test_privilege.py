@@ -33,10 +33,11 @@ import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.advice.snapshot import load_snapshot
-from advisor.history.cache import save_key_states, save_site
+from advisor.history.budget import KillBudget
+from advisor.history.cache import save_budgets, save_key_states
 from advisor.history.keys import HistoryKey
 from advisor.history.lookup import history_limit
-from advisor.history.policy import KeyState, SiteBudget
+from advisor.history.policy import KeyState
 from advisor.services.cluster import fetch_cluster
 from advisor.services.export import UserLimits, export_document, write_export
 from advisor.services.publish import publish_copy
@@ -51,17 +52,19 @@ from advisor.store.names import name_key
 from advisor.validate import validate
 from benchmarks.bench_load import train_cache
 from tests.helpers.cluster import EXPORT, PLUGIN, job_id, show
+from tests.helpers.jobs import earned
 from tests.helpers.paths import REPO
 
-pytestmark = pytest.mark.slow
+# cluster_turns: writes the plugin's export
+pytestmark = [pytest.mark.slow, pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))]
 
 TASK = f"pv-{secrets.token_hex(3)}"
 BIG = f"{TASK}-big"  # in the export with limits far above every MaxTime
 WRITER = "generation-writer"  # advice rows of the half-transaction test
 
 # Run by other users: counts torn reads of a cache another process keeps rewriting.  Each
-# generation adds 10 history keys of one user and sets the site's job counter to it in one
-# transaction (both are in the published copy).
+# generation adds 10 history keys of one user and sets a partition's completed-job counter to it
+# in one transaction (both are in the published copy).
 READER = """
 import json, sys, time
 from advisor.store import Store
@@ -73,12 +76,12 @@ while time.monotonic() < end:
     try:
         with Store.open(path, readonly=True) as store, store.read():  # as load_snapshot does
             rows = store.query("SELECT COUNT(*) AS n FROM history_keys WHERE user = ?", (writer,))
-            mark = store.query("SELECT jobs FROM history_site WHERE id = 1")
+            mark = store.query("SELECT completed FROM history_budget WHERE partition = 'cpu'")
     except Exception as error:
         errors, last = errors + 1, repr(error)
         continue
     reads += 1
-    generation = int(mark[0]["jobs"]) if mark else 0
+    generation = int(mark[0]["completed"]) if mark else 0
     torn += rows[0]["n"] != 10 * generation
     seen.add(generation)
 print(json.dumps({"reads": reads, "errors": errors, "torn": torn, "generations": len(seen),
@@ -296,6 +299,7 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
     )
     assert advisor("--db", working, "update", "--sacct-file", dump).returncode == 0
     with Store.open(working) as store:
+        earned(store, "cpu")
         argv = [
             f"--export=ALL,{planted['token']}",
             "-J",
@@ -455,7 +459,7 @@ def test_readers_never_see_half_a_transaction(site: Site) -> None:
             with store.write():
                 save_key_states(store, {HistoryKey("user+name", WRITER, f"{generation}-{i}", ""):
                                         KeyState() for i in range(10)})  # fmt: skip
-                save_site(store, SiteBudget(0.0, 1.0, generation))
+                save_budgets(store, {"cpu": KillBudget(0.01, 0.0, completed=generation)})
             publish_copy(store, site.copy)
     results = [json.loads(process.communicate(timeout=60)[0]) for process in readers]
     assert generation >= 10
@@ -527,6 +531,8 @@ def test_the_plugin_gives_each_user_their_own_entry_or_the_tasks_limit(
     "name",
     ["root", "users", "tasks", "nobody", "partitions", f"root.tasks.{TASK}",
      f"users/root/tasks/{TASK}", 'users["root"]', f"{TASK} ", TASK.upper(), f"{TASK}\\"],
+    # ids without the run's random TASK: every xdist worker must collect the same test ids
+    ids=lambda name: name.replace(TASK, "TASK").replace(TASK.upper(), "TASK.upper()"),
 )  # fmt: skip
 def test_job_names_that_look_like_keys_get_no_limit(
     site: Site, exported: dict[str, int], name: str

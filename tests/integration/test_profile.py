@@ -19,7 +19,8 @@ from advisor.store import Store
 from advisor.store.node_classes import load_node_classes, run_count
 from advisor.validate import validate
 
-pytestmark = pytest.mark.integration
+# cluster_turns: drains a node
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(uses=("daemons",), owns=("nodes",))]
 
 
 def advisor(db: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -9,9 +9,9 @@ import pytest
 
 from advisor.cli import main
 from advisor.errors import InputError
-from advisor.planner.matrix import Estimate, RuntimeMatrix
-from advisor.planner.memory_fit import fitting
-from advisor.planner.wfformat import read_workflow
+from advisor.planner.cluster.matrix import Estimate, RuntimeMatrix
+from advisor.planner.cluster.memory_fit import fitting
+from advisor.planner.workflow.wfformat import read_workflow
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.memory_models import KeyRuns, MemoryKey, save_keys

@@ -28,7 +28,7 @@ from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
 from tests.helpers.caches import NODES, PARTITIONS, train
-from tests.helpers.jobs import finished
+from tests.helpers.jobs import earned, finished
 
 #: Planted where users type: argv (--export, --wrap), job names, comments, accounts.
 SECRETS = {
@@ -52,6 +52,7 @@ def _cache(path: Path) -> Path:
             for n in range(1, 7)
         ]
         Ingestor(store).add(jobs)
+        earned(store, "cpu", credit=0.0)  # room for one advised job of a user at a time
         argv = [
             f"--export=ALL,{SECRETS['token']}",
             "-J",
