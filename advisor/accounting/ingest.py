@@ -304,7 +304,9 @@ class Ingestor:
             )
         ]  # fmt: skip
         if outcomes:
-            self.stats.memory_budget_updates += learn_budgets(self.store, outcomes)
+            self.stats.memory_budget_updates += learn_budgets(
+                self.store, outcomes, budget=self.config.budget, restate=self.restate
+            )
 
     def _online_updates(self) -> OnlineUpdates:
         """The last batch's online updates while they hold what the cache holds, else new ones."""

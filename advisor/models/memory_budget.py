@@ -19,15 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from advisor.history.budget import budget_step
+from advisor.history.policy import DEFAULT_BUDGET, DEFAULT_CONFIG
 from advisor.lite import NamedTuple
 from advisor.store.connection import Store
 from advisor.store.memory_models import load_margins, load_memory_budgets, save_memory_budgets
 
-#: The promise when the site states none: 1 % of the advised jobs, the time policy's default.
-DEFAULT_BUDGET = 0.01
-#: The step in log memory per kill: a kill raises every advised value of the partition by 22 %
-#: (e^0.2), and 100 jobs that ran at the 1 % budget take 0.2 back: the time policy's step.
-ETA = 0.2
+__all__ = ["DEFAULT_BUDGET", "ETA", "MemoryBudget", "learn_budgets"]
+
+#: The step in log memory per kill, the time policy's (0.2): a kill raises every advised value
+#: of the partition by 22 % (e^0.2), and 100 jobs that ran at the 1 % budget take 0.2 back.
+#: The promise when the site states none is the time policy's too (DEFAULT_BUDGET, 1 %).
+ETA = DEFAULT_CONFIG.eta
 
 
 class MemoryBudget(NamedTuple):
@@ -43,7 +46,7 @@ class MemoryBudget(NamedTuple):
 
         floor: the lowest the correction may go (minus the measured margin: never below P95).
         """
-        moved = self.log_margin + eta * (float(killed) - self.budget)
+        moved = budget_step(self.log_margin, killed=killed, budget=self.budget, eta=eta)
         return MemoryBudget(self.budget, max(-floor, moved), self.ran + (not killed),
                             self.killed + killed)  # fmt: skip
 
@@ -55,14 +58,22 @@ class MemoryBudget(NamedTuple):
 
 
 def learn_budgets(
-    store: Store, outcomes: Iterable[tuple[str, bool]], *, budget: float = DEFAULT_BUDGET
+    store: Store,
+    outcomes: Iterable[tuple[str, bool]],
+    *,
+    budget: float = DEFAULT_BUDGET,
+    restate: bool = False,
 ) -> int:
     """(partition, killed) of advised jobs that ended, in order, into their partitions' budgets.
 
-    The correction's floor is minus the site's largest measured margin (at distance 0): the
-    margin it adds to never goes below 0 for any pool (advisor.models.memory.forecast_from).
+    budget: the promise of partitions without one yet, and of every partition when ``restate``
+    (``advisor update --kill-budget``: the one promise of time limits and memory alike).  The
+    correction's floor is minus the site's largest measured margin (at distance 0): the margin
+    it adds to never goes below 0 for any pool (advisor.models.memory.forecast_from).
     """
     states = {name: MemoryBudget(*row) for name, row in load_memory_budgets(store).items()}
+    if restate:
+        states = {name: state._replace(budget=budget) for name, state in states.items()}
     floor = max((m for margins in load_margins(store).values() for d, m in margins[:1] if d == 0),
                 default=0.0)  # fmt: skip
     count = 0

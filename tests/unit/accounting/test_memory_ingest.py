@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from advisor.accounting.ingest import Ingestor
 from advisor.accounting.mapping import memory_peak
 from advisor.accounting.sacct_file import DumpFormat, Skipped, read_sacct_dump
 from advisor.accounting.update import dump_format, update_from_file
 from advisor.advice.tag import Tag, with_tag
+from advisor.history.budget import budget_step
+from advisor.history.policy import DEFAULT_BUDGET, DEFAULT_CONFIG
 from advisor.models.memory import MIN_RUNS, RUNS, fit_memory
 from advisor.models.memory_book import key_runs
 from advisor.models.memory_budget import ETA
@@ -167,6 +170,29 @@ def test_an_oom_kill_under_recorded_advice_raises_the_partitions_budget(tmp_path
     budget, log_margin, ran_jobs, kills = first
     assert (ran_jobs, kills) == (0, 1) and log_margin == pytest.approx(ETA * (1 - budget))
     assert second[2:] == (1, 1) and second[1] == pytest.approx(ETA * (1 - 2 * budget))
+
+
+def test_update_kill_budget_restates_the_memory_promise_as_the_time_one(tmp_path: Path) -> None:
+    """One promise: ``update --kill-budget`` (restate) sets the OOM budgets too, by one rule."""
+    tag = with_tag("", Tag("wrapper", "none", 0, mem_mb=1144))
+    jobs = [finished(n, 60, state="OUT_OF_MEMORY" if n == 20 else "COMPLETED")._replace(
+        req_mem_mb=1144.0, req_mem_per="node", comment=tag) for n in (20, 21)]  # fmt: skip
+    with Store.open(tmp_path / "cache.db") as store:
+        for job_id in (20, 21):
+            record_advice(store, Advice(user="alice", policy="fill", argv=(), outcome="submitted",
+                                        cluster="advisor", job_id=job_id, mem_mb=1144,
+                                        mem_action="set"))  # fmt: skip
+        learn(store, jobs[0])
+        assert load_memory_budgets(store)["cpu"][0] == DEFAULT_BUDGET
+        with store.write():
+            Ingestor(store, config=DEFAULT_CONFIG._replace(budget=0.05), restate=True).add(jobs[1:])
+        budget, log_margin, ran_jobs, kills = load_memory_budgets(store)["cpu"]
+    assert (budget, ran_jobs, kills) == (0.05, 1, 1)
+    # the kill at 1 %, the run at 5 %: each step is budget_step's, the time policy's rule
+    assert log_margin == pytest.approx(
+        budget_step(budget_step(0.0, killed=True, budget=DEFAULT_BUDGET, eta=ETA),
+                    killed=False, budget=0.05, eta=ETA)
+    )  # fmt: skip
 
 
 def test_the_spool_carries_the_memory_a_users_wrapper_set() -> None:
