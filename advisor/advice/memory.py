@@ -59,7 +59,9 @@ class MemoryView(NamedTuple):
 
 
 #: No memory known (a cache without memory, a caller that asked for none).
-NO_VIEW = MemoryView(DEFAULT_MEMORY_MODE, {}, {}, {}, {}, {})
+NO_VIEW = MemoryView(
+    mode=DEFAULT_MEMORY_MODE, limits={}, node_memory_mb={}, margins={}, corrections={}, runs={}
+)
 
 
 def load_memory_view(store: Store, tasks: Sequence[str], user: str | None) -> MemoryView:
@@ -174,21 +176,24 @@ def decide_memory(
         caps = [cap for cap in (largest, most) if cap]
         if caps and value > min(caps):
             reason = f"needs --mem={value}M ({basis}), more than partition {name} allows ({min(caps)} MB)"
-            return MemoryDecision("none", None, reason, forecast)
+            return MemoryDecision(action="none", mem_mb=None, reason=reason, forecast=forecast)
     default = _default_mb(view, partitions, partition_nodes, cpus)
     without = f"; without it Slurm gives {default} MB per node" if default else ""
     own = request.asks_memory
-    if own is None:
-        if view.mode == "advise":
-            reason = f"would set --mem={value}M ({basis}{without}); the site advises only"
-            return MemoryDecision("advise", value, reason, forecast, default)
-        return MemoryDecision("set", value, f"--mem={value}M ({basis}{without})", forecast, default)
-    asked = parse_mem(own.value) if own is request.mem else None
-    if view.mode == "lower" and asked and value < asked:
-        reason = f"--mem={value}M lowers your {asked} MB ({basis})"
-        return MemoryDecision("lowered", value, reason, forecast, default)
+    asked = parse_mem(own.value) if own is not None and own is request.mem else None
+    if own is None and view.mode == "advise":
+        action, reason = (
+            "advise",
+            f"would set --mem={value}M ({basis}{without}); the site advises only",
+        )
+    elif own is None:
+        action, reason = "set", f"--mem={value}M ({basis}{without})"
+    elif view.mode == "lower" and asked and value < asked:
+        action, reason = "lowered", f"--mem={value}M lowers your {asked} MB ({basis})"
+    else:
+        action, reason = "kept", f"your own memory request stands ({basis})"
     return MemoryDecision(
-        "kept", value, f"your own memory request stands ({basis})", forecast, default
+        action=action, mem_mb=value, reason=reason, forecast=forecast, default_mb=default
     )
 
 

@@ -187,7 +187,17 @@ def fit_memory(runs: Sequence[MemRun]) -> MemoryModel | None:
         x_max = float(max(run.input_bytes or 0 for run in usable))
     else:
         residuals = [y - mean for y in ly]
-    model = MemoryModel(n, sized, mean, slope, lx_mean, sxx, 0.0, 0.0, x_max)
+    model = MemoryModel(
+        n=n,
+        sized=sized,
+        mean=mean,
+        slope=slope,
+        lx_mean=lx_mean,
+        sxx=sxx,
+        spread=0.0,
+        floor_mb=0.0,
+        x_max=x_max,
+    )
     spread = math.sqrt(sum(r * r for r in residuals) / model.dof)
     floor = max((run.value_mb for run in usable if run.censored), default=0.0)
     return model._replace(spread=spread, floor_mb=floor)
@@ -318,5 +328,13 @@ def forecast_from(
         margin = max(0.0, margin_at(margins.get(model.pool, ()), model.distance(input_bytes))
                      + correction)  # fmt: skip
         p50, p95 = model.quantiles(input_bytes, margin)
-        return MemoryForecast(task, basis, model.n, p50, p95, margin, model.sized)
+        return MemoryForecast(
+            task=task,
+            basis=basis,
+            runs=model.n,
+            p50_mb=p50,
+            p95_mb=p95,
+            margin=margin,
+            sized=model.sized,
+        )
     return None

@@ -201,14 +201,14 @@ def score_memory(
                     p95 = math.exp(model.log_quantiles(size)[1] + margin)
                     out.append(
                         MemoryScored(
-                            workflow,
-                            label,
-                            task,
-                            target,
-                            variant.name,
-                            p95,
-                            float(test.observation.peak_mem_mb or 0.0),
-                            test.requested_mem_mb,
+                            workflow=workflow,
+                            label=label,
+                            task=task,
+                            target=target,
+                            method=variant.name,
+                            p95_mb=p95,
+                            peak_mb=float(test.observation.peak_mem_mb or 0.0),
+                            requested_mb=test.requested_mem_mb,
                         )
                     )
     return out

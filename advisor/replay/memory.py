@@ -88,10 +88,17 @@ def memory_replay_jobs(records: Iterable[JobRecord]) -> list[MemoryReplayJob]:
         tag = job_tag(job)
         task = (tag.task if tag is not None and tag.task else None) or history_name(job)
         unique[(job.cluster, job.job_id)] = MemoryReplayJob(
-            _seconds(submit), _seconds(job.end), MemoryKey(job.user, task), job.partition,
-            max(1, len(job.nodes)),
-            job.elapsed_s, requested, peak, oom, tag.input_bytes if tag is not None else None,
-        )  # fmt: skip
+            submit_s=_seconds(submit),
+            end_s=_seconds(job.end),
+            key=MemoryKey(job.user, task),
+            partition=job.partition,
+            nodes=max(1, len(job.nodes)),
+            elapsed_s=job.elapsed_s,
+            requested_mb=requested,
+            peak_mb=peak,
+            oom=oom,
+            input_bytes=tag.input_bytes if tag is not None else None,
+        )
     return sorted(unique.values(), key=lambda j: (j.submit_s, j.end_s))
 
 
@@ -263,15 +270,15 @@ def replay_memory(
 
 def _figures(tally: _Tally, unused_gb_h: float) -> MemoryPolicyFigures:
     return MemoryPolicyFigures(
-        tally.jobs,
-        tally.advised,
-        tally.kills,
-        tally.kills / tally.jobs if tally.jobs else None,
-        tally.unknown,
-        tally.held_gb_h,
-        tally.freed_gb_h,
-        tally.freed_gb_h / unused_gb_h if unused_gb_h > 0 else None,
-        tally.lost_gb_h,
+        jobs=tally.jobs,
+        advised=tally.advised,
+        kills=tally.kills,
+        kill_rate=tally.kills / tally.jobs if tally.jobs else None,
+        unknown=tally.unknown,
+        held_gb_h=tally.held_gb_h,
+        freed_gb_h=tally.freed_gb_h,
+        freed_share=tally.freed_gb_h / unused_gb_h if unused_gb_h > 0 else None,
+        lost_gb_h=tally.lost_gb_h,
     )
 
 

@@ -139,7 +139,11 @@ def predict_runtime(
         except NoFactorError:
             skipped.append(node_class)
             continue
-        rows.append(Predicted(task, name, input_bytes, prediction, memory))
+        rows.append(
+            Predicted(
+                task=task, node=name, input_bytes=input_bytes, prediction=prediction, memory=memory
+            )
+        )
     if not rows:
         raise InputError(
             f"no benchmark scores and no runs of {task!r} on {', '.join(map(repr, skipped))}",
@@ -173,7 +177,15 @@ def predict_queries(
                 source=where,
             ) from None
         memory = forecast_memory(store, q.task, user=user, input_bytes=q.input_bytes)
-        rows.append(Predicted(q.task, q.node, q.input_bytes, prediction, memory))
+        rows.append(
+            Predicted(
+                task=q.task,
+                node=q.node,
+                input_bytes=q.input_bytes,
+                prediction=prediction,
+                memory=memory,
+            )
+        )
     return Predictions(method, tuple(rows))
 
 

@@ -26,6 +26,10 @@ from advisor.store.names import name_key
 from advisor.users import current_user
 from tests.helpers.cluster import ADVISOR, EXPORT, cancel, sh, show
 
+#: Its own jobs under random names on the shared nodes and daemons; the plugin's test writes the
+#: limits file (/etc/slurm), which other modules' jobs would read.
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))
+
 SUFFIX = secrets.token_hex(3)
 USER = current_user()
 #: A job that holds about this many MB for a few seconds (python's own ~10 MB on top).
