@@ -23,7 +23,9 @@ Methods, side by side on the same test runs:
 * with ``calibrate``, for k = 1, 2, 3 observed runs per task on each target (its train-e runs
   closest to CALIBRATION_FRACTIONS of its largest, in that order): ``advisor+kruns``, the
   advisor's class record after those runs, the class's node factor pooled from every task's
-  calibration runs on the target (advisor.models.pooling), and ``probe+kruns``, the
+  calibration runs on the target and its comparisons of the probe ratio with the model from
+  the other tasks' runs and its own (advisor.models.pooling), and
+  ``probe+kruns``, the
   plain probe ratio: the observed runtimes over the paper's local predictions at their sizes
   (a ratio of sums), times the paper's local prediction.
 
@@ -46,7 +48,7 @@ from advisor.models.conformal import Site, site_from
 from advisor.models.distributions import Predictive, scaled
 from advisor.models.fitting import fit_models, positive
 from advisor.models.loading import twins_from_runs
-from advisor.models.pooling import ClassEffect, Offsets, class_effect
+from advisor.models.pooling import ClassEffect, Mix, Offsets, class_effect
 from advisor.models.predict import TaskModels, paper_prediction, view
 from advisor.models.reference import ReferenceModel
 from advisor.models.task_model import Reference, predictive_of
@@ -240,10 +242,14 @@ def fit_workflow(
     return out
 
 
-def _calibration_effect(
+def _calibration_effects(
     setting: Setting, group: Sequence[TaskFit], target: str, k: int
-) -> ClassEffect:
-    """The target's effect pooled from every task's k calibration runs there."""
+) -> dict[str, ClassEffect]:
+    """Per task, the target's effect pooled from every task's k calibration runs there.
+
+    As the task finds it before its own runs: with the other tasks' comparisons of the probe
+    ratio with the model (advisor.models.pooling); its own join as it learns them.
+    """
     models = TaskModels("", None)
     site = models.site
     tasks = []
@@ -256,13 +262,39 @@ def _calibration_effect(
                 d = math.log(positive(run.runtime_s)) - base.loc - math.log(factor or 1.0)
                 offsets = offsets.add(d)
         tasks.append((offsets, fit.model.noise2(site)))
-    return class_effect(tasks, scored=True)
+    effect = class_effect(tasks, scored=True)
+    mixes = {fit.task: _calibrated(setting, fit, target, k, effect).mix for fit in group}
+    return {
+        task: effect._replace(mix=Mix.pooled(m for other, m in mixes.items() if other != task))
+        for task in mixes
+    }
+
+
+def _calibrated(
+    setting: Setting, fit: TaskFit, target: str, k: int, effect: ClassEffect
+) -> ClassEffect:
+    """The effect after the task's k calibration runs on the target were learnt (its mix grown)."""
+    factor = class_factor(setting.reference, target, setting.scores, fit.model.cpu_weight)
+    key = (setting.reference, target)
+    models = TaskModels(fit.task, fit.model, site=setting.site, effects={key: effect})
+    for run in calibration_runs(fit.targets[target][0], k):
+        models = learn_run(
+            models, target, float(run.input_bytes or 0) or None, positive(run.runtime_s),
+            factor=factor,
+        ).models  # fmt: skip
+    return models.effects[key]
 
 
 def _predictors(
-    setting: Setting, fit: TaskFit, target: str, effects: Mapping[int, ClassEffect]
+    setting: Setting,
+    fit: TaskFit,
+    target: str,
+    effects: Mapping[int, Mapping[str, ClassEffect]],
 ) -> dict[str, Predictor]:
-    """Every method's predictor for one task on one target (effects: per k calibration runs)."""
+    """Every method's predictor for one task on one target.
+
+    effects: per k calibration runs, the target's effect as each task finds it.
+    """
     model = fit.model
     factor = class_factor(setting.reference, target, setting.scores, model.cpu_weight)
     paper_factor = class_factor(setting.reference, target, setting.scores, fit.paper.cpu_weight)
@@ -281,7 +313,7 @@ def _predictors(
             chosen = calibration_runs(train, k)
             if len(chosen) < k:
                 continue
-            learnt = models._replace(effects={(setting.reference, target): effect})
+            learnt = models._replace(effects={(setting.reference, target): effect[fit.task]})
             for run in chosen:
                 learnt = learn_run(
                     learnt, target, float(run.input_bytes or 0) or None,
@@ -327,7 +359,7 @@ def score_fits(setting: Setting, fits: Sequence[TaskFit]) -> list[Scored]:
             effects = {}
             if setting.calibrate and target != setting.reference:
                 effects = {
-                    k: _calibration_effect(setting, group, target, k)
+                    k: _calibration_effects(setting, group, target, k)
                     for k in range(1, len(CALIBRATION_FRACTIONS) + 1)
                 }
             for fit in group:

@@ -5,7 +5,9 @@ lets the run's record learn it (advisor.models.updates: predicted first, then le
 no history reread) and writes that record back, all in one write transaction so concurrent
 updates serialise.  ``OnlineUpdates`` does the same for a batch of runs in the caller's
 transaction, reading the node context and each task's records once and writing each changed
-record back once.  The class effects and the site's multipliers are the last ``advisor learn``'s.
+record back once.  The class effects and the site's multipliers are the last ``advisor learn``'s,
+but for the comparisons of the plain probe ratio with the model (advisor.models.pooling) that a run
+on a shared class record adds to its class: those are written back with the records.
 
 A run with a user (every job accounting sees) updates that user's own record only
 (user_task_models): what it teaches reaches that user's predictions, never another user's.
@@ -28,6 +30,7 @@ from advisor.models.task_model import predictive_of
 from advisor.models.updates import learn_run
 from advisor.store.connection import Store
 from advisor.store.observations import Observation
+from advisor.store.site_models import ClassEffectRow, write_site_models
 from advisor.store.task_models import (
     TaskModelRow,
     UserModelRow,
@@ -105,6 +108,7 @@ class OnlineUpdates:
         self.store = store
         self.context = load_node_context(store)
         self.site, self.effects = load_site(store)
+        self._effects_written: set[tuple[str, str]] = set()
         self._tasks: dict[str, TaskModels | None] = {}
         self._users: dict[tuple[str, str], TaskModels] = {}
         self._written: dict[tuple[str, ...], TaskModelRow | UserModelRow] = {}
@@ -127,7 +131,11 @@ class OnlineUpdates:
         runtime = positive(observation.runtime_s)
         user = observation.user
         models = shared if not user else self._user(str(user), shared)
+        models = models._replace(effects=self.effects)
         learnt = learn_run(models, node_class, float(size), runtime, factor=factor, user=bool(user))
+        if learnt.models.effects is not models.effects:  # the class's comparisons grew
+            self.effects = dict(learnt.models.effects)
+            self._effects_written.add((shared.reference.reference, node_class))
         task = observation.task
         if learnt.changed == "user":
             record = learnt.models.user_runs[node_class]
@@ -166,6 +174,14 @@ class OnlineUpdates:
             [row for row in written if isinstance(row, UserModelRow)],
         )
         self._written.clear()
+        if self._effects_written:
+            effects = [(key, self.effects[key]) for key in sorted(self._effects_written)]
+            write_site_models(
+                self.store,
+                None,
+                [ClassEffectRow(*k, _as_stored(e.to_json()), e.tasks, e.runs) for k, e in effects],
+            )
+            self._effects_written.clear()
 
     def held(self) -> int:
         """How many tasks' and users' records are kept (a caller bounds its memory by it)."""
@@ -175,6 +191,7 @@ class OnlineUpdates:
         """Read the records from the cache again (after something else wrote them); flush first."""
         self._tasks.clear()
         self._users.clear()
+        self.effects = load_site(self.store)[1]
 
     def _task(self, task: str) -> TaskModels | None:
         if task not in self._tasks:

@@ -25,6 +25,22 @@ deviation's prior variance τ² + var δ̂_C (``task_offset``).  One run moves a
 noise against the spread of tasks on the class says, no further; many runs make it its own.
 Where fewer than two tasks ran on the class, τ² cannot be estimated and the prior's variance
 stands for it.
+
+Once a task ran on the class, a user computes by hand the plain probe ratio: the runs'
+runtimes over the reference line's predictions at their inputs (a ratio of sums), applied to
+the reference's line (``Reference.probe_ratio``).  The model's forecast there is raced against
+it, never assumed better: the prediction is
+
+    loc = ratio + w · (model − ratio),  w = clip(Σ e_r(e_r − e_m) / Σ (e_r − e_m)², 0, 1),
+
+the least-squares weight of the two (Bates & Granger 1969, constrained to [0, 1]) over the
+signed log errors e_r of the ratio and e_m of the model on every run of the class predicted
+before it was learnt, pooled over the class's tasks (``Mix``, carried by the class effect).
+With no comparison yet w = 0: the plain ratio, so one run per task on a class without
+evidence predicts what the user would have.  Each comparison needs a run of the task on the
+class before it (the ratio's first run has nothing to predict it): the weight is the class's
+out-of-sample record, not a constant (chosen across workflows and tools:
+benchmarks/model_choices.py, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -95,18 +111,63 @@ class Offsets(NamedTuple):
         return cls(n, total, squares, *(float(v) for v in values[3:10]))
 
 
+class Mix(NamedTuple):
+    """A class's comparisons of the ratio with the model: n, Σ e_r(e_r − e_m), Σ (e_r − e_m)²."""
+
+    compared: int = 0
+    cross: float = 0.0
+    spread: float = 0.0
+
+    def add(self, ratio_error: float, model_error: float) -> Mix:
+        """With one more run's signed log errors of the ratio and of the model."""
+        gap = ratio_error - model_error
+        return Mix(self.compared + 1, self.cross + ratio_error * gap, self.spread + gap * gap)
+
+    @classmethod
+    def pooled(cls, mixes: Iterable[Mix]) -> Mix:
+        """The comparisons of several tasks (or runs) together."""
+        found = list(mixes)
+        return cls(
+            sum(m.compared for m in found),
+            math.fsum(m.cross for m in found),
+            math.fsum(m.spread for m in found),
+        )
+
+    def weight(self) -> float:
+        """The model's weight against the ratio: 0 (the ratio) without a comparison."""
+        if not self.spread > 0.0:
+            return 0.0
+        return min(1.0, max(0.0, self.cross / self.spread))
+
+    def mixed(self, ratio: float, model: float) -> float:
+        """The mixed log location."""
+        return ratio + self.weight() * (model - ratio)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain numbers (class_effects.params' 'mix')."""
+        return {"compared": self.compared, "cross": self.cross, "spread": self.spread}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any] | None) -> Mix:
+        """Inverse of to_json; nothing stored (an effect from before the mix): no comparison."""
+        if not doc:
+            return cls()
+        return cls(int(doc["compared"]), float(doc["cross"]), float(doc["spread"]))
+
+
 class ClassEffect(NamedTuple):
-    """δ̂_C, its variance, τ²_C, and the tasks and runs they rest on."""
+    """δ̂_C, its variance, τ²_C, the tasks and runs they rest on, and the ratio's comparisons."""
 
     mean: float
     variance: float
     tau2: float
     tasks: int = 0
     runs: int = 0
+    mix: Mix = Mix()
 
     def to_json(self) -> dict[str, Any]:
         """Plain numbers."""
-        return dict(self._asdict())
+        return {**self._asdict(), "mix": self.mix.to_json()}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> ClassEffect:
@@ -117,6 +178,7 @@ class ClassEffect(NamedTuple):
             float(doc["tau2"]),
             int(doc.get("tasks", 0)),
             int(doc.get("runs", 0)),
+            Mix.from_json(doc.get("mix")),
         )
 
 

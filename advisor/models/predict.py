@@ -25,7 +25,7 @@ from advisor.factors import Scores, class_factor
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.conformal import Site
 from advisor.models.distributions import Predictive, scaled
-from advisor.models.evidence import Forecast
+from advisor.models.evidence import PRIOR, Forecast
 from advisor.models.pooling import ClassEffect
 from advisor.models.task_model import ClassRecord, Reference, effect_for, predictive_of
 
@@ -229,7 +229,7 @@ def view(models: TaskModels, node_class: str, size: float | None, factor: float 
         record = models.classes.get(node_class, ClassRecord())
         moved = transfer(models, reference, node_class, factor)
         prior = record.prior(base, *moved, reference.load(size))
-        shared = record.forecast(size, site, prior)
+        shared = mixed(reference, record, size, record.forecast(size, site, prior), moved[1])
         value, runs = math.exp(prior[0] - base.loc), record.n
         known = factor is not None or moved[1].runs > 0
         source = "online" if runs else ("transferred" if known else "assumed")
@@ -239,6 +239,27 @@ def view(models: TaskModels, node_class: str, size: float | None, factor: float 
     prior = user.prior(shared, 0.0, user_effect(site), reference.noise2(site))
     mine = user.forecast(size, site, prior)
     return View(mine, "user", value, runs + user.n, shared)
+
+
+def mixed(
+    reference: Reference,
+    record: ClassRecord,
+    size: float | None,
+    forecast: Forecast,
+    effect: ClassEffect,
+) -> Forecast:
+    """The carried forecast mixed with the plain probe ratio once the task ran on the class.
+
+    As the class's comparisons weigh them (advisor.models.pooling); the class's own explanations,
+    once they beat the carried forecast, and a class the ratio cannot speak on are as found.
+    The scale stays the carried forecast's (its errors calibrate transfers).
+    """
+    if not record.n or forecast.leader != PRIOR:
+        return forecast
+    ratio = reference.probe_ratio(record.evidence, size)
+    if ratio is None:
+        return forecast
+    return forecast._replace(loc=effect.mix.mixed(ratio, forecast.loc))
 
 
 def transfer(

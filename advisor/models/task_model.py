@@ -82,6 +82,25 @@ class Reference(NamedTuple):
             return WHOLE
         return a / line, work / line
 
+    def probe_ratio(self, runs: Evidence, size: float | None) -> float | None:
+        """The plain probe ratio's log location at size (None where it cannot say).
+
+        Σ runtimes / Σ line at their inputs, times the line at size (advisor.models.pooling),
+        of runs on another class: None where a user could not compute it either: no run, a run
+        or the size without an input size, or no reference line.
+        """
+        if size is None or not size > 0 or not runs.runs:
+            return None
+        at = self.evidence.fitted(1, size)
+        if at is None:
+            return None
+        lines = [self.evidence.fitted(1, x) if x > 0 else None for x, _ in runs.runs]
+        if any(line is None for line in lines):
+            return None
+        local = math.fsum(math.exp(line or 0.0) for line in lines)
+        observed = math.fsum(math.exp(z) for _, z in runs.runs)
+        return at + math.log(observed / local)
+
     def noise2(self, site: Site) -> float:
         """The variance (log scale) a run on another class is weighed with.
 
@@ -214,6 +233,12 @@ def effect_for(
     node_class: str,
     scored: bool,
 ) -> ClassEffect:
-    """The stored class effect of node_class relative to reference, else the prior's."""
+    """The stored class effect of node_class relative to reference, else the prior's.
+
+    An effect resting on no task's runs is the prior's with the comparisons kept online
+    (advisor.models.pooling), the prior taken as the scores say now.
+    """
     found = None if effects is None else effects.get((reference, node_class))
-    return found if found is not None else prior_effect(scored)
+    if found is None:
+        return prior_effect(scored)
+    return found if found.tasks else prior_effect(scored)._replace(mix=found.mix)

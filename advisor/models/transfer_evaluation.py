@@ -7,7 +7,9 @@ other folds' tasks say, as a site knows its other tasks' runs from accounting:
 
 * the site's typical spread and its conformal multipliers (advisor.models.conformal) from the
   other tasks' references on A and their forecasts on B, made run by run as those came in;
-* B's node factor (advisor.models.pooling) from the other tasks' runs on B.
+* B's node factor from the other tasks' runs on B, and B's comparisons of the plain probe
+  ratio with the model from those runs and, once it ran there, the held-out task's own
+  (advisor.models.pooling).
 
 A held-out task is then predicted on B from its own runs on A only (``advisor``) and, with
 ``probe``, after its first k = 1, 2, 3 runs on B (``advisor+kruns``, scored on the runs after
@@ -30,7 +32,7 @@ from advisor.models.conformal import Site, site_from
 from advisor.models.distributions import Predictive, predictive, scaled
 from advisor.models.evaluation import with_runs
 from advisor.models.fitting import fit_models, positive
-from advisor.models.pooling import ClassEffect, Offsets, class_effect
+from advisor.models.pooling import ClassEffect, Mix, Offsets, class_effect
 from advisor.models.predict import TaskModels, paper_prediction, view
 from advisor.models.reference import ReferenceModel
 from advisor.models.task_model import ClassRecord, Reference, predictive_of
@@ -138,15 +140,18 @@ def site_of(fitted: Sequence[Fitted], train: str, target: str) -> tuple[Site, Cl
     """The site these tasks make: spread, B's effect, and the conformal multipliers.
 
     The multipliers come from the errors each task's records made as its runs came in: on A
-    (its reference evidence) and on B (a class record learning B's runs one by one).
+    (its reference evidence) and on B (a class record learning B's runs one by one); B's
+    comparisons of the probe ratio with the model (advisor.models.pooling) from the same records.
     """
     site = site_from((f.reference.evidence.spread() or 0.0 for f in fitted), (), ())
     effect = effect_from(fitted, site)
+    key = (train, target)
     own: list[float] = []
     transferred: list[float] = []
+    mixes: list[Mix] = []
     for f in fitted:
         own.extend(f.reference.evidence.calibration)
-        models = TaskModels(f.runs.task, f.reference, site=site, effects={(train, target): effect})
+        models = TaskModels(f.runs.task, f.reference, site=site, effects={key: effect})
         for obs in f.runs.target:
             models = learn_run(
                 models, target, _size(obs), positive(obs.runtime_s), factor=None
@@ -154,8 +159,9 @@ def site_of(fitted: Sequence[Fitted], train: str, target: str) -> tuple[Site, Cl
         record = models.classes.get(target, ClassRecord())
         own.extend(record.evidence.calibration)
         transferred.extend(record.evidence.transfer_calibration)
+        mixes.append(models.effects[key].mix)
     found = site_from((), own, transferred)
-    return found._replace(scale=site.scale), effect
+    return found._replace(scale=site.scale), effect._replace(mix=Mix.pooled(mixes))
 
 
 Predictor = Callable[[Observation], Predictive | None]

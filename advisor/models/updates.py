@@ -5,7 +5,9 @@ imports, calibration runs) joins the reference evidence; on another class, that 
 record; a user's run joins that user's own record on the class, whose prior is the shared
 forecast (advisor.models.task_model).  Each is first predicted, then learnt.  A censored run
 goes through advisor.models.censoring on the model its user sees, and joins it where the rule
-says.
+says.  A run on a shared class record also judges the plain probe ratio against the model
+there: the class's comparisons (advisor.models.pooling) grow with it, in the effects the models
+carry.
 """
 
 from __future__ import annotations
@@ -34,10 +36,15 @@ def learn_run(
     *,
     factor: float | None,
     user: bool = False,
+    compared: bool = True,
 ) -> Learnt:
     """The task's models after one exact run (runtime_s > 0) on node_class.
 
-    user: the run is one user's own (models carries that user's records).
+    user: the run is one user's own (models carries that user's records).  A run on another
+    class than the reference joins the shared record there and, predicted first by the plain
+    probe ratio and by the model, adds their errors to the class's comparisons (models.effects,
+    advisor.models.pooling); the caller carries the effects to every task.  compared=False: a
+    runtime the model imputed (a censored run) judges nothing.
     """
     reference = models.reference
     if reference is None:
@@ -58,11 +65,22 @@ def learn_run(
     if base is None:  # pragma: no cover - a reference has at least one run
         raise LookupError(f"no runs behind the model of task {models.task!r}")
     log_factor, effect, noise2 = transfer(models, reference, node_class, factor)
-    record = models.classes.get(node_class, ClassRecord()).observe(
+    before = models.classes.get(node_class, ClassRecord())
+    load = reference.load(size)
+    record = before.observe(
         size, runtime_s, site, base=base, log_factor=log_factor, effect=effect, noise2=noise2,
-        load=reference.load(size),
+        load=load,
     )  # fmt: skip
-    return Learnt(models._replace(classes={**models.classes, node_class: record}), "class")
+    models = models._replace(classes={**models.classes, node_class: record})
+    ratio = reference.probe_ratio(before.evidence, size) if compared else None
+    if ratio is not None:
+        z = math.log(runtime_s)
+        model = before.prior(base, log_factor, effect, noise2, load)[0]
+        found = effect._replace(mix=effect.mix.add(z - ratio, z - model))
+        models = models._replace(
+            effects={**models.effects, (reference.reference, node_class): found}
+        )
+    return Learnt(models, "class")
 
 
 def learn_censored(
@@ -80,7 +98,9 @@ def learn_censored(
     before = predictive_of(view(models, node_class, size, factor).forecast, models.site)
 
     def learnt(runtime_s: float) -> Learnt:
-        return learn_run(models, node_class, size, runtime_s, factor=factor, user=user)
+        return learn_run(
+            models, node_class, size, runtime_s, factor=factor, user=user, compared=False
+        )
 
     def after(runtime_s: float) -> Predictive:
         found = view(learnt(runtime_s).models, node_class, size, factor).forecast

@@ -9,8 +9,11 @@ its typical spread, and per class the node factor learnt from every task's runs 
 order it was stored, as accounting learnt it online (advisor.models.updates): an exact run
 joins its class's record (shared, or its user's own); a run killed at its limit (censored, a
 lower bound) goes through the same rule as online accounting (advisor.models.censoring) on the
-model its user sees at that point.  Last, the site's conformal multipliers from every record's
-out-of-sample errors (advisor.models.conformal, stored in site_model).
+model its user sees at that point; an exact run on a shared class record, predicted by the plain
+probe ratio and by the model before it is learnt, adds to its class's comparisons
+(advisor.models.pooling, stored with the class effect), which weigh the two from then on.
+Last, the site's conformal multipliers from every record's out-of-sample errors
+(advisor.models.conformal, stored in site_model).
 
 Only runs the administrator imported (no user, not from accounting) shape the shared models.
 Runs of a user's jobs (ingested from accounting) become that user's own records per task and
@@ -174,10 +177,19 @@ def class_effects(
 
 
 class _Replay:
-    """Every task's models as the runs are replayed in stored order (advisor.models.updates)."""
+    """Every task's models as the runs are replayed in stored order (advisor.models.updates).
 
-    def __init__(self, models: dict[str, TaskModels], context: NodeContext) -> None:
-        self.models, self.context = models, context
+    The class effects are the site's, one for every task: the comparisons a run adds to its
+    class (advisor.models.pooling) reach the predictions of every later run, as online.
+    """
+
+    def __init__(
+        self,
+        models: dict[str, TaskModels],
+        context: NodeContext,
+        effects: dict[tuple[str, str], ClassEffect],
+    ) -> None:
+        self.models, self.context, self.effects = models, context, effects
         self.users: dict[tuple[str, str], dict[str, ClassRecord]] = {}
         self.censored = self.used = 0
 
@@ -188,7 +200,7 @@ class _Replay:
             return
         factor = factor_to(reference, node_class, self.context.scores)
         user = bool(obs.user)
-        models = shared
+        models = shared = shared._replace(effects=self.effects)
         if user:
             models = shared._replace(user_runs=self.users.get((str(obs.user), obs.task), {}))
         if obs.censored:
@@ -208,6 +220,7 @@ class _Replay:
             self.users[(str(obs.user), obs.task)] = dict(learnt.models.user_runs)
         else:
             self.models[obs.task] = learnt.models
+            self.effects = dict(learnt.models.effects)
 
 
 def learn_models(
@@ -247,11 +260,9 @@ def learn_models(
         site,
     )
     replay = _Replay(
-        {
-            task: TaskModels(task, model, site=site, effects=effects)
-            for task, model in references.items()
-        },
+        {task: TaskModels(task, model, site=site) for task, model in references.items()},
         context,
+        effects,
     )
     for obs, node_class in replayed:
         # a user's job without a recorded size ran at the size its limit assumed (accounting)
@@ -259,7 +270,7 @@ def learn_models(
         if size is None and obs.user:
             size = references[obs.task].x_max_bytes or None
         replay.replay(obs, node_class, size)
-    site = _site(replay, site)
+    site, effects = _site(replay, site), replay.effects
     for task, models in sorted(replay.models.items()):
         learnt = models.reference
         if learnt is None:  # pragma: no cover

@@ -19,6 +19,7 @@ from advisor.store import Store
 from advisor.store.benchmarks import BenchRun, Measurement, save_bench_run
 from advisor.store.cluster import save_cluster
 from advisor.store.observations import Observation, add_observations
+from advisor.store.site_models import load_class_effects
 from advisor.store.task_models import load_task_models
 from advisor.validate import validate
 
@@ -287,3 +288,25 @@ def test_a_record_kept_between_updates_is_what_the_cache_gives_back() -> None:
     for bad in (float("nan"), float("inf"), -float("inf")):
         with pytest.raises(ValueError, match="not JSON compliant"):
             _as_stored({"a": [bad]})
+
+
+def test_calibration_runs_online_and_a_relearn_keep_the_classes_comparisons(
+    learned: Path,
+) -> None:
+    """Each shared run after a class's first adds one comparison of the probe ratio with the
+    model to the class's effect (class_effects), online and in ``advisor learn``'s replay."""
+    runs = [
+        Observation("acct", f"job{i}", "align", _truth("slow", x), node="slow", input_bytes=int(x))
+        for i, x in enumerate((1 * GB, 4 * GB, 16 * GB))
+    ]
+    with Store.open(learned) as store:
+        for run in runs:
+            assert update_online(store, run) is not None
+        online = {(r.reference, r.node_class): r for r in load_class_effects(store)}
+        add_observations(store, runs)
+        learn(store)
+        relearned = {(r.reference, r.node_class): r for r in load_class_effects(store)}
+    assert online[("local", "slow")].params["mix"]["compared"] == 2
+    assert online[("local", "slow")].tasks == 0  # no learn saw a run there yet: the prior's
+    assert relearned[("local", "slow")].params["mix"]["compared"] == 2
+    assert relearned[("local", "slow")].tasks == 1
