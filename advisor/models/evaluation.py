@@ -24,10 +24,9 @@ Methods, side by side on the same test runs:
   closest to CALIBRATION_FRACTIONS of its largest, in that order): ``advisor+kruns``, the
   advisor's class record after those runs, the class's node factor pooled from every task's
   calibration runs on the target and its comparisons of the probe ratio with the model from
-  the other tasks' runs and its own (advisor.models.pooling), and
-  ``probe+kruns``, the
-  plain probe ratio: the observed runtimes over the paper's local predictions at their sizes
-  (a ratio of sums), times the paper's local prediction.
+  the other tasks' runs and its own (advisor.models.pooling), and ``probe+kruns``, the plain
+  probe ratio: the observed runtimes over the paper's local predictions at their sizes (a
+  ratio of sums), times the paper's local prediction.
 
 Scored rows are summarised by advisor.models.cross_validation.
 """

@@ -5,9 +5,10 @@ lets the run's record learn it (advisor.models.updates: predicted first, then le
 no history reread) and writes that record back, all in one write transaction so concurrent
 updates serialise.  ``OnlineUpdates`` does the same for a batch of runs in the caller's
 transaction, reading the node context and each task's records once and writing each changed
-record back once.  The class effects and the site's multipliers are the last ``advisor learn``'s,
-but for the comparisons of the plain probe ratio with the model (advisor.models.pooling) that a run
-on a shared class record adds to its class: those are written back with the records.
+record back once.  The class effects and the site's multipliers are the last ``advisor
+learn``'s, but for the comparisons of the plain probe ratio with the model
+(advisor.models.pooling) that a run on a shared class record adds to its class: those are
+written back with the records.
 
 A run with a user (every job accounting sees) updates that user's own record only
 (user_task_models): what it teaches reaches that user's predictions, never another user's.

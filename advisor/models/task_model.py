@@ -85,9 +85,9 @@ class Reference(NamedTuple):
     def probe_ratio(self, runs: Evidence, size: float | None) -> float | None:
         """The plain probe ratio's log location at size (None where it cannot say).
 
-        Σ runtimes / Σ line at their inputs, times the line at size (advisor.models.pooling),
-        of runs on another class: None where a user could not compute it either: no run, a run
-        or the size without an input size, or no reference line.
+        Of runs on another class: Σ runtimes / Σ the reference line at their inputs, times the
+        line at size (raced against the model: advisor.models.pooling).  None where a user
+        could not compute it either: no run, a run or the size without an input, no line.
         """
         if size is None or not size > 0 or not runs.runs:
             return None
