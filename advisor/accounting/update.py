@@ -113,6 +113,7 @@ class Ingested:
     already_stored: int
     model_updates: int
     censored_updates: int
+    memory_updates: int  # peaks learned into users' memory keys
     states: Mapping[str, int]  # new jobs by final state (sorted)
 
     def to_json(self) -> dict[str, Any]:
@@ -131,6 +132,7 @@ class Ingested:
             "already_stored": self.already_stored,
             "model_updates": self.model_updates,
             "censored_updates": self.censored_updates,
+            "memory_updates": self.memory_updates,
             "states": dict(self.states),
         }
 

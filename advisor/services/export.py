@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.advice.advice import partition_limits
+from advisor.advice.memory_export import memory_export
 from advisor.advice.settings import AdvisorOptions
 from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import AdvisorError, InputError
@@ -73,6 +74,7 @@ def export_document(
     users: Mapping[str, UserLimits] | None = None,
     user_names: int = USER_NAMES,
     max_bytes: int = EXPORT_BYTES,
+    memory: Mapping[str, Any] | None = None,
     limits: SiteLimits | None = None,
 ) -> dict[str, Any]:
     """Per task (and optionally per user), each partition's limit in whole minutes.
@@ -80,7 +82,8 @@ def export_document(
     users: what export_from_cache finds of each user's own (module docstring), each user's
     task names most used first: past user_names (halved until the file fits max_bytes), the
     rest is left out and counted in ``dropped`` (as names no job can have: over NAME_BYTES, or
-    not UTF-8, which lua-cjson refuses).
+    not UTF-8, which lua-cjson refuses).  memory: the ``memory`` section
+    (advisor.advice.memory_export), when the cache has one.
     """
     tasks = task_limits(snapshot, snapshot.tasks, AdvisorOptions(quantile=quantile, margin=margin))
     document = {
@@ -98,6 +101,7 @@ def export_document(
             for name, p in sorted(snapshot.partitions.items())
         },
         "tasks": tasks,
+        **({"memory": dict(memory)} if memory is not None else {}),
         "limits": limits_document(limits or SiteLimits.unknown()),
     }
     mine = {user: limits for user, limits in (users or {}).items() if _utf8(user)}
@@ -220,6 +224,9 @@ def export_from_cache(
                 for task, doc in task_limits(mine, mine.tasks, options).items()
             }
         history = export_limits(store)
+        memory = memory_export(
+            store, {name: p.nodes for name, p in shared.partitions.items()}, usable=_fits
+        )
         site = load_site_limits(store)
     max_min = {
         name: p.max_time_s // 60 if p.max_time_s is not None else None
@@ -242,6 +249,7 @@ def export_from_cache(
     }
     return export_document(
         shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users,
+        memory=memory,
         limits=site,
     )  # fmt: skip
 

@@ -10,8 +10,8 @@ one, and never meets a hot journal.
 
 Every user can read the copy, so it holds only what the wrapper needs to decide, and nothing a
 user typed in the clear: partitions, nodes and their benchmark scores, task models (and each
-user's refinements of them), the history policy's per-key state with every job name replaced
-by its digest (store/names.py), the history-advised submissions of the in-flight horizon
+user's refinements of them), the history policy's per-key state and the users' memory keys
+with every job name replaced by its digest (store/names.py), the memory residual pools, the history-advised submissions of the in-flight horizon
 (user, digest of the job name, partition, job id: no argv), the ids of the jobs that ended in
 that horizon, and how far each spool segment was ingested (inode and offset).  No argv, job
 name, comment, account, --wrap command or --export value of anyone; no observations, workflow
@@ -64,6 +64,13 @@ ALLOWED: dict[str, str] = {
     "FROM src.history_keys",
     "history_budget": "SELECT * FROM src.history_budget",
     "history_cells": "SELECT * FROM src.history_cells",
+    # a user's own memory key is that user's job's name: a digest, as in history_keys
+    "memory_models": "SELECT user, CASE WHEN user = '' THEN task ELSE name_key(user, task) END, "
+    "runs, n_obs, updated_at FROM src.memory_models",
+    "memory_site": "SELECT * FROM src.memory_site",
+    "memory_budget": "SELECT * FROM src.memory_budget",
+    "partition_memory": "SELECT * FROM src.partition_memory",
+    "site_settings": "SELECT * FROM src.site_settings",
     # the limits a wrapper's --time must stay within (what sacctmgr shows every user by default)
     "qos_limits": "SELECT * FROM src.qos_limits",
     "associations": "SELECT * FROM src.associations",

@@ -23,10 +23,18 @@ from advisor.slurm.limits import (
     parse_qos,
     parse_reservations,
 )
-from advisor.slurm.parsers import parse_job_id, parse_nodes, parse_partitions, parse_test_only
+from advisor.slurm.parsers import (
+    parse_config_memory,
+    parse_job_id,
+    parse_nodes,
+    parse_partition_memory,
+    parse_partitions,
+    parse_test_only,
+)
 from advisor.slurm.records import (
     Association,
     JobRecord,
+    MemoryLimits,
     Node,
     Partition,
     Qos,
@@ -41,7 +49,15 @@ from advisor.slurm.runner import (
     TransientSlurmError,
     no_resubmit,
 )
-from advisor.slurm.sacct_text import SACCT_FIELDS, SacctRows, parse_sacct_records
+from advisor.slurm.sacct_text import (
+    SACCT_FIELDS,
+    STEP_FIELDS,
+    SacctRows,
+    StepPeaks,
+    parse_sacct_records,
+    parse_step_peaks,
+    with_peaks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +81,10 @@ class SlurmBackend(Protocol):
 
     def nodes(self) -> list[Node]:
         """Nodes with CPUs, memory and features."""
+        ...
+
+    def memory_limits(self) -> dict[str, MemoryLimits]:
+        """Each partition's memory default and limits."""
         ...
 
     def qos(self) -> list[Qos]:
@@ -126,6 +146,12 @@ class CliBackend:
         """Nodes from ``scontrol show node -o``."""
         return parse_nodes(self.commands.run(["scontrol", "show", "node", "-o"]).stdout)
 
+    def memory_limits(self) -> dict[str, MemoryLimits]:
+        """Each partition's memory default and limits, the site's (``scontrol show config``) where unset."""
+        site = parse_config_memory(self.commands.run(["scontrol", "show", "config"]).stdout)
+        partitions = self.commands.run(["scontrol", "show", "partition", "-o"]).stdout
+        return parse_partition_memory(partitions, site)
+
     def qos(self) -> list[Qos]:
         """Every QoS with its MaxWall (``sacctmgr show qos``)."""
         return parse_qos(self._sacctmgr("qos", QOS_FIELDS))
@@ -184,24 +210,50 @@ class CliBackend:
         sacct runs in the runner's query environment (no SACCT_FORMAT, standard times); the
         delimiter is new for every call.  Output whose delimiters do not make whole records (a
         name held this call's delimiter: a 1 in 2**32 guess) is asked for once more, with
-        another delimiter no name can hold, since names were set before the call.
+        another delimiter no name can hold, since names were set before the call.  A second
+        query reads the jobs' steps, whose rows alone carry the memory a job used (MaxRSS):
+        each record gets the largest peak of its steps (``max_rss_mb``).
         """
         try:
-            return parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
+            rows = parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
         except InputError:
-            return parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
+            rows = parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
+        steps = self.step_peaks(start, end, job_ids=job_ids)
+        return SacctRows(with_peaks(rows.records, steps.peaks), rows.problems + steps.problems)
 
-    def _sacct(self, start: datetime, end: datetime, job_ids: Sequence[int]) -> tuple[str, str]:
-        """(output, delimiter) of one sacct call."""
+    def step_peaks(
+        self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
+    ) -> StepPeaks:
+        """The peak memory of the steps of the jobs of the window (sacct without -X).
+
+        Output that does not split into whole records is one problem, not a failure: the
+        window's jobs are stored without their peaks (no user's text is in these fields).
+        """
+        output, delimiter = self._sacct(start, end, job_ids, fields=STEP_FIELDS, steps=True)
+        try:
+            return parse_step_peaks(output, delimiter)
+        except InputError as error:
+            return StepPeaks({}, [f"sacct steps: {error.message}"])
+
+    def _sacct(
+        self,
+        start: datetime,
+        end: datetime,
+        job_ids: Sequence[int],
+        *,
+        fields: Sequence[str] = SACCT_FIELDS,
+        steps: bool = False,
+    ) -> tuple[str, str]:
+        """(output, delimiter) of one sacct call (allocations only unless steps)."""
         delimiter = sacct_delimiter()
         argv = [
             "sacct",
             "--allusers",
-            "--allocations",
+            *(() if steps else ("--allocations",)),
             "--parsable2",
             "--noheader",
             f"--delimiter={delimiter}",
-            f"--format={','.join(SACCT_FIELDS)}",
+            f"--format={','.join(fields)}",
             f"--starttime={_sacct_time(start)}",
             f"--endtime={_sacct_time(end)}",
         ]

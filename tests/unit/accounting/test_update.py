@@ -20,6 +20,7 @@ from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord
 from advisor.slurm.runner import CommandResult, RetryPolicy, SlurmCommands
+from advisor.slurm.sacct_text import STEP_FIELDS
 from advisor.store import Store
 from advisor.store.accounting import get_watermark
 from tests.helpers.caches import cache_content
@@ -37,7 +38,11 @@ def active(records: Sequence[JobRecord], start: datetime, end: datetime) -> list
 
 
 class FakeSacct:
-    """A Runner answering sacct windows from records; scripted failures per call number."""
+    """A Runner answering sacct windows from records; scripted failures per call number.
+
+    Calls are the allocation queries (``--allocations``); the steps query each window makes
+    after its allocation query is counted in ``step_calls``.
+    """
 
     def __init__(
         self, records: Sequence[JobRecord], failures: dict[int, str] | None = None
@@ -45,11 +50,18 @@ class FakeSacct:
         self.records = list(records)
         self.failures = failures or {}
         self.calls: list[tuple[datetime, datetime]] = []
+        self.step_calls: list[tuple[datetime, datetime]] = []
 
     def __call__(self, argv: Sequence[str], timeout_s: float, stdin: str | None) -> CommandResult:
         options = dict(arg.split("=", 1) for arg in argv if arg.startswith("--") and "=" in arg)
         start = datetime.fromisoformat(options["--starttime"])
         end = datetime.fromisoformat(options["--endtime"])
+        if "--allocations" not in argv:
+            self.step_calls.append((start, end))
+            fields = options["--format"].split(",")
+            rows = [format_sacct_row(job, fields, delimiter=options["--delimiter"])
+                    for job in active(self.records, start, end)]  # fmt: skip
+            return CommandResult(tuple(argv), 0, "".join(f"{row}\n" for row in rows), "")
         self.calls.append((start, end))
         failure = self.failures.get(len(self.calls))
         if failure is not None:
@@ -85,6 +97,7 @@ def test_every_job_is_stored_once_and_a_second_run_changes_nothing(cache_path: P
     assert first.stored == len(RECORDS) == sum(w.stored for w in first.windows)
     assert first.watermark == UNTIL.isoformat()
     assert len(fake.calls) == len(first.windows)  # one sacct query per window
+    assert fake.step_calls == fake.calls  # and one of its steps
     before = cache_content(cache_path)
     again = run_update(
         cache_path, fake, since=SINCE.isoformat(), until=UNTIL.isoformat(), window=6 * HOUR
@@ -221,7 +234,10 @@ def test_fields_requested_are_exactly_the_adapters(cache_path: Path) -> None:
     with Store.open(cache_path) as store:
         update_from_sacct(store, CliBackend(SlurmCommands(spy)), since=SINCE.isoformat(),
                           until=UNTIL.isoformat())  # fmt: skip
-    assert all(
-        {"--allusers", "--allocations", f"--format={','.join(SACCT_FIELDS)}"} <= set(argv)
-        for argv in seen
-    )
+    allocations = [argv for argv in seen if "--allocations" in argv]
+    steps = [argv for argv in seen if "--allocations" not in argv]
+    assert len(allocations) == len(steps) > 0
+    assert all({"--allusers", f"--format={','.join(SACCT_FIELDS)}"} <= set(argv)
+               for argv in allocations)  # fmt: skip
+    assert all({"--allusers", f"--format={','.join(STEP_FIELDS)}"} <= set(argv)
+               for argv in steps)  # fmt: skip

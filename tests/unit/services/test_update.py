@@ -58,7 +58,7 @@ def test_windows_and_a_held_record_render_as_the_schema_says() -> None:
     window = WindowDone("2026-11-29T15:00:00", "2026-11-29T16:00:00", 14, 12, 12)
     held = HeldBack("42", "RUNNING", "2026-11-29T15:00:00 – 2026-11-29T16:00:00")
     done = UpdateResult("sacct", None, None, 14, (window,), "2026-11-29T16:00:00", held,
-                        {"not_finished": 2}, (), 12, 0, 3, 1, {"COMPLETED": 12}, None)  # fmt: skip
+                        {"not_finished": 2}, (), 12, 0, 3, 1, 0, {"COMPLETED": 12}, None)  # fmt: skip
     data = done.to_json()
     validate(data, "update-output", source="test")
     assert data["windows"] == [{"start": "2026-11-29T15:00:00", "end": "2026-11-29T16:00:00",
