@@ -156,10 +156,10 @@ def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> lis
     ``1 - budget``), when that partition's budget still has credit (the plugin cannot count
     a burst of jobs in flight); the partition's MaxTime still bounds the limit.  For the same
     job the plugin's limit and the wrapper's (``history_limit``) therefore differ whenever the
-    price makes the wrapper choose another level than the budget's.  A key without a partition (user+name,
-    user+family, user) gets the widest of those margins (the export repeats its limit in every
-    partition, within each MaxTime).  jobs: how many jobs the key learned from (the export
-    keeps a user's most used names when it must drop some).
+    price makes the wrapper choose another level than the budget's.  A key without a
+    partition (user+name, user+family, user) gets the widest of those margins (the export
+    repeats its limit in every partition, within each MaxTime).  jobs: how many jobs the key
+    learned from (the export keeps a user's most used names when it must drop some).
     """
     max_times = {p.name: p.max_time_s for p in load_partitions(store)}
     budgets = load_budgets(store)
