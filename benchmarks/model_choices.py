@@ -3,7 +3,11 @@
 Run: ``.venv/bin/python benchmarks/model_choices.py [--data ../shared/data] [--cache DIR]
 [--variants NAME,...]``.
 
-Each variant changes one choice of the advisor's model and reruns both evaluations:
+Each variant changes one choice of the advisor's model and reruns both evaluations; "chosen" is
+the product as it is (the probe ratio mixed with the model's forecast by the class's
+comparisons, advisor.models.pooling), "two-part offset alone (before)" the model's forecast
+without the ratio, and every later variant changes one choice of that forecast, without the
+ratio as well (as they were measured before the mix):
 
 * Galaxy (``advisor evaluate --runs`` on every [A, B, tools] pair of galaxy/machines.json,
   pooled): cross-validated across tools (five folds of tools per pair); the advisor with
@@ -27,6 +31,7 @@ import math
 import statistics
 import sys
 import tempfile
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -209,11 +214,6 @@ def _weight(rule: str, own: list[Pair], others: list[Pair], seen: int) -> float:
     significance = not rule.endswith("-nosig")
     if rule == "ratio":
         return 0.0
-    if rule == "stack":  # the least-squares mix of the two signed errors, clipped to [0, 1]
-        pairs = own + others
-        num = math.fsum(r * (r - m) for _, r, m in pairs)
-        den = math.fsum((r - m) ** 2 for _, r, m in pairs)
-        return min(1.0, max(0.0, num / den)) if den > 0 else 0.0
     if rule.startswith("own"):
         chosen = own
     elif rule.startswith("position"):
@@ -237,9 +237,10 @@ def _raced(rule: str) -> Callable[[], contextlib.AbstractContextManager[None]]:
         if ratio is None or found.forecast.leader != "prior":
             return found
         effect = (models.effects or {}).get((reference.reference, node_class))
+        key = None if effect is None else effect._replace(mix=pooling.Mix())
         others = [
             p
-            for task, pairs in _CLASS_PAIRS.get(effect, {}).items()
+            for task, pairs in _CLASS_PAIRS.get(key, {}).items()
             if task != models.task
             for p in pairs
         ]
@@ -249,11 +250,14 @@ def _raced(rule: str) -> Callable[[], contextlib.AbstractContextManager[None]]:
         forecast = found.forecast._replace(loc=loc)
         return found._replace(forecast=forecast, shared=forecast)
 
-    site_of, calibration_effect = transfer_evaluation.site_of, lotaru_evaluation._calibration_effect
+    site_of, calibration_effects = (
+        transfer_evaluation.site_of,
+        lotaru_evaluation._calibration_effects,
+    )
 
     def galaxy_site(fitted: Any, train: str, target: str) -> Any:
         site, effect = site_of(fitted, train, target)
-        table = _CLASS_PAIRS.setdefault(effect, {})
+        table = _CLASS_PAIRS.setdefault(effect._replace(mix=pooling.Mix()), {})
         for f in fitted:
             effects = {(train, target): effect}
             models = TaskModels(f.runs.task, f.reference, site=site, effects=effects)
@@ -264,8 +268,9 @@ def _raced(rule: str) -> Callable[[], contextlib.AbstractContextManager[None]]:
             table[f.runs.task] = _pairs(models, target)
         return site, effect
 
-    def lotaru_effect(setting: Any, group: Any, target: str, k: int) -> Any:
-        effect = calibration_effect(setting, group, target, k)
+    def lotaru_effects(setting: Any, group: Any, target: str, k: int) -> Any:
+        found = calibration_effects(setting, group, target, k)
+        effect = next(iter(found.values()))._replace(mix=pooling.Mix())
         table = _CLASS_PAIRS.setdefault(effect, {})
         for fit in group:
             factor = class_factor(setting.reference, target, setting.scores, fit.model.cpu_weight)
@@ -276,7 +281,7 @@ def _raced(rule: str) -> Callable[[], contextlib.AbstractContextManager[None]]:
                 learnt = learn_run(models, target, size, positive(run.runtime_s), factor=factor)
                 models = learnt.models
             table[fit.task] = _pairs(models, target)
-        return effect
+        return found
 
     @contextlib.contextmanager
     def context() -> Iterator[None]:
@@ -285,14 +290,32 @@ def _raced(rule: str) -> Callable[[], contextlib.AbstractContextManager[None]]:
             for owner in (lotaru_evaluation, transfer_evaluation):
                 stack.enter_context(patched(owner, "view", view))
             stack.enter_context(patched(transfer_evaluation, "site_of", galaxy_site))
-            stack.enter_context(patched(lotaru_evaluation, "_calibration_effect", lotaru_effect))
+            stack.enter_context(patched(lotaru_evaluation, "_calibration_effects", lotaru_effects))
             yield
 
     return context
 
 
-VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
-    "chosen": contextlib.nullcontext,
+def _model_alone() -> contextlib.AbstractContextManager[None]:
+    """The model's forecast on a class once the task ran there, never the probe ratio."""
+    return patched(pooling.Mix, "weight", lambda self: 1.0)
+
+
+def _before(
+    variant: Callable[[], contextlib.AbstractContextManager[None]],
+) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    """A variant of the model's forecast alone, as they were measured before the mix."""
+
+    @contextlib.contextmanager
+    def context() -> Iterator[None]:
+        with _model_alone(), variant():
+            yield
+
+    return context
+
+
+#: Variants of the design before the probe ratio was mixed in: each with the model alone.
+_BEFORE: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "no upward race (time order only)": lambda: patched(evidence.Evidence, "upward", _no_upward),
     "challengers of the prior need no significance": lambda: patched(
         evidence.Score, "significant", _always_significant
@@ -328,9 +351,12 @@ VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "the task's own runs from two comparisons on (else the class's) (significant)": _raced(
         "own-first"
     ),
-    "probe ratio and model mixed by least squares on the class's out-of-sample errors": _raced(
-        "stack"
-    ),
+}
+VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
+    # the product: the probe ratio and the model mixed by the class's comparisons
+    "chosen": contextlib.nullcontext,
+    "two-part offset alone (before)": _model_alone,
+    **{name: _before(variant) for name, variant in _BEFORE.items()},
 }
 
 
@@ -411,7 +437,7 @@ def main() -> None:
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     for number, name in enumerate(args.variants.split(",")):
-        slug = f"v{list(VARIANTS).index(name)}"
+        slug = f"v{zlib.crc32(name.encode()):08x}"  # a variant keeps its results when others come
         with VARIANTS[name]():
             found_galaxy = cached(
                 args.cache / f"{slug}-galaxy.json",
