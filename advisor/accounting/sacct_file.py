@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from advisor.accounting.files import open_text, read_json_array
-from advisor.errors import InputError
+from advisor.errors import InputError, UsageError
+from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.records import FINAL_STATES, JobRecord
 from advisor.slurm.sacct_json import json_record
 from advisor.slurm.sacct_text import (
@@ -57,6 +58,8 @@ KNOWN_STATES = frozenset(
     }
 )  # fmt: skip
 
+#: The cluster of dump rows without a Cluster field when neither --cluster nor slurm.conf names one.
+DEFAULT_CLUSTER = "default"
 #: A row split by line breaks in a name is joined over at most this many lines.
 MAX_JOINED_LINES = 16
 #: Fields of user text: a line break in the last one continues it on the next line.
@@ -354,6 +357,32 @@ class _TextDump:
         for _ in range(taken):
             self.buffer.popleft()
         return record
+
+
+def dump_format(
+    *,
+    delimiter: str | None = None,
+    fields: str | None = None,
+    cluster: str | None = None,
+    time_format: str | None = None,
+) -> DumpFormat:
+    """How to read a dump from the command's options; the cluster defaults to the local one."""
+    if delimiter == "":
+        raise UsageError("--delimiter must not be empty")
+    names = tuple(name.strip() for name in fields.split(",")) if fields is not None else None
+    if names is not None and not all(names):
+        raise UsageError(f"--fields: an empty field name in {fields!r}")
+    if time_format is not None and not any(f"%{c}" in time_format for c in "YyG"):
+        raise UsageError(
+            f"--time-format {time_format!r} has no year (%Y): such times cannot be read back",
+            hint="e.g. --time-format '%d/%m/%Y %H:%M:%S'",
+        )
+    return DumpFormat(
+        delimiter=delimiter,
+        fields=names,
+        cluster=cluster or local_cluster_name() or DEFAULT_CLUSTER,
+        time_format=time_format,
+    )
 
 
 def _json_rows(path: Path, source: str, dump: DumpFormat, *, check: bool) -> Iterator[Row]:

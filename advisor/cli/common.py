@@ -89,7 +89,7 @@ def add_dump_options(parser: argparse.ArgumentParser) -> None:
 
 def dump_format_of(args: argparse.Namespace) -> DumpFormat:
     """How to read --sacct-file; the dump options without --sacct-file are a usage error."""
-    from advisor.accounting.update import dump_format
+    from advisor.accounting.sacct_file import dump_format
 
     given = [
         f"--{name.replace('_', '-')}" for name in DUMP_OPTIONS if getattr(args, name) is not None

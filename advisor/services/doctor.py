@@ -89,7 +89,7 @@ def _age(seconds: float) -> str:
 
 def _cache(request: DoctorRequest) -> list[Check]:
     """The working cache, its schema version and the update watermark."""
-    from advisor.accounting.update import WATERMARK_SOURCE
+    from advisor.services.update import WATERMARK_SOURCE
     from advisor.store.accounting import get_watermark
 
     path = db_location(request.db)

@@ -24,7 +24,7 @@ from advisor.slurm.runner import (
     TransientSlurmError,
     no_resubmit,
 )
-from advisor.slurm.sacct_text import SACCT_FIELDS, SacctRows, parse_sacct_records
+from advisor.slurm.sacct_text import SACCT_FIELDS, SacctRows, SacctSink
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +65,20 @@ class SlurmBackend(Protocol):
         ...
 
     def accounting_rows(
-        self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        job_ids: Sequence[int] = (),
+        max_bytes: int | None = None,
+        max_records: int | None = None,
+        timeout_s: float | None = None,
     ) -> SacctRows:
-        """The same records, and those that could not be read."""
+        """The same records, and those that could not be read.
+
+        Past max_bytes of output or max_records records SlurmOutputTooLarge, past timeout_s
+        SlurmTimeoutError (both: ask for a smaller window).
+        """
         ...
 
 
@@ -108,22 +119,41 @@ class CliBackend:
         return rows.records
 
     def accounting_rows(
-        self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        job_ids: Sequence[int] = (),
+        max_bytes: int | None = None,
+        max_records: int | None = None,
+        timeout_s: float | None = None,
     ) -> SacctRows:
         """One sacct query for the window: allocations only, all users, explicit fields.
 
         sacct runs in the runner's query environment (no SACCT_FORMAT, standard times); the
-        delimiter is new for every call.  Output whose delimiters do not make whole records (a
-        name held this call's delimiter: a 1 in 2**32 guess) is asked for once more, with
-        another delimiter no name can hold, since names were set before the call.
+        delimiter is new for every call.  Its output is parsed as it arrives, so only the
+        records are held, and the query stops past max_bytes or max_records
+        (SlurmOutputTooLarge) or timeout_s (SlurmTimeoutError; without it, the runner's
+        time-out, retried as any transient failure).  Output whose delimiters do not make
+        whole records (a name held this call's delimiter: a 1 in 2**32 guess) is asked for
+        once more, with another delimiter no name can hold, since names were set before the
+        call.
         """
         try:
-            return parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
+            return self._sacct(start, end, job_ids, max_bytes, max_records, timeout_s)
         except InputError:
-            return parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
+            return self._sacct(start, end, job_ids, max_bytes, max_records, timeout_s)
 
-    def _sacct(self, start: datetime, end: datetime, job_ids: Sequence[int]) -> tuple[str, str]:
-        """(output, delimiter) of one sacct call."""
+    def _sacct(
+        self,
+        start: datetime,
+        end: datetime,
+        job_ids: Sequence[int],
+        max_bytes: int | None,
+        max_records: int | None,
+        timeout_s: float | None,
+    ) -> SacctRows:
+        """The records of one sacct call."""
         delimiter = sacct_delimiter()
         argv = [
             "sacct",
@@ -138,7 +168,12 @@ class CliBackend:
         ]
         if job_ids:
             argv.append(f"--jobs={','.join(str(job) for job in job_ids)}")
-        return self.commands.run(argv).stdout, delimiter
+        return self.commands.consume(
+            argv,
+            lambda: SacctSink(delimiter, SACCT_FIELDS, max_records=max_records),
+            timeout_s=timeout_s,
+            max_bytes=max_bytes,
+        )
 
     def run_on_node(
         self,

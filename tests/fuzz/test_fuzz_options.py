@@ -12,11 +12,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from advisor.accounting.update import Ingested, update_from_sacct
+from advisor.accounting.ingest import Ingested
 from advisor.errors import InputError
 from advisor.reports import accuracy, limits
 from advisor.reports.period import parse_moment
 from advisor.reports.shaping import parse_by
+from advisor.services.update import update_from_sacct
 from advisor.slurm.records import JobRecord
 from advisor.slurm.sacct_text import SacctRows
 from advisor.store import Store

@@ -27,10 +27,11 @@ from typing import Any
 
 import pytest
 
+from advisor.accounting.ingest import Ingested
 from advisor.accounting.mapping import swf_epoch, swf_record
-from advisor.accounting.sacct_file import format_sacct_row
+from advisor.accounting.sacct_file import dump_format, format_sacct_row
+from advisor.accounting.saved import update_from_file
 from advisor.accounting.swf import read_swf, swf_header
-from advisor.accounting.update import Ingested, dump_format, update_from_file
 from advisor.imports.lotaru import read_lotaru_csv
 from advisor.services.learn import learn
 from advisor.slurm.parsers import SACCT_FIELDS

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from advisor.accounting.update import dump_format, update_from_file
+from advisor.accounting.sacct_file import dump_format
+from advisor.accounting.saved import update_from_file
 from advisor.cli import main
 from advisor.errors import InputError
 from advisor.store import Store

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.accounting.sacct_file import DumpFormat, Skipped, format_sacct_row, read_sacct_dump
-from advisor.accounting.update import Window, sort_window, update_from_file
+from advisor.accounting.saved import update_from_file
+from advisor.accounting.windows import Window, sort_window
 from advisor.errors import InputError
 from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct, parse_sacct_line
 from advisor.slurm.records import JobRecord

@@ -14,13 +14,15 @@ import pytest
 
 from advisor.accounting.files import read_json_array
 from advisor.accounting.sacct_file import (
+    DEFAULT_CLUSTER,
     DumpFormat,
     Skipped,
+    dump_format,
     format_sacct_row,
     header_delimiter,
     read_sacct_dump,
 )
-from advisor.accounting.update import DEFAULT_CLUSTER, dump_format, update_from_file
+from advisor.accounting.saved import update_from_file
 from advisor.errors import InputError, UsageError
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct, parse_sacct_line

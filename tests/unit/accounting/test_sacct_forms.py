@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from advisor.accounting.sacct_file import DumpFormat, Skipped, read_sacct_dump
-from advisor.accounting.update import dump_format, update_from_file
+from advisor.accounting.sacct_file import DumpFormat, Skipped, dump_format, read_sacct_dump
+from advisor.accounting.saved import update_from_file
 from advisor.errors import InputError
 from advisor.slurm.records import JobRecord
 from advisor.store import Store

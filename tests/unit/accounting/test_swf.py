@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.accounting import update
+from advisor.accounting import saved as update
+from advisor.accounting.saved import update_from_file
 from advisor.accounting.swf import check_swf, parse_swf_line, read_swf, swf_header
-from advisor.accounting.update import update_from_file
 from advisor.cli import main
 from advisor.errors import InputError
 from advisor.store import Store

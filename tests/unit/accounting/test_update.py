@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from advisor.accounting.ingest import Ingested
 from advisor.accounting.sacct_file import format_sacct_row
-from advisor.accounting.update import Ingested, update_from_sacct
 from advisor.errors import AdvisorError, InputError
+from advisor.services.update import update_from_sacct
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord

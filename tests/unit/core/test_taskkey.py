@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.accounting.sacct_file import format_sacct_row, read_sacct_dump
-from advisor.accounting.update import update_from_file
+from advisor.accounting.saved import update_from_file
 from advisor.cli import main
 from advisor.imports.nextflow import read_trace
 from advisor.slurm.parsers import SACCT_FIELDS

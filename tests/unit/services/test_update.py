@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.accounting.update import update_from_file
+from advisor.accounting.saved import update_from_file
 from advisor.errors import InputError
 from advisor.services.update import HeldBack, UpdateResult, WindowDone, update
 from advisor.slurm.backend import CliBackend

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
-from advisor.accounting.update import update_from_sacct
 from advisor.errors import InputError
+from advisor.services.update import update_from_sacct
 from advisor.slurm.backend import CliBackend, sacct_delimiter
 from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct
 from advisor.slurm.records import JobRecord
