@@ -5,13 +5,13 @@ Standard library only, read-only: a few primary-key reads of the cache per submi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from advisor.history.cache import advised_in_flight, all_key_states, load_key_states, load_site
+from advisor.history.cache import advised_in_flight, load_key_states, load_site, top_name_states
 from advisor.history.keys import HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig, Proposal, clamp, propose
-from advisor.lite import TYPE_CHECKING
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.store.accounting import finished_job_ids
 from advisor.store.cluster import load_partitions
 from advisor.store.connection import Store
@@ -98,20 +98,42 @@ def _matches(line: Mapping[str, Any], key: HistoryKey) -> bool:
     return True
 
 
-def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> list[dict[str, Any]]:
-    """Every key's limit as history_limit would give it, for a file slurmctld's Lua plugin reads.
+class ExportLimits(NamedTuple):
+    """The keys' limits for the export, and the job-name keys left out of them."""
+
+    rows: list[dict[str, Any]]
+    #: Names that could give a limit, past the per-user bound (the least used).
+    over_cap: int
+    #: Names that could give a limit but no job can have (over the name bound).
+    unusable: int
+
+
+def export_limits(
+    store: Store,
+    *,
+    config: PolicyConfig = DEFAULT_CONFIG,
+    names_per_user: int = 1 << 62,
+    max_name_bytes: int = 1 << 62,
+    skip: Iterable[str] = (),
+) -> ExportLimits:
+    """Each key's limit as history_limit would give it, for a file slurmctld's Lua plugin reads.
 
     The plugin cannot count a key's advised jobs still running, so the at-risk budget is left
     out; a key's partition's MaxTime still bounds its limit.  jobs: how many jobs the key
-    learned from (the export keeps a user's most used names when it must drop some).
+    learned from.  Only each user's names_per_user most used job names (of at most
+    max_name_bytes, not in skip) are read from the cache: the others are counted.
     """
     max_times = {p.name: p.max_time_s for p in load_partitions(store)}
     site = load_site(store)
+    states, over_cap, unusable = top_name_states(
+        store, per_user=names_per_user, max_name_bytes=max_name_bytes, min_runs=config.min_runs,
+        skip=skip,
+    )  # fmt: skip
     rows = []
-    for key, state in all_key_states(store).items():
+    for key, state in states.items():
         found = propose([(key, state)], in_flight=lambda _key: 0, site=site, config=config)
         if isinstance(found, Proposal):
             limit = clamp(found.proposal_s, request_s=None, max_time_s=max_times.get(key.partition))
             rows.append({**key._asdict(), "limit_s": limit, "why": found.explanation(),
                          "jobs": state.completed + state.kills})  # fmt: skip
-    return rows
+    return ExportLimits(rows, over_cap, unusable)

@@ -71,13 +71,15 @@ def export_document(
     users: Mapping[str, UserLimits] | None = None,
     user_names: int = USER_NAMES,
     max_bytes: int = EXPORT_BYTES,
+    left_out: tuple[int, int] = (0, 0),
 ) -> dict[str, Any]:
     """Per task (and optionally per user), each partition's limit in whole minutes.
 
     users: what export_from_cache finds of each user's own (module docstring), each user's
     task names most used first: past user_names (halved until the file fits max_bytes), the
     rest is left out and counted in ``dropped`` (as names no job can have: over NAME_BYTES, or
-    not UTF-8, which lua-cjson refuses).
+    not UTF-8, which lua-cjson refuses).  left_out: (unusable, over the cap) names the caller
+    left out before (export_from_cache reads only what can be kept), counted with them.
     """
     tasks = task_limits(snapshot, snapshot.tasks, AdvisorOptions(quantile=quantile, margin=margin))
     document = {
@@ -100,7 +102,10 @@ def export_document(
     unusable = sum(len(limits.tasks) for limits in mine.values()) - usable
     while True:
         document["users"], kept = _users(mine, user_names)
-        document["dropped"] = {"unusable_names": unusable, "over_cap": usable - kept}
+        document["dropped"] = {
+            "unusable_names": unusable + left_out[0],
+            "over_cap": usable - kept + left_out[1],
+        }
         size = len(json.dumps(document, sort_keys=True, allow_nan=False))
         if size <= max_bytes:
             return document
@@ -177,14 +182,16 @@ def export_from_cache(
                 task: {part: entry["limit_min"] for part, entry in doc["partitions"].items()}
                 for task, doc in task_limits(mine, mine.tasks, options).items()
             }
-        history = export_limits(store)
+        history = export_limits(
+            store, names_per_user=USER_NAMES, max_name_bytes=NAME_BYTES, skip=shared.tasks
+        )
     max_min = {
         name: p.max_time_s // 60 if p.max_time_s is not None else None
         for name, p in shared.partitions.items()
     }
     partitions: dict[str, dict[str, int]] = {}
     # a user's refinements first, then the history names they use most
-    for key in sorted(history, key=lambda k: (k["kind"] != "user", -k["jobs"], k["name"])):
+    for key in sorted(history.rows, key=lambda k: (k["kind"] != "user", -k["jobs"], k["name"])):
         user, minutes = str(key["user"]), int(key["limit_s"]) // 60
         if key["kind"] == "user+name":
             if key["name"] not in shared.tasks:  # a model decides for a task that has one
@@ -198,8 +205,9 @@ def export_from_cache(
         for user in sorted({*tasks, *partitions})
     }
     return export_document(
-        shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users
-    )
+        shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users,
+        left_out=(history.unusable, history.over_cap),
+    )  # fmt: skip
 
 
 def _everywhere(minutes: int, max_min: Mapping[str, int | None]) -> dict[str, int]:

@@ -24,11 +24,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from advisor.accounting.ingest import Ingested, Ingestor, skip_counts
+from advisor.accounting.retention import DEFAULT_RETENTION, Pruned, Retention, prune
 from advisor.accounting.sacct_file import DumpFormat
 from advisor.accounting.saved import MAX_WARNINGS, Progress, update_from_file
 from advisor.accounting.spool import ingest_spool
@@ -82,13 +83,18 @@ class UpdateResult(Ingested):
     """What an update read, skipped, stored and learned, and what it brought in from a spool."""
 
     spool: SpoolDone | None  # with a spool: what was brought in from it
+    pruned: Pruned  # what was past the retention, deleted
 
     def to_json(self) -> dict[str, Any]:
         """The command's JSON output (schemas/update-output.json), keys in this order."""
-        return {**super().to_json(), "spool": self.spool.to_json() if self.spool else None}
+        return {
+            **super().to_json(),
+            "spool": self.spool.to_json() if self.spool else None,
+            "pruned": self.pruned.to_json(),
+        }
 
 
-def _result(done: Ingested, spool: SpoolDone | None) -> UpdateResult:
+def _result(done: Ingested, spool: SpoolDone | None, pruned: Pruned) -> UpdateResult:
     return UpdateResult(
         source=done.source,
         path=done.path,
@@ -105,6 +111,7 @@ def _result(done: Ingested, spool: SpoolDone | None) -> UpdateResult:
         censored_updates=done.censored_updates,
         states=done.states,
         spool=spool,
+        pruned=pruned,
     )
 
 
@@ -121,16 +128,19 @@ def update(
     spool: str | None = None,
     strict: bool = False,
     progress: Progress | None = None,
+    retention: Retention = DEFAULT_RETENTION,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> UpdateResult:
-    """Bring in the spool (when given), then ingest the file (sacct_file or swf) or sacct.
+    """Bring in the spool (when given), ingest the file (sacct_file or swf) or sacct, prune.
 
-    backend: asked for the sacct windows when no file is given.  InputError when the spool
+    Pruning deletes what is past the retention (advice rows, history keys:
+    accounting.retention).  backend: asked for the sacct windows when no file is given.  InputError when the spool
     cannot be read at all, after the accounting part was stored.
     """
     spooled, unread = None, None
     if spool:  # first: accounting then finds the advice of the jobs it ingests
         try:
-            counts = ingest_spool(store, spool)
+            counts = ingest_spool(store, spool, now=now(), retention=retention)
             spooled = SpoolDone(**{**counts, "problems": tuple(counts["problems"])})
         except InputError as error:  # the spool itself is missing: sacct still runs
             unread = error
@@ -141,9 +151,10 @@ def update(
     else:
         data = update_from_sacct(store, backend, since=since, until=until, window=window,
                                  progress=progress, strict=strict)  # fmt: skip
+    pruned = prune(store, retention, now=now())
     if unread is not None:
         raise InputError(f"{unread.message} (the accounting part of the update was stored)")
-    return _result(data, spooled)
+    return _result(data, spooled, pruned)
 
 
 def _parse_when(text: str | None, what: str) -> datetime | None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 #: len(advisor.store.migrations.MIGRATIONS), written out: opening a cache to read (the sbatch
 #: wrapper) checks the version without loading the migrations' SQL; tests/unit/store/test_store.py
 #: holds the two equal.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 APP_ID = 0x5A11AD01  # PRAGMA application_id: refuses to treat a foreign SQLite file as a cache
 
 

@@ -213,6 +213,10 @@ complete -c advisor -n '__fish_seen_subcommand_from update' -l cluster -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l time-format -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l strict
 complete -c advisor -n '__fish_seen_subcommand_from update' -l spool -r -F
+complete -c advisor -n '__fish_seen_subcommand_from update' -l keep-advice -r -f
+complete -c advisor -n '__fish_seen_subcommand_from update' -l keep-history -r -f
+complete -c advisor -n '__fish_seen_subcommand_from update' -l advice-per-day -r -f
+complete -c advisor -n '__fish_seen_subcommand_from update' -l names-per-user -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l db -r -F

@@ -12,7 +12,7 @@ _advisor() {
         word="${COMP_WORDS[i]}"
         if (( skip )); then skip=0; [[ "${COMP_WORDS[i-1]}" == --db ]] && _advisor_db="$word"; continue; fi
         case "$word" in
-            --advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--input|--input-bytes|--label|--margin|--max-export-age|--max-update-age|--method|--node|--node-class|--nodes|--out|--output-format|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--until|--user|--window|--workflow|-p) skip=1;;
+            --advice-per-day|--advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--input|--input-bytes|--keep-advice|--keep-history|--label|--margin|--max-export-age|--max-update-age|--method|--names-per-user|--node|--node-class|--nodes|--out|--output-format|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--until|--user|--window|--workflow|-p) skip=1;;
             -*) ;;
             *) case " $(_advisor_subs "$path") " in
                    *" $word "*) path="${path:+$path }$word";;
@@ -251,7 +251,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     update)
-      opts='--cluster --db --delimiter --fields --format --help --quiet --sacct-file --since --spool --strict --swf --time-format --until --verbose --version --window -h -v'; subs=''; files=0
+      opts='--advice-per-day --cluster --db --delimiter --fields --format --help --keep-advice --keep-history --names-per-user --quiet --sacct-file --since --spool --strict --swf --time-format --until --verbose --version --window -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -265,6 +265,10 @@ _advisor() {
         --cluster) value=@value;;
         --time-format) value=@value;;
         --spool) value=@file;;
+        --keep-advice) value=@value;;
+        --keep-history) value=@value;;
+        --advice-per-day) value=@value;;
+        --names-per-user) value=@value;;
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
       esac;;

@@ -96,7 +96,9 @@ class Accounting:
             raise _Enough
         return []
 
-    def accounting_rows(self, start: datetime, end: datetime, *, job_ids: object = ()) -> SacctRows:
+    def accounting_rows(
+        self, start: datetime, end: datetime, *, job_ids: object = (), **budget: object
+    ) -> SacctRows:
         return SacctRows(self.accounting(start, end, job_ids=job_ids), [])
 
 

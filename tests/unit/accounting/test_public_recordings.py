@@ -52,7 +52,11 @@ def test_each_recording_loads_or_is_refused_in_one_line(tmp_path: Path, name: st
         assert "\n" not in line
         return
     result = ingest(tmp_path, name, **expected.options)
-    validate({**result.to_json(), "spool": None}, "update-output", source=name)
+    validate(
+        {**result.to_json(), "spool": None, "pruned": {"advice": 0, "history_keys": 0}},
+        "update-output",
+        source=name,
+    )
     assert result.stored == expected.stored
     assert result.skipped == expected.skipped
     assert len(result.warnings) == expected.skipped.get("malformed", 0)  # type: ignore[union-attr]

@@ -26,7 +26,7 @@ from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.store import Store
 from advisor.store.accounting import get_watermark
 from tests.helpers.jobs import RECORDS, SINCE, UNTIL
-from tests.unit.accounting.test_update import FakeSacct
+from tests.helpers.sacct_runner import FakeSacct
 
 #: The excerpt's windows that hold more than this many records print more than the budget.
 BYTES = 15_000

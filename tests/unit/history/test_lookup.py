@@ -111,7 +111,7 @@ def test_the_lookup_needs_only_the_standard_library() -> None:
 def test_export_lists_every_key_with_enough_runs_and_its_limit(store: Store) -> None:
     learn(store, *(finished(n, 9000, partition="short") for n in range(1, 6)))
     learn(store, finished(9, 60, name="rare", user="bob"))
-    rows = {(row["kind"], row["user"], row["name"]): row for row in export_limits(store)}
+    rows = {(row["kind"], row["user"], row["name"]): row for row in export_limits(store).rows}
     assert rows[("user+name", "alice", "sim")]["limit_s"] == 13500
     assert rows[("user+partition", "alice", "")]["limit_s"] == 7200  # MaxTime of short
     assert not any(row["user"] == "bob" for row in rows.values())  # one run is not enough

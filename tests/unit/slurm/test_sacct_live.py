@@ -133,7 +133,11 @@ def test_update_stores_names_with_line_breaks_and_every_other_job(tmp_path: Path
             r["job_id"]: r["name"] for r in store.query("SELECT job_id, name FROM accounting_jobs")
         }
     assert result.stored == len(JOBS) and result.warnings == ()
-    validate({**result.to_json(), "spool": None}, "update-output", source="advisor update")
+    validate(
+        {**result.to_json(), "spool": None, "pruned": {"advice": 0, "history_keys": 0}},
+        "update-output",
+        source="advisor update",
+    )
     assert names == {job.job_id: job.name for job in hostile}
 
 
