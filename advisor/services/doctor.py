@@ -106,7 +106,7 @@ def _cache(request: DoctorRequest) -> list[Check]:
             Check("schema version", FAIL, error.one_line(), getattr(error, "hint", "") or ""),
         ]
     checks = [
-        Check("cache", OK, f"{path}"),
+        _private(path),
         Check("schema version", OK, f"{version} (this advisor's: {SCHEMA_VERSION})"),
     ]
     if mark is None:
@@ -122,6 +122,31 @@ def _cache(request: DoctorRequest) -> list[Check]:
     else:
         checks.append(Check("advisor update", OK, f"ingested up to {mark} ({_age(age)} ago)"))
     return checks
+
+
+def _private(path: str) -> Check:
+    """The working cache: it and its journals readable by their owner only.
+
+    It holds every user's argv (--export values, --wrap commands), job names, comments and
+    accounts: a cache others can read, or a directory that lets them in to one, gives all of it
+    away (issue 31, N5).
+    """
+    open_to = [
+        f"{name} (mode {stat.S_IMODE(info.st_mode):04o})"
+        for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal")
+        if (info := _stat(name)) is not None and info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+    ]
+    if open_to:
+        return Check("cache", FAIL, f"others may read {', '.join(open_to)}",
+                     f"chmod 0600 {path}*; chmod 0700 {os.path.dirname(path) or '.'}")  # fmt: skip
+    return Check("cache", OK, f"{path}, readable by its owner only")
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 def _published(request: DoctorRequest) -> Check:

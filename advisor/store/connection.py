@@ -121,7 +121,7 @@ class Store:
                     timeout=busy_timeout_s,
                 )
             elif where is not None:
-                os.makedirs(os.path.dirname(where) or ".", exist_ok=True)
+                _create_private(where)
                 conn = sqlite3.connect(where, isolation_level=None, timeout=busy_timeout_s)
             # connect's timeout is SQLite's busy timeout; foreign keys only matter to writes
             # (a read-only open, every submission's, runs one statement fewer for each).
@@ -255,6 +255,33 @@ class Store:
         cursor = self.conn.execute(sql, params)
         names = [column[0] for column in cursor.description or ()]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+#: A new cache and the directory made for it: the administrator's alone.  The cache holds every
+#: user's argv (--export values, --wrap commands), job names, comments and accounts.
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def _create_private(path: str) -> None:
+    """Create the cache file (and its directory) readable by its owner only, if it is new.
+
+    Whatever the umask or the service manager set: the directory is made 0700, the file is
+    created 0600 before SQLite opens it, and SQLite gives its -wal and -shm files the mode of
+    the database file.  An existing file keeps its mode (``advisor doctor`` flags one that
+    others can read).
+    """
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=PRIVATE_DIR, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, PRIVATE_FILE)
+    finally:
+        os.close(fd)
 
 
 def _statements(script: str) -> list[str]:
