@@ -7,6 +7,7 @@ names, the cluster of rows without one, sacct --json of the same jobs, and --str
 from __future__ import annotations
 
 import json
+import signal
 from datetime import datetime
 from pathlib import Path
 
@@ -413,3 +414,28 @@ def test_json_dumps_take_no_text_options(tmp_path: Path) -> None:
     path = _write(tmp_path / "dump.json", _json_body())
     with pytest.raises(InputError, match="--fields and --delimiter are for text dumps"):
         list(read_sacct_dump(path, DumpFormat(delimiter="|")))
+
+
+def _pending_ranges(bitmap: int) -> list[str]:
+    """The ranges 24.11's bitmap of pending tasks gives the job id; an alarm stops a hang."""
+    remainder = json.loads(capture("24.11/sacct_array_pending.json").body)["jobs"][-1]
+    remainder["array"]["task"] = hex(bitmap)
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("a pending array took 20 s"))
+    signal.alarm(20)
+    try:
+        job_id, raw = json_job_id(remainder)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert raw == 25
+    return job_id.removeprefix("25_[").removesuffix("%1]").split(",")
+
+
+@pytest.mark.parametrize("tasks", [400_000, 4_000_001])  # 4,000,001: Slurm's MaxArraySize
+def test_a_pending_array_of_any_size_costs_its_bitmap_once(tasks: int) -> None:
+    """Issue 31 N13: the bitmap was shifted once per task: 400,000 pending tasks in a row cost
+    2.2 s per record, a MaxArraySize array minutes.  Now one pass over the bitmap."""
+    assert _pending_ranges(((1 << tasks) - 1) ^ 2) == ["0", f"2-{tasks - 1}"]
+    every_other = int("01" * (tasks // 2), 2) << 2  # tasks 2, 4, 6...: a range each
+    ranges = _pending_ranges(every_other)
+    assert len(ranges) == 1000 and ranges[:3] == ["2", "4", "6"] and ranges[-1] == "2000"
