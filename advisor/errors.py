@@ -19,9 +19,11 @@ class AdvisorError(Exception):
         self.hint = hint
 
     def one_line(self) -> str:
-        """The message and what to do next, on one line (newlines in user data are escaped)."""
+        """The message and what to do next, on one line (what is not printable is escaped)."""
+        from advisor.text import printable
+
         text = self.message if not self.hint else f"{self.message}; {self.hint}"
-        return text.replace("\r", "\\r").replace("\n", "\\n")
+        return printable(text)
 
 
 class InputError(AdvisorError):

@@ -1,4 +1,11 @@
-"""Turning command results into text: tables (tabulate), JSON or CSV.  Pure: returns strings."""
+"""Turning command results into text: tables (tabulate), JSON or CSV.  Pure: returns strings.
+
+Cells hold what users wrote (job names, tags, comments): in tables and CSV every character
+that is not printable is escaped (advisor.text.printable), so a name cannot move the cursor,
+clear the screen, set the title or write the clipboard of whoever reads the report; and a CSV
+cell that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``) starts with ``'``.
+JSON escapes control characters itself.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,13 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.errors import UsageError
+from advisor.text import printable
 
 #: Formats rendered without tabulate; every tabulate format is accepted too.
 BUILTIN_FORMATS: tuple[str, ...] = ("table", "json", "csv")
@@ -61,14 +70,32 @@ class Result:
     exit_code: int = 0
 
 
+#: What a spreadsheet runs as a formula when a cell starts with it (OWASP, "CSV injection").
+_FORMULA = ("=", "+", "-", "@")
+_NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+
+
 def _cell(value: Any) -> Any:
     if isinstance(value, float) and math.isfinite(value):
         return round(value, 3)
     if isinstance(value, list | tuple):
-        return ",".join(str(item) for item in value)
+        return printable(",".join(str(item) for item in value))
     if value is None:
         return ""
+    if isinstance(value, str):
+        return printable(value)
     return value
+
+
+def _csv_cell(value: Any) -> Any:
+    cell = _cell(value)
+    if isinstance(cell, str) and cell.startswith(_FORMULA) and not _NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+def _note(text: str) -> str:
+    return printable(text, keep="\n\t")
 
 
 def _json_default(value: Any) -> Any:
@@ -88,9 +115,9 @@ def render(result: Result, fmt: str = "table") -> str:
                 out.write("\n")
             writer = csv.writer(out, lineterminator="\n")
             header = table.header()
-            writer.writerow(header)
+            writer.writerow([_csv_cell(column) for column in header])
             for row in table.rows:
-                writer.writerow([_cell(row.get(column)) for column in header])
+                writer.writerow([_csv_cell(row.get(column)) for column in header])
         return out.getvalue().rstrip("\n")
     from tabulate import tabulate
 
@@ -101,10 +128,10 @@ def render(result: Result, fmt: str = "table") -> str:
         header = table.header()
         body = tabulate(
             [[_cell(row.get(column)) for column in header] for row in table.rows],
-            headers=header,
+            headers=[printable(column) for column in header],
             tablefmt=style,
             disable_numparse=False,
         )
-        parts.append(f"{table.title}\n{body}" if table.title else body)
-    parts.extend(result.notes)
+        parts.append(f"{_note(table.title)}\n{body}" if table.title else body)
+    parts.extend(_note(note) for note in result.notes)
     return "\n\n".join(parts)

@@ -22,6 +22,20 @@ def storable(text: str) -> str:
         return text.encode("utf-8", "replace").decode("utf-8")
 
 
+def printable(text: str, *, keep: str = "") -> str:
+    r"""The text with every character that is not printable escaped as Python writes it.
+
+    ``]52;c;...`` (a clipboard write), ``[2J`` (a screen clear), ``
+    ``, ``‮``
+    (right-to-left override): what a job name or a tag carries to an administrator's terminal
+    becomes visible text instead of acting on it.  keep: characters left as they are (a note's
+    line breaks and tabs).
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
 def ascii_int(text: str, *, max_digits: int = 18) -> int | None:
     """The whole number that text spells in ASCII digits alone (at most max_digits), else None.
 

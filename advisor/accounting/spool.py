@@ -45,6 +45,7 @@ from advisor.spool import (
 from advisor.store.accounting import delete_watermark, get_watermark, set_watermark
 from advisor.store.advice import Advice, day_use, record_advice
 from advisor.store.connection import Store
+from advisor.text import printable
 
 #: Read at most this much of one user's files per update, and of all files per update.
 USER_BYTES = 16 << 20
@@ -97,9 +98,7 @@ class _Run:
         self.counts[kind] += 1
         if len(self.counts["problems"]) < PROBLEMS_SHOWN:  # names are users': nothing raw
             text = f"{where}: {why}"
-            self.counts["problems"].append(
-                "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-            )
+            self.counts["problems"].append(printable(text))
 
 
 def ingest_spool(

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from advisor.errors import UsageError
+from advisor.text import printable
 
 if TYPE_CHECKING:
     from advisor.accounting.sacct_file import DumpFormat
@@ -103,15 +104,10 @@ def warn_skipped(warnings: list[str], skipped: dict[str, int]) -> None:
     """Each skipped row's warning on stderr (the first SHOWN_WARNINGS), whatever --format."""
     total = sum(skipped.get(reason, 0) for reason in ("malformed", "unknown_state"))
     for warning in warnings[:SHOWN_WARNINGS]:
-        print(f"advisor: warning: {_one_line(warning)}", file=sys.stderr)
+        print(f"advisor: warning: {printable(warning)}", file=sys.stderr)
     if total > SHOWN_WARNINGS:
         print(
             f"advisor: warning: {total - SHOWN_WARNINGS} more rows skipped with a warning "
             "(--format json lists the first 100)",
             file=sys.stderr,
         )
-
-
-def _one_line(text: str) -> str:
-    """The text with every character that is not printable escaped (line separators included)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
