@@ -15,10 +15,17 @@ changes the fields from there on.
 Rows end at ``\n`` only: ``\r``, ``\v``, ``\f``, ``\x1c``-``\x1e``, ``\x85``,
 ``\u2028``, ``\u2029`` are kept in the field they are in.  A ``\n`` in a job name or comment
 splits its row in two; a row with too few fields is joined with the next lines while that
-gives exactly the header's number of fields and a row that parses.  sacct prints such text raw,
-so a user can forge a row of a text dump with a job name: read the dump of a cluster whose
-users you do not trust from ``sacct --json`` (names are escaped there), or let ``advisor
-update`` query sacct itself.
+gives exactly the header's number of fields and a row that parses.
+
+sacct prints such text raw, so in a text dump whose delimiter users know, a job name can hold
+a line break followed by whole rows of other users' jobs (a 15-hour limit moved to 61 minutes
+by 50 forged rows, issue 31 N9).  What such rows cannot avoid is a row that does not join back:
+the forger's own, cut by the line break and completed only after the forged lines.  So, unless
+the dump's names are vouched for (``DumpFormat.trust_names``: ``--trust-names``), a row that
+does not join back refuses the whole dump (before anything is stored), and so does a dump whose
+last field is text users write, where a line break followed by a forged row looks like the
+next row.  ``sacct --json`` escapes names, and ``advisor update`` without a file queries sacct
+with a delimiter no name can hold: both are read whatever the names.
 """
 
 from __future__ import annotations
@@ -70,6 +77,12 @@ TEXT_FIELDS = frozenset(
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
+_TRUST_HINT = (
+    "DUMPdump with 'sacct --json' (names escaped), or let 'advisor update' query sacct; "
+    "--trust-names reads it anyway (only if no user could know its delimiter)"
+)
+
+
 class Skipped(NamedTuple):
     """A row that is no finished job: why (the key it is counted under), and what was wrong."""
 
@@ -88,6 +101,9 @@ class DumpFormat(NamedTuple):
     fields: tuple[str, ...] | None = None  # a --noheader dump's fields, in order
     cluster: str = "default"  # for rows without Cluster
     time_format: str | None = None  # a strptime form for SLURM_TIME_FORMAT set to another
+    #: The dump's names and comments are trusted not to forge rows (its delimiter was secret,
+    #: or its users are the reader): a row that does not join back costs that row only.
+    trust_names: bool = False
 
 
 Row = tuple[int, "JobRecord | Skipped"]
@@ -220,13 +236,21 @@ class _TextDump:
         self.trailing = len(values) > 1 and values[-1] == ""
         if self.trailing:
             values.pop()  # sacct --parsable ends every line with the delimiter
-        self._set_fields(dump_fields(values, source=self.source, line=number))
+        self._set_fields(dump_fields(values, source=self.source, line=number), number)
 
-    def _set_fields(self, fields: tuple[str, ...]) -> None:
+    def _set_fields(self, fields: tuple[str, ...], line: int | None = None) -> None:
         self.fields = self.header = fields
         self.reader = row_reader(fields)
         self.has_partition = "Partition" in fields
         self.text_last = fields[-1] in TEXT_FIELDS
+        if self.text_last and not self.dump.trust_names:
+            where = "--fields" if line is None else f"line {line}"
+            raise InputError(
+                f"{where}: the last field, {fields[-1]}, is text users write: a line break in "
+                "it followed by a forged row could not be told from the next job",
+                source=self.source,
+                hint=_TRUST_HINT.replace("DUMP", "dump with a last field users cannot write, "),
+            )
 
     def _is_header(self, values: Sequence[str]) -> bool:
         first = values[0].strip()
@@ -343,9 +367,18 @@ class _TextDump:
             return UNPARSED
         values = without_trailing(parts, expected)
         record = self._record(number, values) if len(values) == expected else None
-        if record is None or (
+        torn = record is None or (
             taken > 1 and isinstance(record, Skipped) and record.reason == "malformed"
-        ):
+        )
+        if torn and taken > 1 and not self.dump.trust_names:
+            raise InputError(
+                f"line {number}: a line break in a job name or comment is followed by lines "
+                "that do not complete its row: in a text dump they could be rows a job name "
+                "forged",
+                source=self.source,
+                hint=_TRUST_HINT.replace("DUMP", ""),
+            )
+        if record is None or torn:
             first = row_values(self.buffer.popleft()[1], self.delimiter, expected)
             if len(first) == expected:  # whole, but does not parse
                 return self._record(number, first)
@@ -365,6 +398,7 @@ def dump_format(
     fields: str | None = None,
     cluster: str | None = None,
     time_format: str | None = None,
+    trust_names: bool | None = None,
 ) -> DumpFormat:
     """How to read a dump from the command's options; the cluster defaults to the local one."""
     if delimiter == "":
@@ -382,6 +416,7 @@ def dump_format(
         fields=names,
         cluster=cluster or local_cluster_name() or DEFAULT_CLUSTER,
         time_format=time_format,
+        trust_names=bool(trust_names),
     )
 
 

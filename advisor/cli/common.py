@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from advisor.accounting.sacct_file import DumpFormat
 
 #: How a saved sacct dump is read (``--sacct-file`` of update and replay).
-DUMP_OPTIONS = ("delimiter", "fields", "cluster", "time_format")
+DUMP_OPTIONS = ("delimiter", "fields", "cluster", "time_format", "trust_names")
 #: Skipped rows' warnings printed to stderr (the JSON output keeps up to update.MAX_WARNINGS).
 SHOWN_WARNINGS = 20
 
@@ -79,6 +79,15 @@ def add_dump_options(parser: argparse.ArgumentParser) -> None:
         metavar="FMT",
         help="a strptime format for times printed with another SLURM_TIME_FORMAT, e.g. "
         "'%%d/%%m/%%Y %%H:%%M:%%S' (epoch seconds and ISO 8601 forms are read without it)",
+    )
+    dump.add_argument(
+        "--trust-names",
+        action="store_const",
+        const=True,
+        help="read a text dump whose job names and comments hold line breaks as well as it can "
+        "(a row that does not join back is skipped); without it such a dump, or one whose last "
+        "field is JobName or Comment, is refused: a job name there can forge other users' rows "
+        "unless no user could know the delimiter",
     )
     parser.add_argument(
         "--strict",

@@ -211,6 +211,7 @@ complete -c advisor -n '__fish_seen_subcommand_from update' -l delimiter -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l fields -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l cluster -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l time-format -r -f
+complete -c advisor -n '__fish_seen_subcommand_from update' -l trust-names
 complete -c advisor -n '__fish_seen_subcommand_from update' -l strict
 complete -c advisor -n '__fish_seen_subcommand_from update' -l spool -r -F
 complete -c advisor -n '__fish_seen_subcommand_from update' -l keep-advice -r -f
@@ -233,6 +234,7 @@ complete -c advisor -n '__fish_seen_subcommand_from replay' -l delimiter -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l fields -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l cluster -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l time-format -r -f
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l trust-names
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l strict
 complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits nodes models' -a accuracy -d 'prediction errors and calibration per task and node class'
 complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits nodes models' -a limits -d 'requested vs used time, unused core-hours, and what the advisor'"'"'s limits did'

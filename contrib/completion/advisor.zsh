@@ -251,7 +251,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     update)
-      opts='--advice-per-day --cluster --db --delimiter --fields --format --help --keep-advice --keep-history --names-per-user --quiet --sacct-file --since --spool --strict --swf --time-format --until --verbose --version --window -h -v'; subs=''; files=0
+      opts='--advice-per-day --cluster --db --delimiter --fields --format --help --keep-advice --keep-history --names-per-user --quiet --sacct-file --since --spool --strict --swf --time-format --trust-names --until --verbose --version --window -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
@@ -273,7 +273,7 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     replay)
-      opts='--by --cluster --db --delimiter --fields --format --help --plot --procs --quiet --sacct-file --schedule --since --strict --time-format --until --verbose --version -h -v'; subs=''; files=1
+      opts='--by --cluster --db --delimiter --fields --format --help --plot --procs --quiet --sacct-file --schedule --since --strict --time-format --trust-names --until --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;

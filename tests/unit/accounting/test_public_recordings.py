@@ -22,7 +22,7 @@ from tests.helpers.paths import REPO
 from tests.helpers.public_recordings import APEL, GC3PIE, HB_JOBINFO, PUBLIC, RECORDINGS
 
 
-def ingest(tmp_path: Path, name: str, **options: str) -> dict[str, Any]:
+def ingest(tmp_path: Path, name: str, **options: Any) -> Any:
     with Store.open(tmp_path / "cache.db") as store:
         dump = dump_format(cluster="public", **options)
         return update_from_file(store, PUBLIC / name, kind="sacct", dump=dump)
@@ -114,7 +114,10 @@ def test_ncpus_gives_the_cpus_and_a_dump_without_cluster_or_jobidraw_loads(tmp_p
 
 
 def test_hb_jobinfo_snowman_dump_figures(tmp_path: Path) -> None:
-    ingest(tmp_path, "hb-jobinfo-sacct-snowman.txt", fields=HB_JOBINFO, delimiter="☃")
+    with pytest.raises(InputError, match="--fields: the last field, Comment, is text users"):
+        ingest(tmp_path, "hb-jobinfo-sacct-snowman.txt", fields=HB_JOBINFO, delimiter="☃")
+    ingest(tmp_path, "hb-jobinfo-sacct-snowman.txt", fields=HB_JOBINFO, delimiter="☃",
+           trust_names=True)  # fmt: skip
     jobs = stored(tmp_path)
     job = jobs["2296177"]
     assert (job["state"], job["cpus"], job["partition"]) == ("TIMEOUT", 448, "parallellong")

@@ -205,13 +205,18 @@ def test_a_separator_in_a_name_keeps_every_record_and_the_record_itself(
     assert (row["name"], row["comment"]) == (named.name, named.comment)
 
 
-def test_a_truncated_row_before_a_good_one_loses_only_itself(tmp_path: Path) -> None:
+def test_a_truncated_row_before_a_good_one_loses_only_itself_when_names_are_trusted(
+    tmp_path: Path,
+) -> None:
     good = [job for job in _x1f_jobs() if job.job_id in {"38", "39", "40"}]
     rows = [format_sacct_row(job) for job in good]
     rows.insert(1, "|".join(rows[0].split("|")[:7]))  # 7 fields, then a whole row
     path = _write(tmp_path / "dump.txt", HEADER + "\n" + "\n".join(rows) + "\n")
-    assert [job.job_id for job in _records(path)] == ["38", "39", "40"]
-    assert _skipped(path) == [
+    with pytest.raises(InputError, match="line 3: a line break in a job name or comment"):
+        _records(path)  # without trust: it could be a name that forges the rows after it
+    trusted = DumpFormat(trust_names=True)
+    assert [job.job_id for job in _records(path, trusted)] == ["38", "39", "40"]
+    assert _skipped(path, trusted) == [
         (3, Skipped("malformed", f"{path}:3: expected 20 fields, found 7 (a job name or comment "
                     "with the delimiter in it?)")),
     ]  # fmt: skip
