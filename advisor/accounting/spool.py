@@ -19,6 +19,7 @@ ever and no line is lost or stored twice, whenever the update is killed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -54,6 +55,14 @@ RUN_BYTES = 256 << 20
 USER_FILES = 32
 #: A user's directory with more entries than this is refused (listing it would cost the run).
 USER_ENTRIES = 4096
+#: A segment (or old-layout file) larger than this is not read: a day of one user's advice at
+#: the retention's daily quota (20,000 lines of at most 420 bytes of argv each) is about
+#: 12 MiB, so a larger file is not advice.  A finished one is removed (issue 31, N16: the
+#: update read a 100 GB segment 16 MiB per run, over 6,400 runs, and kept it until then).
+SEGMENT_BYTES = 64 << 20
+#: A segment dated after tomorrow (UTC) is not read: the wrapper writes today's only, and one
+#: dated 9999 would never be finished, so never removed.
+AHEAD = timedelta(days=1)
 #: A segment this many days old takes no more lines: once stored, it is removed.
 FINISHED_AFTER = timedelta(days=2)
 #: Where the last run's byte cap stopped: the next run starts with that user.
@@ -74,8 +83,11 @@ def _user_name(uid: int) -> str:
 class _Run:
     """Counts, named problems, the byte budget and the per-day quotas of one ingestion."""
 
-    def __init__(self, run_bytes: int, now: datetime, retention: Retention) -> None:
+    def __init__(
+        self, run_bytes: int, now: datetime, retention: Retention, segment_bytes: int
+    ) -> None:
         self.left = run_bytes
+        self.segment_bytes = segment_bytes
         self.now, self.retention = now, retention
         self.days: dict[tuple[str, str], list[int]] = {}  # (user, day): [rows, argv bytes]
         self.counts: dict[str, Any] = {
@@ -109,6 +121,7 @@ def ingest_spool(
     user_bytes: int = USER_BYTES,
     run_bytes: int = RUN_BYTES,
     retention: Retention = DEFAULT_RETENTION,
+    segment_bytes: int = SEGMENT_BYTES,
 ) -> dict[str, Any]:
     """Copy every user's new lines into advice: counts of files, rows, skipped and refused.
 
@@ -121,7 +134,7 @@ def ingest_spool(
     except OSError as error:
         raise InputError(f"cannot read the spool: {error.strerror}", source=directory) from None
     moment = now or datetime.now(UTC)
-    run = _Run(run_bytes, moment, retention)
+    run = _Run(run_bytes, moment, retention, segment_bytes)
     users: dict[int, set[str]] = {}
     for name in names:
         legacy = name.endswith(".jsonl")
@@ -179,6 +192,9 @@ def _ingest_user(
         segments = _segments(folder, dir_fd, run)
         for day, name in segments[:USER_FILES]:
             path = os.path.join(folder, name)
+            if day > today + AHEAD:
+                run.problem("refused_files", path, "dated after tomorrow: not read")
+                continue
             if left <= LINE_MAX_BYTES:
                 return False
             opened = open_spool(name, uid, dir_fd=dir_fd)
@@ -234,6 +250,22 @@ def _ingest_open(
     (locked, full) gets out of here: any other error is this file's problem, counted and named.
     """
     fd, info = opened
+    if info.st_size > run.segment_bytes:
+        os.close(fd)
+        removed = ""
+        if finished is not None:  # it will never be read: it goes, then its mark
+            dir_fd, name = finished
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=dir_fd)
+                delete_watermark(store, source)
+                run.counts["removed_segments"] += 1
+                removed = "; removed"
+        run.problem(
+            "refused_files",
+            path,
+            f"{info.st_size} bytes, over {run.segment_bytes}: not read{removed}",
+        )
+        return 0, True
     try:
         read = _ingest_file(store, fd, info, source, budget, finished is not None, run)
         if finished is not None and read.offset == info.st_size == os.fstat(fd).st_size:

@@ -462,3 +462,25 @@ def _not_mine_and_unreadable(spool: Path) -> None:
     assert done.stdout.strip() == (f"advice spool {squat} belongs to uid {UID}, not to you "
                                    f"(uid {OTHER}); nothing written: tell the administrator"), done.stderr  # fmt: skip
     assert squat.read_text() == ""
+
+
+def test_a_segment_too_large_to_be_advice_is_not_read_and_a_finished_one_goes(
+    spool: Path, store: Store
+) -> None:
+    """Issue 31 N16: a user's spool directory has no size limit of its own; the update read a
+    100 GB segment 16 MiB per run (6,400 runs) and kept it until then.  Sparse files here."""
+    folder = Path(user_dir(str(spool), UID))
+    for day in ("2026-12-01", "2026-12-04"):  # finished (three days old), and today's
+        path = folder / f"{day}.jsonl"
+        path.write_text(line(1, f"{day}T10:00:00+00:00"))
+        os.truncate(path, (64 << 20) + 1)
+    (folder / "9999-12-31.jsonl").write_text(line(2, "2026-12-04T10:00:00+00:00"))
+    (folder / "2026-12-03.jsonl").write_text(line(3, "2026-12-03T10:00:00+00:00"))
+    counts = ingest_spool(store, str(spool), now=datetime(2026, 12, 4, 12, tzinfo=UTC))
+    assert (counts["rows"], counts["refused_files"], counts["removed_segments"]) == (1, 3, 1)
+    assert [row["job_id"] for row in _rows(store)] == [3]
+    assert any("67108865 bytes, over 67108864: not read; removed" in p for p in counts["problems"])
+    assert any("dated after tomorrow" in p for p in counts["problems"])
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "2026-12-03.jsonl", "2026-12-04.jsonl", "9999-12-31.jsonl",
+    ]  # fmt: skip
