@@ -15,18 +15,9 @@ from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
 
-def stored_key(store: Store, key: HistoryKey) -> HistoryKey:
-    """The key as the cache holds it: in a published copy a job name is a digest (store.names)."""
-    if key.kind == "user+name" and store.published:
-        from advisor.store.names import name_key
-
-        return key._replace(name=name_key(key.user, key.name))
-    return key
-
-
 def load_key_states(store: Store, keys: Iterable[HistoryKey]) -> dict[HistoryKey, KeyState]:
     """The stored states of these keys (keys never seen are absent), in one query."""
-    wanted = {stored_key(store, key): key for key in keys}
+    wanted = {key: key for key in keys}
     rows = store.conn.execute(
         "SELECT kind, user, name, partition, runs, cap, completed, kills FROM history_keys "
         "WHERE (kind, user, name, partition) IN (SELECT json_extract(value, '$[0]'), "
@@ -131,7 +122,7 @@ def advised_in_flight(store: Store, key: HistoryKey, *, since: str) -> int:
     a lost job from holding a key's budget forever.
     """
     params: tuple[str, ...] = {
-        "user+name": (key.user, stored_key(store, key).name),
+        "user+name": (key.user, key.name),
         "user+partition": (key.user, key.partition),
         "user": (key.user,),
     }[key.kind]

@@ -33,6 +33,14 @@ if TYPE_CHECKING:
 #: holds the two equal.
 SCHEMA_VERSION = 7
 APP_ID = 0x5A11AD01  # PRAGMA application_id: refuses to treat a foreign SQLite file as a cache
+#: The published copies (services/publish.py): a directory users' ADVISOR_DB names, holding the
+#: file every user reads and one file per user, which Store.open attaches as ``mine``.
+SHARED_COPY = "shared.db"
+PUBLISHED_LAYOUT = "shared/2"
+USER_LAYOUT = "user/2"
+#: The tables of users' own rows: in each user's file, not in the shared one.
+USER_TABLES = frozenset({"history_keys", "advice", "accounting_jobs", "watermarks",
+                         "user_task_models"})  # fmt: skip
 
 
 def _null(value: None) -> None:
@@ -96,10 +104,17 @@ class Store:
         *,
         readonly: bool = False,
         busy_timeout_s: float = 30.0,
+        uid: int | None = None,
     ) -> Store:
-        """Open (and on first use create and migrate) the cache at path, or in memory for ':memory:'."""
+        """Open (and on first use create and migrate) the cache at path, or in memory for ':memory:'.
+
+        A directory is the published copies (services/publish.py): read-only, its shared file
+        with the file of uid (default: this process's) attached.
+        """
         memory = str(path) == ":memory:"
         where = None if memory else db_location(path)
+        if where is not None and os.path.isdir(where):
+            return cls._open_published(where, readonly, busy_timeout_s, uid)
         try:
             if memory:
                 conn = sqlite3.connect(
@@ -115,10 +130,7 @@ class Store:
                         hint="create it with 'advisor demo' or an import",
                     )
                 conn = sqlite3.connect(
-                    f"file://{percent_encode(os.path.realpath(where), safe='/')}?mode=ro",
-                    uri=True,
-                    isolation_level=None,
-                    timeout=busy_timeout_s,
+                    _ro_uri(where), uri=True, isolation_level=None, timeout=busy_timeout_s
                 )
             elif where is not None:
                 _create_private(where)
@@ -128,10 +140,16 @@ class Store:
             if not readonly:
                 conn.execute("PRAGMA foreign_keys = ON")
             store = cls(conn, where, readonly=readonly)
-            if not readonly and store.published:
+            if store.published:
+                if not readonly:
+                    raise CacheError(
+                        f"cache {where} is a copy 'advisor publish' wrote, for users to read",
+                        hint="write to the working cache (contrib/site/README.md)",
+                    )
                 raise CacheError(
-                    f"cache {where} is a copy 'advisor publish' wrote, for users to read",
-                    hint="write to the working cache (contrib/site/README.md)",
+                    f"cache {where} is a file of 'advisor publish', not the directory users read",
+                    hint="users' ADVISOR_DB names the directory publish writes "
+                    "(contrib/site/README.md)",
                 )
             if not readonly:
                 current = conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -147,6 +165,50 @@ class Store:
                 f"cache {where}: {error.strerror}: {error.filename}",
                 hint="give a cache you may write with --db or $ADVISOR_DB",
             ) from None
+        return store
+
+    @classmethod
+    def _open_published(
+        cls, where: str, readonly: bool, busy_timeout_s: float, uid: int | None
+    ) -> Store:
+        """The published copies: shared.db, and the caller's own file attached as ``mine``."""
+        if not readonly:
+            raise CacheError(
+                f"cache {where} is the directory of copies 'advisor publish' wrote, for users",
+                hint="write to the working cache (contrib/site/README.md)",
+            )
+        shared = os.path.join(where, SHARED_COPY)
+        own = os.path.join(where, f"{os.getuid() if uid is None else uid}.db")
+        try:
+            if not os.path.exists(shared):
+                raise CacheError(
+                    f"cache {where}: no {SHARED_COPY} in it",
+                    hint="run 'advisor publish --out' into it (contrib/site/README.md)",
+                )
+            conn = sqlite3.connect(_ro_uri(shared), uri=True, isolation_level=None,
+                                   timeout=busy_timeout_s)  # fmt: skip
+            store = cls(conn, where, readonly=True)
+            store.check_version()
+            rows = dict(conn.execute("SELECT key, value FROM publication").fetchall())
+            if rows.get("layout") != PUBLISHED_LAYOUT:
+                raise CacheError(f"cache {shared}: not a shared copy of this advisor",
+                                 hint="publish again (contrib/site/README.md)")  # fmt: skip
+            if os.path.exists(own):
+                conn.execute("ATTACH DATABASE ? AS mine", (_ro_uri(own),))
+                layout = conn.execute("SELECT value FROM mine.publication WHERE key = 'layout'")
+                if (layout.fetchone() or (None,))[0] != USER_LAYOUT:
+                    raise CacheError(f"cache {own}: not a user's copy of this advisor",
+                                     hint="publish again (contrib/site/README.md)")  # fmt: skip
+            else:  # nothing of this user's yet: their tables, empty
+                conn.execute("ATTACH DATABASE ':memory:' AS mine")
+                from advisor.lite import json_loads
+
+                for statement in json_loads(rows.get("user_schema", "[]")):
+                    conn.execute(str(statement).replace("CREATE TABLE ", "CREATE TABLE mine.", 1)
+                                 .replace("CREATE INDEX ", "CREATE INDEX mine.", 1))  # fmt: skip
+        except sqlite3.DatabaseError as error:
+            raise cache_error(where, error) from None
+        store._published = True
         return store
 
     @property
@@ -282,6 +344,11 @@ def _create_private(path: str) -> None:
         os.fchmod(fd, PRIVATE_FILE)
     finally:
         os.close(fd)
+
+
+def _ro_uri(path: str) -> str:
+    """A read-only SQLite URI of a file."""
+    return f"file://{percent_encode(os.path.realpath(path), safe='/')}?mode=ro"
 
 
 def _statements(script: str) -> list[str]:

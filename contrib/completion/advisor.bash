@@ -7,7 +7,7 @@ _advisor() {
         word="${COMP_WORDS[i]}"
         if (( skip )); then skip=0; [[ "${COMP_WORDS[i-1]}" == --db ]] && _advisor_db="$word"; continue; fi
         case "$word" in
-            --advice-per-day|--advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--input|--input-bytes|--keep-advice|--keep-history|--label|--margin|--max-export-age|--max-update-age|--method|--names-per-user|--node|--node-class|--nodes|--out|--output-format|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--until|--user|--window|--workflow|-p) skip=1;;
+            --advice-per-day|--advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--group|--input|--input-bytes|--keep-advice|--keep-history|--label|--margin|--max-export-age|--max-update-age|--method|--names-per-user|--node|--node-class|--nodes|--out|--output-format|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--until|--user|--window|--workflow|-p) skip=1;;
             -*) ;;
             *) case " $(_advisor_subs "$path") " in
                    *" $word "*) path="${path:+$path }$word";;
@@ -235,11 +235,12 @@ _advisor() {
         --format) value='table json csv github grid tsv';;
       esac;;
     export)
-      opts='--db --format --help --margin --out --quantile --quiet --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --group --help --margin --out --quantile --quiet --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv github grid tsv';;
         --out) value=@file;;
+        --group) value=@value;;
         --quantile) value=@value;;
         --margin) value=@value;;
         --db) value=@file;;

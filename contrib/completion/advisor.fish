@@ -25,7 +25,7 @@ complete -c advisor -n __fish_use_subcommand -a export -d 'write the limits file
 complete -c advisor -n __fish_use_subcommand -a update -d 'ingest finished jobs from sacct (or a dump, or an SWF log) and learn from them'
 complete -c advisor -n __fish_use_subcommand -a replay -d 'replay an SWF log or the site'"'"'s own sacct history: the advisor'"'"'s limits, with and without the guard, against the user'"'"'s, AVE2 and MAX5 (--schedule: and the queue waits)'
 complete -c advisor -n __fish_use_subcommand -a report -d 'administrator reports: accuracy, limits, nodes, models'
-complete -c advisor -n __fish_use_subcommand -a publish -d 'write a read-only copy of the cache for users'"'"' wrappers'
+complete -c advisor -n __fish_use_subcommand -a publish -d 'write the read-only copies of the cache users'"'"' wrappers read'
 complete -c advisor -n __fish_use_subcommand -a guard -d 'raise the limits the advisor tightened before running jobs reach them'
 complete -c advisor -n __fish_use_subcommand -a doctor -d 'check the site set-up: cache, published copy, export, Lua plugin, update age'
 complete -c advisor -n __fish_use_subcommand -a completion -d 'print a shell completion script (bash, zsh, fish)'
@@ -196,6 +196,7 @@ complete -c advisor -n '__fish_seen_subcommand_from export' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from export' -l format -r -f -a 'table json csv github grid tsv'
 complete -c advisor -n '__fish_seen_subcommand_from export' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from export' -l out -r -F
+complete -c advisor -n '__fish_seen_subcommand_from export' -l group -r -f
 complete -c advisor -n '__fish_seen_subcommand_from export' -l quantile -r -f
 complete -c advisor -n '__fish_seen_subcommand_from export' -l margin -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -s h -l help

@@ -126,12 +126,14 @@ def test_the_limits_file_carries_each_users_history_for_the_lua_plugin(store: St
     alice = doc["users"]["alice"]
     # user + name: 9000 s + 50 % in cpu; short's MaxTime (120 min) bounds it there.  The file
     # is everyone's to read: the job names are keyed by a digest the plugin computes.
-    assert sorted(alice["tasks"]) == sorted([name_key("alice", "sim"), name_key("alice", "post")])
+    assert sorted(alice["tasks"]) == sorted(
+        [name_key("alice", "sim", b""), name_key("alice", "post", b"")]
+    )
     assert "sim" not in json.dumps(doc) and "post" not in json.dumps(doc)
-    assert alice["tasks"][name_key("alice", "sim")]["partitions"] == {
+    assert alice["tasks"][name_key("alice", "sim", b"")]["partitions"] == {
         "cpu": {"limit_min": 225}, "short": {"limit_min": 120},
     }  # fmt: skip
-    assert alice["tasks"][name_key("alice", "post")]["partitions"]["cpu"] == {
+    assert alice["tasks"][name_key("alice", "post", b"")]["partitions"]["cpu"] == {
         "limit_min": 70
     }  # 600 s + 1 h
     # user + partition for the names without history of their own; one run of bob's is none

@@ -79,19 +79,19 @@ def test_export_is_per_task_and_partition_clamped_and_valid(trained: Path, tmp_p
         snap = load_snapshot(store, None)
     doc = export_document(
         snap, quantile=0.95, margin=0.1, generated_at="now",
-        users={"alice": UserLimits({"align": {"cpu": 5}}, {})},
+        users={"alice": UserLimits({"align": {"cpu": 5}}, {})}, key=b"k" * 32,
     )  # fmt: skip
     validate(doc, "export", source="export")
     parts = doc["tasks"]["align"]["partitions"]
     assert set(parts) == {"cpu", "fat"}
     assert parts["cpu"]["limit_min"] > parts["fat"]["limit_min"] >= 1
     assert parts["fat"]["limit_min"] <= 60  # fat's MaxTime
-    assert doc["users"]["alice"]["tasks"][name_key("alice", "align")]["partitions"]["cpu"] == {
-        "limit_min": 5
-    }
+    assert doc["users"]["alice"]["tasks"][name_key("alice", "align", b"k" * 32)]["partitions"][
+        "cpu"
+    ] == {"limit_min": 5}
     out = write_export(tmp_path / "limits.json", doc)
     assert json.loads(out.read_text()) == doc
-    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640  # the writer's and slurmctld's group
     assert [p.name for p in tmp_path.iterdir()] == ["limits.json"]  # no temporary left
 
 
