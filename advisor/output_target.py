@@ -188,7 +188,9 @@ def _walk(folder: str, option: str, shown: str) -> int:
                     ) from None
                 links += 1
                 if links > MAX_LINKS:
-                    raise InputError(f"{option} {shown}: too many links on the way ({where}{part})")
+                    raise InputError(
+                        f"{option} {shown}: too many links on the way ({where}{part})"
+                    ) from None
                 if info.st_uid not in (0, me):
                     raise InputError(
                         f"{option} {shown}: {where}{part} is a link owned by uid {info.st_uid}, "

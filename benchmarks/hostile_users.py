@@ -60,6 +60,8 @@ class Version:
         self.python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
         renamed = "--advisor-" in (tree / "advisor" / "wrapper" / "argv.py").read_text()
         self.dry_run = "--advisor-dry-run" if renamed else "--dry-run"  # finding 14 renamed it
+        publish = (tree / "advisor" / "services" / "publish.py").read_text()
+        self.copies_directory = "shared.db" in publish  # issue 31 N4: one file per user
 
     def advisor(self, *args: object, user: str | None = None, env: dict[str, str] | None = None,
                 cwd: Path | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
@@ -170,7 +172,9 @@ def _site(v: Version, tmp: Path) -> tuple[Path, Path]:
                 (SECRETS[2],))  # fmt: skip
     sql.commit()
     sql.close()
-    copy = tmp / "copy.db"
+    copy = tmp / ("copies" if v.copies_directory else "copy.db")
+    if v.copies_directory:  # publish writes a directory since issue 31
+        copy.mkdir(mode=0o755)
     done = v.advisor("--db", cache, "publish", "--out", copy)
     if done.returncode != 0:
         raise SystemExit(f"{v.label}: publish failed: {done.stderr}")
@@ -182,7 +186,8 @@ def finding_6(v: Version, tmp: Path) -> str:
     export = tmp / "limits.json"
     v.advisor("--db", cache, "export", "--out", export)
     found = []
-    for path in (copy, export):
+    readable = [*copy.iterdir(), Path(f"{export}.key")] if copy.is_dir() else [copy]
+    for path in [*readable, export]:
         read = subprocess.run(
             ["runuser", "-u", "daemon", "--", "cat", str(path)], capture_output=True, check=False
         )
@@ -237,7 +242,8 @@ def finding_13(v: Version, tmp: Path) -> str:
     shared = tmp / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    published = v.advisor("--db", cache, "publish", "--out", shared / "copy.db")
+    published = v.advisor("--db", cache, "publish", "--out",
+                          shared if v.copies_directory else shared / "copy.db")  # fmt: skip
     swap = subprocess.run(["runuser", "-u", "nobody", "--", "sh", "-c",
                            f"echo mine > {shared}/x && mv -f {shared}/x {shared}/copy.db"],
                           capture_output=True, check=False)  # fmt: skip

@@ -177,11 +177,7 @@ def export_from_cache(
     store: Store, *, quantile: float, margin: float, generated_at: str, key: bytes = b""
 ) -> dict[str, Any]:
     """The export of a cache: shared limits, and per user the tasks their own runs refined."""
-    if store.published:
-        raise InputError(
-            f"cache {store.path} is a published copy: its job names are digests",
-            hint="export from the working cache",
-        )
+    _not_published(store)
     options = AdvisorOptions(quantile=quantile, margin=margin)
     with store.read():
         shared = load_snapshot(store, None)
@@ -221,6 +217,14 @@ def export_from_cache(
         shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users,
         left_out=(history.unusable, history.over_cap), key=key,
     )  # fmt: skip
+
+
+def _not_published(store: Store) -> None:
+    if store.published:
+        raise InputError(
+            f"cache {store.path} is a published copy: it holds no other user's history",
+            hint="export from the working cache",
+        )
 
 
 def _everywhere(minutes: int, max_min: Mapping[str, int | None]) -> dict[str, int]:
@@ -412,6 +416,7 @@ def export_to_file(
     group: slurmctld's (default: slurm_group()).
     """
     check_output(out, cache=store.path)  # before the work, and again when writing
+    _not_published(store)
     gid = slurm_group() if group is None else group
     key = export_key(out, cache=store.path, group=gid)
     document = export_from_cache(store, quantile=quantile, margin=margin,

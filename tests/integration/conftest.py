@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cluster import EXPORT, PLUGIN
+from tests.helpers.cluster import PLUGIN, remove_export
 from tests.helpers.paths import REPO
 
 
@@ -60,4 +60,4 @@ def plugin_and_export() -> Iterator[None]:
         shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
         time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
     yield
-    EXPORT.unlink(missing_ok=True)
+    remove_export()
