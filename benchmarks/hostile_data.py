@@ -52,6 +52,15 @@ def measured(v: Version, *args: object, env: dict[str, str] | None = None,
                 err.read().decode(errors="replace"), seconds, usage.ru_maxrss / 1024)  # fmt: skip
 
 
+def python(v: Version, code: str, *args: object) -> str:
+    """stdout of a snippet run with the version's code (from /: the checkout is not on the path)."""
+    done = subprocess.run([v.python, "-c", code, *map(str, args)], env=v.env, capture_output=True,
+                          text=True, check=False, cwd="/")  # fmt: skip
+    if done.returncode:
+        raise SystemExit(f"{v.label}: {done.stderr}")
+    return done.stdout.strip()
+
+
 def _last(text: str) -> str:
     return (text.strip().splitlines() or [""])[-1][:160]
 
@@ -195,7 +204,7 @@ db.commit()
 def n7(v: Version, tmp: Path, keys: int = 1_000_000) -> str:
     """A million history keys of one user (one job name per sample): export's time and memory."""
     cache = tmp / "cache.db"
-    subprocess.run([v.python, "-c", N7_KEYS, str(cache), str(keys)], env=v.env, check=True)
+    python(v, N7_KEYS, cache, keys)
     code, _, _, seconds, peak = measured(v, "--db", cache, "export", "--out", tmp / "limits.json")
     update = measured(v, "--db", cache, "update", "--swf", SWF, env={"ADVISOR_PROGRESS": "0"})
     left = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM history_keys").fetchone()[0]
@@ -279,8 +288,7 @@ def n9(v: Version, tmp: Path) -> str:
     if cache.exists():
         stored = sqlite3.connect(cache).execute(
             "SELECT COUNT(*) FROM accounting_jobs WHERE user = 'alice'").fetchone()[0]  # fmt: skip
-        found = subprocess.run([v.python, "-c", LIMIT, str(cache)], env=v.env, capture_output=True,
-                               text=True, check=True).stdout.strip()  # fmt: skip
+        found = python(v, LIMIT, cache)
         limit = f"{int(found) / 60:.0f} min" if found != "none" else "none"
     return (
         f"exit {done.returncode} {_last(done.stderr)[:90]!r}; alice's jobs stored {stored}; "
@@ -336,9 +344,7 @@ def n13(v: Version, tmp: Path) -> str:
     """24.11's bitmap of an array's pending tasks, 100,000 to 400,000 of them in a row."""
     times = []
     for tasks in (100_000, 200_000, 400_000):
-        done = subprocess.run([v.python, "-c", N13, str(tasks)], env=v.env, capture_output=True,
-                              text=True, check=True)  # fmt: skip
-        times.append(f"{tasks // 1000}k: {float(done.stdout):.3f} s")
+        times.append(f"{tasks // 1000}k: {float(python(v, N13, tasks)):.3f} s")
     return "one record: " + ", ".join(times)
 
 
