@@ -306,7 +306,10 @@ def n10(v: Version, tmp: Path) -> str:
     table = v.advisor("--db", cache, "report", "limits", "--by", "task")
     csv = v.advisor("--db", cache, "--format", "csv", "report", "limits", "--by", "task")
     controls = sum(1 for c in table.stdout if ord(c) < 32 and c != "\n")
-    live = sum(1 for line in csv.stdout.splitlines() if line.startswith("=") or ",=" in line)
+    import csv as csvlib
+
+    cells = [cell for row in csvlib.reader(csv.stdout.splitlines()) for cell in row]
+    live = sum(1 for cell in cells if cell.startswith(("=", "+", "@")))
     return f"table: {controls} control characters (ESC, BEL) printed raw; csv: {live} live formula cells"
 
 
