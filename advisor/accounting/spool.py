@@ -1,4 +1,4 @@
-"""``advisor update --spool DIR``: users' advice lines (advisor.spool) into the cache.
+"""Users' advice lines (advisor.spool) into an open cache, as ``advisor update --spool DIR`` asks.
 
 Each user's directory ``<uid>/`` (and the old layout's ``<uid>.jsonl``) is read file by file
 from its watermark (inode and byte offset, stored with the rows in one transaction, so a killed
