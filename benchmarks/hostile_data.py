@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import pwd
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from benchmarks.hostile_users import SWF, Version, extract  # noqa: E402
+from benchmarks.hostile_users import SWF, Version, compare  # noqa: E402
 from tests.helpers.hostile_jobs import dump, job  # noqa: E402
 
 NOBODY = pwd.getpwnam("nobody").pw_uid
@@ -385,23 +384,7 @@ def main() -> None:
     parser.add_argument("--after", default="HEAD", help="this version (git rev)")
     parser.add_argument("--only", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("run as root: the attacks use the users nobody and daemon")
-    work = Path(tempfile.mkdtemp(prefix="hostile-data-"))
-    work.chmod(0o755)
-    try:
-        versions = [Version("before", extract(args.before, work / "before")),
-                    Version("after", extract(args.after, work / "after"))]  # fmt: skip
-        for finding in args.only:
-            for version in versions:
-                tmp = work / f"{finding}-{version.label}"
-                tmp.mkdir(mode=0o755)
-                print(
-                    f"{finding:>3} {version.label:>6}: {SCENARIOS[finding](version, tmp)}",
-                    flush=True,
-                )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    compare(SCENARIOS, args.only, args.before, args.after, label="issue 31")
 
 
 if __name__ == "__main__":

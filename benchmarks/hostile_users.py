@@ -498,21 +498,31 @@ def main() -> None:
         help="findings to run (3-cluster: on the real cluster, under its lock)",
     )
     args = parser.parse_args()
+    compare(SCENARIOS | ON_CLUSTER, args.only, args.before, args.after, label="finding")
+
+
+def compare(
+    scenarios: dict[str, Callable[[Version, Path], str]],
+    only: list[str],
+    before: str,
+    after: str,
+    *,
+    label: str,
+) -> None:
+    """Each scenario of only on both versions, one line each (as root: it uses other users)."""
     if os.geteuid() != 0:
         sys.exit("run as root: the attacks use the users nobody and daemon")
-    work = Path(tempfile.mkdtemp(prefix="hostile-users-"))
+    work = Path(tempfile.mkdtemp(prefix="hostile-"))
     work.chmod(0o755)
     try:
-        versions = [Version("before", extract(args.before, work / "before")),
-                    Version("after", extract(args.after, work / "after"))]  # fmt: skip
-        for finding in args.only:
+        versions = [Version("before", extract(before, work / "before")),
+                    Version("after", extract(after, work / "after"))]  # fmt: skip
+        for finding in only:
             for version in versions:
                 tmp = work / f"{finding}-{version.label}"
                 tmp.mkdir(mode=0o755)
-                print(
-                    f"finding {finding:>2} {version.label:>6}: {(SCENARIOS | ON_CLUSTER)[finding](version, tmp)}",
-                    flush=True,
-                )
+                print(f"{label} {finding:>2} {version.label:>6}: "
+                      f"{scenarios[finding](version, tmp)}", flush=True)  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
