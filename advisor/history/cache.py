@@ -142,8 +142,9 @@ def prune_keys(store: Store, *, before: str, names_per_user: int) -> int:
     """Delete stale keys, and each user's job-name keys past the newest names_per_user; how many.
 
     Stale: not updated since before.  Past the newest: the least recently updated go first.
-    Joins the caller's transaction.  Every distinct job name makes a key: a user who puts a sample id in each name makes a
-    million of them without trying, and nothing else ever removes one.
+    Joins the caller's transaction.  Every distinct job name makes a key: a user who puts a
+    sample id in each name makes a million of them without trying, and nothing else ever
+    removes one.
     """
     with store.write():
         stale = store.conn.execute("DELETE FROM history_keys WHERE updated_at < ?", (before,))
@@ -178,9 +179,9 @@ def top_name_states(
 
     Each user's per_user most used job-name keys that can propose a limit (by jobs learned,
     then name) and every other kind of key; and how many name keys that could propose were
-    left out past per_user, and over max_name_bytes.  What the export can use, chosen in SQL: loading every key took 28 s and 983 MB at a
-    million keys of one user.  A key proposes with min_runs completed runs in its window
-    (policy.propose); names in skip (tasks a model decides) are never chosen.
+    left out past per_user, and over max_name_bytes.  Chosen in SQL: loading every key took
+    28 s and 983 MB at a million keys of one user.  A key proposes with min_runs completed
+    runs in its window (policy.propose); names in skip (tasks a model decides) are never chosen.
     """
     proposes = (
         "kind = 'user+name' AND completed >= :runs AND name NOT IN (SELECT value FROM "

@@ -188,7 +188,21 @@ class Store:
             conn = sqlite3.connect(_ro_uri(shared), uri=True, isolation_level=None,
                                    timeout=busy_timeout_s)  # fmt: skip
             store = cls(conn, where, readonly=True)
-            store.check_version()
+        except sqlite3.DatabaseError as error:
+            raise cache_error(where, error) from None
+        try:
+            store._attach_own(own, shared)
+        except BaseException:
+            conn.close()
+            raise
+        store._published = True
+        return store
+
+    def _attach_own(self, own: str, shared: str) -> None:
+        """Check the shared file; attach the user's own file as ``mine`` (empty tables without)."""
+        conn = self.conn
+        try:
+            self.check_version()
             rows = dict(conn.execute("SELECT key, value FROM publication").fetchall())
             if rows.get("layout") != PUBLISHED_LAYOUT:
                 raise CacheError(f"cache {shared}: not a shared copy of this advisor",
@@ -207,9 +221,7 @@ class Store:
                     conn.execute(str(statement).replace("CREATE TABLE ", "CREATE TABLE mine.", 1)
                                  .replace("CREATE INDEX ", "CREATE INDEX mine.", 1))  # fmt: skip
         except sqlite3.DatabaseError as error:
-            raise cache_error(where, error) from None
-        store._published = True
-        return store
+            raise cache_error(self.path, error) from None
 
     @property
     def db(self) -> sqlite_utils.Database:
