@@ -64,6 +64,7 @@ from typing import Any
 import advisor
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.accounting.swf import SwfJob, read_swf
+from advisor.advice.tag import Tag, with_tag
 from advisor.imports.lotaru import read_lotaru_csv
 from advisor.services.learn import learn
 from advisor.slurm.parsers import SACCT_FIELDS
@@ -72,7 +73,6 @@ from advisor.store import Store
 from advisor.store.cluster import save_cluster
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import add_observations
-from advisor.wrapper.tag import Tag, with_tag
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data" / "traces"

@@ -58,7 +58,9 @@ class Version:
         self.env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8",
                     "PYTHONPATH": f"{tree}{os.pathsep}{purelib}", "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
         self.python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
-        renamed = "--advisor-" in (tree / "advisor" / "wrapper" / "argv.py").read_text()
+        argv = tree / "advisor" / "sbatch" / "argv.py"  # advisor/wrapper/argv.py before issue 32
+        argv = argv if argv.is_file() else tree / "advisor" / "wrapper" / "argv.py"
+        renamed = "--advisor-" in argv.read_text()
         self.dry_run = "--advisor-dry-run" if renamed else "--dry-run"  # finding 14 renamed it
         publish = (tree / "advisor" / "services" / "publish.py").read_text()
         self.copies_directory = "shared.db" in publish  # issue 31 N4: one file per user

@@ -8,7 +8,7 @@ variant: the heterogeneous median error of the local-only model and after one ca
 per fold (leave one workflow out: bacass, eager; leave one target out: A1, A2, C2, N1, N2) and
 pooled, beside the paper method's and the plain probe ratio's; and the pooled P95 coverage on
 the training machine and on the targets after one run.  Not a speed benchmark: it measures the
-figures the README quotes, and how much each choice moves them.
+figures docs/performance.md quotes, and how much each choice moves them.
 """
 
 from __future__ import annotations

@@ -17,6 +17,12 @@ echo "== lint and types"
 "$VENV/bin/ruff" format --check advisor tests benchmarks
 "$VENV/bin/mypy"
 
+echo "== docs"
+# The manual (mkdocs.yml): strict, so a broken link or anchor fails; built out of the tree.
+site=$(mktemp -d)
+"$VENV/bin/mkdocs" build --strict --site-dir "$site"
+rm -rf -- "$site"
+
 echo "== test cluster"
 bash slurm/cluster.sh install
 bash slurm/cluster.sh up

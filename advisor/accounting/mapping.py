@@ -16,11 +16,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from advisor.accounting.swf import MAX_TIME_S, SwfJob
+from advisor.advice.tag import Tag, parse_tag
 from advisor.slurm.records import JobRecord
 from advisor.store.advice import AppliedLimit
 from advisor.store.observations import Observation
 from advisor.taskkey import task_key
-from advisor.wrapper.tag import Tag, parse_tag
 
 #: SWF jobs are stored under cluster ``swf:<log name>``.
 SWF_CLUSTER_PREFIX = "swf:"

@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description="Builds a temporary cache from sample data shipped with the package (a "
         "heterogeneous cluster and real task runs from the Lotaru traces) and runs the main "
         "job on it: the models it learns, a sample job through the sbatch wrapper's own "
-        "decision, a 32-task workflow planned with HEFT, the history policy replayed on 3,000 "
+        "decision, a 32-task workflow planned with HEFT over node classes (and why each task "
+        "runs where it does), the history policy replayed on 3,000 "
         "jobs of a real log (CEA Curie, Parallel Workloads Archive), and, with matplotlib, "
         "the plots. With --db the cache (and the sample files, in DB-demo/) is kept there.",
     )
@@ -70,8 +71,10 @@ def _render(result: DemoResult) -> Result:
                     command_line(explained.argv),
                     "",
                     f"3. The bundled workflow {plan.workflow!r} ({len(plan.tasks)} tasks) planned "
-                    f"with {plan.algorithm.upper()} on the sample cluster: each task's node class "
-                    "and the partition and pinning that keep it there",
+                    f"with {plan.algorithm.upper()} on the sample cluster's node classes "
+                    + ", ".join(f"{c.node_class} ({c.cores} cores)" for c in plan.classes)
+                    + ": each task's node class, the partition and pinning that keep it there, "
+                    "and why it runs there",
                 )
             ),
         ),
@@ -111,4 +114,5 @@ def _task_row(row: DemoTask) -> dict[str, object]:
         "start_s": row.start_s,
         "finish_s": row.finish_s,
         "limit": format_duration(row.limit_s) if isinstance(row.limit_s, int) else None,
+        "why": row.why,
     }

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
+from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.render import Result, Table
 from advisor.services.export import export_to_file, group_id
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
-from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 
 
 def _quantile(text: str) -> float:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from advisor.advice.settings import MAX_STEPS
 from advisor.cli.common import positive_int
-from advisor.insitu import MAX_STEPS
 from advisor.insitu.model import MAX_BUFFER_FRAMES
 from advisor.insitu.report import SIGMA_PRIME_NOTE
 from advisor.render import Result, Table

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.errors import UsageError
 from advisor.planner.gantt import save_gantt
 from advisor.planner.planning import PlanRequest
@@ -15,8 +16,7 @@ from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
 from advisor.services.plan import plan_workflows
 from advisor.slurm.timefmt import format_duration
-from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
-from advisor.wrapper.effects import user as current_user
+from advisor.users import current_user
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]

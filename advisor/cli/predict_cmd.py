@@ -10,7 +10,7 @@ from advisor.render import Result, Table
 from advisor.services.predict import input_size_of, predict_queries, predict_runtime
 from advisor.store import Store
 from advisor.text import storable
-from advisor.wrapper.effects import user as current_user
+from advisor.users import current_user
 
 QUERY_COLUMNS = ("task", "node", "input_bytes", "predicted_s", "p50_s", "p90_s", "p95_s")
 CLASS_COLUMNS = (

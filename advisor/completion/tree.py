@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from advisor.wrapper.argv import FLAGS, VALUED
+from advisor.sbatch.argv import FLAGS, VALUED
 
 #: Options whose value is a partition name (completed from the cache).
 PARTITION_OPTIONS = frozenset({"--partition", "-p"})

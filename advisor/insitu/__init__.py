@@ -4,8 +4,3 @@ The model follows "A Novel Metric to Evaluate In Situ Workflows" (Do et al., ICC
 per-step stage times S, W, R, A reach a consistent state after a few warm-up steps, so a handful
 of steps predicts the makespan and the resource-usage efficiency.
 """
-
-#: The most steps a makespan is predicted for (``advisor insitu --steps``, ``advisor sbatch
-#: --advisor-steps``): a million steps a second for thirty years; more is a typo, and 10**400
-#: steps overflowed the float makespan.
-MAX_STEPS = 10**15

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from advisor.advice.forecast import ModelPredictor
+from advisor.advice.snapshot import Snapshot
 from advisor.factors import class_factor
 from advisor.models.distributions import Predictive
 from advisor.models.predict import TaskModels
 from advisor.models.reference import DEFAULT_CPU_WEIGHT
-from advisor.wrapper.predictor import ModelPredictor
-from advisor.wrapper.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from advisor.advice.advice import JobAdvice
+from advisor.advice.settings import AdvisorOptions, CommandLine
+from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import UsageError
 from advisor.planner import registry
 from advisor.planner.build import to_problem
@@ -30,9 +33,6 @@ from advisor.planner.predictive_sampler import PredictiveSampler
 from advisor.planner.summary import ClassSummary, ClusterSummary, PlanSummary, TaskJob
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
-from advisor.wrapper.advise import JobAdvice
-from advisor.wrapper.argv import AdvisorOptions, CommandLine
-from advisor.wrapper.snapshot import Snapshot, load_snapshot
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """A workflow job's time limit and sbatch arguments, through the sbatch wrapper's own logic.
 
 The limit is what ``advisor sbatch --advisor-task MODEL -p PARTITION`` with the task's inputs
-would set (``advisor.wrapper.advise.plan``: the upper quantile on the slowest class of the partition, plus
+would set (``advisor.advice.advice.advise``: the upper quantile on the slowest class of the partition, plus
 the margin, rounded up to minutes, clamped to MaxTime) and the job carries the same ``advisor:``
 comment tag.  Two additions, both because a workflow knows more than a lone job:
 
@@ -22,17 +22,17 @@ from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING, NamedTuple
 
+from advisor.advice.advice import JobAdvice, advise, partition_limits
+from advisor.advice.forecast import Forecast
+from advisor.advice.settings import AdvisorOptions, CommandLine, parse_command_line
 from advisor.planner.cluster import Cluster, ClusterNode
 from advisor.planner.matrix import Estimate
 from advisor.slurm.records import Partition
-from advisor.wrapper.advise import JobAdvice, partition_limits, plan
-from advisor.wrapper.argv import AdvisorOptions, CommandLine, parse_command_line
-from advisor.wrapper.predictor import Forecast
 
 if TYPE_CHECKING:
-    from advisor.wrapper.predictor import Predictor
-from advisor.wrapper.argv import job_request
-from advisor.wrapper.snapshot import Snapshot
+    from advisor.advice.forecast import Predictor
+from advisor.advice.snapshot import Snapshot
+from advisor.sbatch.request import job_request
 
 
 def lognormal_quantile_s(mean_s: float, cv: float, q: float) -> float:
@@ -90,7 +90,7 @@ def advise_job(
     cmd = parse_command_line(base_argv)
     cmd = cmd._replace(advisor=options._replace(task=task))
     request = job_request(cmd.sbatch.options, {}, ())
-    return cmd, plan(cmd.sbatch, cmd.advisor, request, task, input_bytes, snapshot)
+    return cmd, advise(cmd.sbatch, cmd.advisor, request, task, input_bytes, snapshot)
 
 
 def _own_class(

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.errors import InputError
 from advisor.planner import dag, registry
 from advisor.planner.build import Work, alike_nodes, planned_runtimes, recorded_nodes, to_problem
@@ -29,7 +30,6 @@ from advisor.planner.uncertainty import (
     makespan_distribution,
     slurm_makespan,
 )
-from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
 
 #: ``--cv``: a standard deviation 100 times the mean is already no runtime model at all.
 MAX_CV = 100.0

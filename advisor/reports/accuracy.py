@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from advisor.advice.forecast import Forecast, ModelPredictor
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.loading import load_models, load_node_context
 from advisor.models.predict import TaskModels, predict_on
@@ -38,7 +39,6 @@ from advisor.reports.quantiles import ForecastAt, Quantiles, job_quantiles
 from advisor.reports.shaping import Shape, grouped_document, grouped_rows
 from advisor.reports.stats import mean, median, percentile
 from advisor.store.connection import Store
-from advisor.wrapper.predictor import Forecast, ModelPredictor
 
 GROUP_KEYS = ("task", "node_class", "partition", "user", "cluster")
 DEFAULT_BY = ("task", "node_class")

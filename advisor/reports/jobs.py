@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.advice.tag import Tag, parse_tag
 from advisor.errors import InputError
+from advisor.sbatch.argv import parse_options
 from advisor.slurm.timefmt import parse_timelimit
-from advisor.wrapper.argv import parse_options
-from advisor.wrapper.tag import Tag, parse_tag
 
 #: The tag actions after which the job runs with the advisor's limit.
 APPLIED_ACTIONS = frozenset({"set", "lowered"})

@@ -1,7 +1,7 @@
 """P50/P90/P95 of an advised job, from the one quantile its advice row stores and the task model.
 
 The wrapper stores one number per submission: the q-quantile of the runtime on the slowest node
-class of the partition (advisor.wrapper.advise), not the input size it assumed.  The model
+class of the partition (advisor.advice.advice), not the input size it assumed.  The model
 gives every quantile at a given input size, so the size is recovered first: on each class the
 advice covered, the size whose q-quantile equals the stored number (a bracketed root search;
 the quantile grows with the size for every fitted model), and the smallest of these is the one
@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from advisor.wrapper.predictor import Forecast
+from advisor.advice.forecast import Forecast
 
 #: (input_bytes, node_class) -> the forecast at the advice's quantile, None if the model cannot.
 ForecastAt = Callable[[float, str], Forecast | None]

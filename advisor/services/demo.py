@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -26,6 +27,7 @@ from advisor.store.cluster import load_nodes, load_partitions, save_cluster
 from advisor.store.observations import add_observations
 
 if TYPE_CHECKING:
+    from advisor.planner.plan import Plan
     from advisor.wrapper.explain import Explanation
 
 #: The sample job of part 2: task, candidate partitions (fast and slow nodes), input size.
@@ -58,7 +60,7 @@ class DemoModel:
 
 @dataclass(frozen=True)
 class DemoTask:
-    """A task of the planned sample workflow: its class, partition, pinning and limit."""
+    """A task of the planned sample workflow: its class, partition, pinning, limit and why."""
 
     task: str
     node_class: str | None
@@ -68,6 +70,9 @@ class DemoTask:
     start_s: float
     finish_s: float
     limit_s: int | None
+    #: the class that runs the task fastest, and why it runs where it does (planner.reasons)
+    fastest_class: str
+    why: str
 
     def to_json(self) -> dict[str, Any]:
         """The task's row."""
@@ -80,7 +85,22 @@ class DemoTask:
             "start_s": self.start_s,
             "finish_s": self.finish_s,
             "limit_s": self.limit_s,
+            "fastest_class": self.fastest_class,
+            "why": self.why,
         }
+
+
+@dataclass(frozen=True)
+class DemoClass:
+    """A node class the sample workflow was planned on: its cores and the tasks it got."""
+
+    node_class: str
+    cores: int
+    tasks: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The class's row."""
+        return {"node_class": self.node_class, "cores": self.cores, "tasks": self.tasks}
 
 
 @dataclass(frozen=True)
@@ -94,6 +114,8 @@ class DemoPlan:
     p95_s: float
     #: the workflow's classic estimates by name (naive_s, naive_concurrent_s, critical_path_s)
     estimates: Mapping[str, float] | None
+    #: the classes of the nodes planned on, in the planner's order
+    classes: tuple[DemoClass, ...]
     tasks: tuple[DemoTask, ...]
     submit_lines: tuple[str, ...]
     gantt: str | None
@@ -107,6 +129,7 @@ class DemoPlan:
             "p50_s": self.p50_s,
             "p95_s": self.p95_s,
             "estimates": None if self.estimates is None else dict(self.estimates),
+            "classes": [c.to_json() for c in self.classes],
             "tasks": [t.to_json() for t in self.tasks],
             "submit_lines": list(self.submit_lines),
             "gantt": self.gantt,
@@ -233,13 +256,13 @@ def write_sample_job(workdir: Path) -> None:
 
 def wrapper_decision(argv: list[str]) -> Explanation:
     """What ``advisor sbatch ARGV`` decides: the wrapper's own code, its real side effects."""
-    from advisor.wrapper.argv import parse_command_line
+    from advisor.advice.settings import parse_command_line
     from advisor.wrapper.effects import real
     from advisor.wrapper.explain import explanation
     from advisor.wrapper.submit import prepare
 
     prepared = prepare(parse_command_line(argv), real())
-    return explanation(prepared.plan, prepared.argv, prepared.warning)
+    return explanation(prepared.advice, prepared.argv, prepared.warning)
 
 
 def limit_rows(explained: Explanation) -> list[dict[str, Any]]:
@@ -260,15 +283,30 @@ def limit_rows(explained: Explanation) -> list[dict[str, Any]]:
     return rows
 
 
+def node_classes(plan: Plan) -> tuple[DemoClass, ...]:
+    """The plan's node classes with their cores and how many tasks each runs."""
+    class_of = [node.node_class or node.name for node in plan.problem.nodes]
+    cores: Counter[str] = Counter()
+    for node, name in zip(plan.problem.nodes, class_of, strict=True):
+        cores[name] += node.cores
+    tasks = Counter(class_of[p.node] for p in plan.placements)
+    return tuple(
+        DemoClass(node_class=name, cores=count, tasks=tasks[name]) for name, count in cores.items()
+    )
+
+
 def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
     """HEFT on the cached cluster, and the first tasks' submit lines (advisor submit --dry-run)."""
     from advisor.planner.gantt import save_gantt
     from advisor.planner.planning import PlanRequest
+    from advisor.planner.reasons import placement_reasons
     from advisor.services.plan import plan_workflows
     from advisor.services.submit import submit_workflow
-    from advisor.wrapper.effects import user
+    from advisor.users import current_user
 
-    request = PlanRequest(inputs=(str(sample_file(SAMPLE_WORKFLOW)),), db=str(db_path), user=user())
+    request = PlanRequest(
+        inputs=(str(sample_file(SAMPLE_WORKFLOW)),), db=str(db_path), user=current_user()
+    )
     planned = plan_workflows(request)
     submitted = submit_workflow(request, dry_run=True)
     gantt = None
@@ -277,6 +315,7 @@ def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
         save_gantt(planned.plan, gantt)
     summary = planned.summary
     workflow = summary.workflows[0]
+    reasons = placement_reasons(planned.plan)
     return DemoPlan(
         workflow=workflow.name,
         algorithm=summary.algorithm,
@@ -284,6 +323,7 @@ def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
         p50_s=summary.p50_s,
         p95_s=summary.p95_s,
         estimates=workflow.estimates,
+        classes=node_classes(planned.plan),
         tasks=tuple(
             DemoTask(
                 task=row.id,
@@ -294,6 +334,8 @@ def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
                 start_s=row.start_s,
                 finish_s=row.finish_s,
                 limit_s=row.job.limit_s if row.job else None,
+                fastest_class=reasons[row.id].fastest_class,
+                why=reasons[row.id].text,
             )
             for row in summary.tasks
         ),

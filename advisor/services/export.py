@@ -39,17 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.advice.advice import partition_limits
+from advisor.advice.settings import AdvisorOptions
+from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import AdvisorError, InputError, UsageError
 from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
 from advisor.output_target import check_output, open_target, write_file
-from advisor.slurm.conf import conf_settings, slurm_conf_path
+from advisor.slurm.conf import DEFAULT_CONF, conf_settings
 from advisor.store.connection import Store
 from advisor.store.names import KEY_BYTES, NAME_SCHEME, key_id, name_key
 from advisor.store.task_models import load_user_models
-from advisor.wrapper.advise import partition_limits
-from advisor.wrapper.argv import AdvisorOptions
-from advisor.wrapper.snapshot import Snapshot, load_snapshot
 
 #: 2: users' job names are digests (store/names.py); 3: keyed digests, the file 0640.
 EXPORT_VERSION = 3
@@ -330,7 +330,8 @@ def export_key(path: str | os.PathLike[str], *, cache: str | None, group: int | 
 def slurm_group(conf: str | os.PathLike[str] | None = None) -> int:
     """The group slurmctld reads as: SlurmUser's (slurm.conf), else the writer's own group."""
     try:
-        user = conf_settings(Path(conf) if conf else slurm_conf_path()).get("slurmuser")
+        where = conf or os.environ.get("SLURM_CONF") or DEFAULT_CONF
+        user = conf_settings(Path(where)).get("slurmuser")
     except OSError:
         user = None
     if user:

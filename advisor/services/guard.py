@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from advisor.advice.tag import parse_tag
 from advisor.errors import AdvisorError, SlurmError
 from advisor.guard_schedule import LEAD_S, POLL_S, next_limit_s
 from advisor.lite import NamedTuple
@@ -32,7 +33,6 @@ from advisor.slurm.timefmt import format_duration
 from advisor.store.advice import guarded_requests
 from advisor.store.connection import Store
 from advisor.store.guard import Heartbeat, fresh_within_s, write_heartbeat
-from advisor.wrapper.tag import parse_tag
 
 #: The tag action of a job whose own --time policy guarded lowered.
 GUARDED = "guarded"

@@ -4,7 +4,9 @@ A saved dump without a Cluster field belongs to the cluster the advisor runs on,
 one Slurm's own tools would name: ``ClusterName`` in ``$SLURM_CONF`` (else
 ``/etc/slurm/slurm.conf``).  Keys are case-insensitive, ``#`` starts a comment, and the last
 setting wins, as in Slurm's parser; ``include`` files are not followed (ClusterName belongs
-in the main file).  Slurm keeps cluster names in lower case, so this does too.
+in the main file).  Slurm keeps cluster names in lower case, so this does too.  It is the one
+reading of ClusterName: the wrapper records its advice under it (advisor.wrapper.effects), on the
+submit path, where pathlib is not loaded.
 """
 
 from __future__ import annotations
@@ -12,22 +14,27 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
+
+from advisor.lite import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DEFAULT_CONF = "/etc/slurm/slurm.conf"
 _CLUSTER = re.compile(r"\s*ClusterName\s*=\s*(\S+)", re.IGNORECASE)
 
 
-def slurm_conf_path(environ: Mapping[str, str] | None = None) -> Path:
+def _conf_file(environ: Mapping[str, str] | None) -> str:
     """``$SLURM_CONF``, else Slurm's default location."""
     environ = os.environ if environ is None else environ
-    return Path(environ.get("SLURM_CONF") or DEFAULT_CONF)
+    return environ.get("SLURM_CONF") or DEFAULT_CONF
 
 
 def local_cluster_name(environ: Mapping[str, str] | None = None) -> str | None:
     """ClusterName of the local slurm.conf, or None (no file, unreadable, or not set)."""
     try:
-        text = slurm_conf_path(environ).read_text(encoding="utf-8", errors="replace")
+        with open(_conf_file(environ), encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
     except OSError:
         return None
     name = None

@@ -3,7 +3,7 @@
 Writers take ``BEGIN IMMEDIATE`` so two writers queue on the busy timeout instead of failing
 half-way; the database runs in WAL mode so readers (the sbatch wrapper) never wait for a writer
 and never see a half-written transaction.  slurmctld's Lua plugin does not read this file: it
-reads a JSON export (see README), because a WAL database is unreadable to a user who cannot
+reads a JSON export (docs/site.md), because a WAL database is unreadable to a user who cannot
 write its directory; for the same reason users' wrappers read a copy (services/publish.py).
 Paths are plain strings here (os.path): the wrapper opens the cache on every submission, and
 pathlib costs it ~4 ms to import.  For the same reason SQLite comes from ``_sqlite3``, the C

@@ -29,7 +29,7 @@ USAGE = "advisor sbatch [ADVISOR OPTIONS] [SBATCH OPTIONS] SCRIPT [ARGS...]"
 
 def help_text() -> str:
     """What ``advisor sbatch --help`` prints (and the full parser shows as its description)."""
-    from advisor.wrapper.argv import DEFAULT_MARGIN, DEFAULT_QUANTILE
+    from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 
     return f"""usage: {USAGE}
 
@@ -187,8 +187,8 @@ def main(
     err: TextIO | None = None,
 ) -> int:
     """Run ``advisor sbatch`` with these arguments; the exit code (sbatch's when it ran)."""
+    from advisor.advice.settings import parse_command_line
     from advisor.errors import UsageError
-    from advisor.wrapper.argv import parse_command_line
     from advisor.wrapper.submit import prepare, record, submit
 
     out = out or sys.stdout
@@ -218,7 +218,7 @@ def main(
     if cmd.advisor.dry_run or cmd.advisor.explain:
         from advisor.wrapper.explain import command_line, explanation
     if cmd.advisor.dry_run:
-        explained = explanation(prepared.plan, prepared.argv, prepared.warning)
+        explained = explanation(prepared.advice, prepared.argv, prepared.warning)
         if fmt == "json":
             print(_json(explained.to_json()), file=out)
         else:
@@ -229,7 +229,7 @@ def main(
     warned = bool(prepared.warning)
     if cmd.advisor.explain:
         try:
-            explained = explanation(prepared.plan, prepared.argv, prepared.warning)
+            explained = explanation(prepared.advice, prepared.argv, prepared.warning)
             print(_render(explained, fmt, with_table=True), file=err)
         except Exception as error:  # showing the advice must never stop the submission
             if not warned:

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import math
 import os
-import pwd
 import sys
 from collections.abc import Sequence
 
 from advisor.lite import TYPE_CHECKING
+from advisor.users import current_user
 from advisor.wrapper.submit import SideEffects
 
 if TYPE_CHECKING:
+    from advisor.advice.snapshot import Snapshot
     from advisor.slurm.records import StartEstimate
     from advisor.slurm.runner import CommandResult, RetryPolicy, Runner
     from advisor.store.advice import Advice
-    from advisor.wrapper.snapshot import Snapshot
 
 #: How long the wrapper waits for a locked cache before it fails open (reads) or skips (writes).
 #: The advice row is written after the job is submitted, and another writer (``advisor update``)
@@ -27,7 +27,6 @@ WRITE_BUSY_S = 5.0
 SBATCH_TIMEOUT_S = 60.0
 #: With --wait sbatch returns when the job ends, however long that takes.
 WAIT_TIMEOUT_S = math.inf
-_CLUSTER_NAME = r"^\s*ClusterName\s*=\s*(\S+)"  # re loads when a job is recorded, not before
 
 
 def read_script(path: str) -> str:
@@ -50,8 +49,8 @@ def input_bytes(paths: Sequence[str]) -> int:
 
 def load_snapshot(db: str | None, task: str, user: str) -> Snapshot:
     """One read-only pass over the cache: the task's models as this user sees them."""
+    from advisor.advice.snapshot import load_snapshot as load
     from advisor.store.connection import Store
-    from advisor.wrapper.snapshot import load_snapshot as load
 
     with Store.open(db, readonly=True, busy_timeout_s=READ_BUSY_S) as store:
         return load(store, (task,), user=user)
@@ -155,22 +154,15 @@ def record(db: str | None, advice: Advice) -> None:
         record_advice(store, advice)
 
 
-def user() -> str:
-    """The submitting user's name."""
-    return pwd.getpwuid(os.getuid()).pw_name
+def cluster_name() -> str | None:
+    """The cluster the advice row belongs to, read as accounting reads it (advisor.slurm.conf).
 
+    Rows of the wrapper and of accounting are joined on (cluster, job id): one reading of
+    slurm.conf for both.  It loads when a job is recorded, not before.
+    """
+    from advisor.slurm.conf import local_cluster_name
 
-def cluster_name(conf: str | None = None) -> str | None:
-    """ClusterName from slurm.conf ($SLURM_CONF, else /etc/slurm/slurm.conf), as sacct reports it."""
-    import re
-
-    path = conf or os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            match = re.search(_CLUSTER_NAME, handle.read(), re.IGNORECASE | re.MULTILINE)
-    except OSError:
-        return None
-    return match.group(1).lower() if match else None
+    return local_cluster_name()
 
 
 def real() -> SideEffects:
@@ -185,6 +177,6 @@ def real() -> SideEffects:
         run_sbatch=run_sbatch,
         estimate_start=estimate_start,
         record=record,
-        user=user,
+        user=current_user,
         cluster=cluster_name,
     )

@@ -3,7 +3,7 @@
 The record's JSON follows schemas/sbatch-explain.json.
 
 The command line is quoted for a POSIX shell on a single line: ``shlex.quote``'s quoting
-(``quote`` here, so that a dry run loads neither shlex nor re; tests/unit/wrapper/test_limits.py
+(``quote`` here, so that a dry run loads neither shlex nor re; tests/unit/wrapper/test_explain.py
 holds it to shlex.quote), except that an argument holding control characters (a newline) or
 bytes that are not UTF-8 is written in bash's ``$'...'`` form, so the line pastes back into
 bash as exactly the same argv.
@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from advisor.advice.advice import JobAdvice, PickEstimate
+from advisor.advice.limits import Decision, PartitionLimit
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.wrapper.advise import Decision, JobAdvice, PartitionLimit, PickEstimate
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from advisor.wrapper.advise import Basis
-    from advisor.wrapper.argv import Setting
+    from advisor.advice.settings import Basis
+    from advisor.sbatch.request import Setting
 
 #: What shlex.quote leaves unquoted: ASCII word characters and ``@%+=:,./-``.
 _SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"
@@ -143,18 +144,18 @@ class Explanation(NamedTuple):
         }
 
 
-def explanation(plan: JobAdvice | None, argv: Sequence[str], warning: str | None) -> Explanation:
-    """What --advisor-explain shows of the plan (None: the wrapper fell back, with warning)."""
+def explanation(advice: JobAdvice | None, argv: Sequence[str], warning: str | None) -> Explanation:
+    """What --advisor-explain shows of the advice (None: the wrapper fell back, with warning)."""
     full = ("sbatch", *argv)
-    if plan is None:
+    if advice is None:
         fallback = Decision("fallback", None, None, warning or "")
         return Explanation(None, None, None, None, None, None, None, None, (), fallback, None,
                            (), (), full)  # fmt: skip
-    options = plan.options
+    options = advice.options
     return Explanation(
-        plan.task, plan.input_bytes, plan.input_origin, options.policy, options.quantile,
-        options.margin, plan.request.time, plan.basis, plan.limits, plan.decision, plan.picked,
-        plan.estimates, plan.added, full,
+        advice.task, advice.input_bytes, advice.input_origin, options.policy, options.quantile,
+        options.margin, advice.request.time, advice.basis, advice.limits, advice.decision, advice.picked,
+        advice.estimates, advice.added, full,
     )  # fmt: skip
 
 

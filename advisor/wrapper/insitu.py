@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from advisor.wrapper.predictor import Forecast
+from advisor.advice.forecast import Forecast
 
 
 class InsituPredictor(NamedTuple):

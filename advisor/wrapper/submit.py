@@ -9,30 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.wrapper.advise import (
-    Decision,
+from advisor.advice.advice import (
     JobAdvice,
+    advise,
+    advise_from_history,
     candidate_partitions,
-    history_plan,
     pick_earliest,
-    plan,
 )
-from advisor.wrapper.argv import (
-    CommandLine,
-    JobRequest,
-    Option,
-    job_request,
-    parse_options,
-    read_directives,
-    task_name,
-)
+from advisor.advice.limits import Decision
+from advisor.advice.settings import CommandLine
+from advisor.lite import TYPE_CHECKING, NamedTuple
+from advisor.sbatch.argv import Option, parse_options
+from advisor.sbatch.request import JobRequest, job_request, task_name
+from advisor.sbatch.script import read_directives
 
 if TYPE_CHECKING:
+    from advisor.advice.snapshot import Snapshot
     from advisor.slurm.records import StartEstimate
     from advisor.slurm.runner import CommandResult
     from advisor.store.advice import Advice, Outcome
-    from advisor.wrapper.snapshot import Snapshot
 
 #: sbatch options after which sbatch only prints something: nothing to advise.
 _INFO_OPTIONS = frozenset({"help", "usage", "version"})
@@ -62,7 +57,7 @@ class Prepared(NamedTuple):
     """The argv to run (advised, or the user's own) and the one warning, if the advisor failed."""
 
     argv: tuple[str, ...]
-    plan: JobAdvice | None
+    advice: JobAdvice | None
     stdin: str | None = None
     warning: str | None = None
 
@@ -115,7 +110,7 @@ def translated_options(
     """
     if text is None or ("#BSUB" not in text and "#PBS" not in text):
         return None, None
-    from advisor.wrapper.xlate import ignored, translate_directives
+    from advisor.sbatch.translated import ignored, translate_directives
 
     if ignored(command_line, script, env):
         return None, None
@@ -125,8 +120,8 @@ def translated_options(
     return (found.magic, found.options), found.invalid
 
 
-def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> JobAdvice:
-    """The plan for this command line; raises on any failure (the caller fails open)."""
+def advice_for(cmd: CommandLine, side: SideEffects, stdin: str | None) -> JobAdvice:
+    """The advice for this command line; raises on any failure (the caller fails open)."""
     sbatch = cmd.sbatch
     script_options: tuple[Option, ...] = ()
     text = side.read_script(sbatch.script) if sbatch.script is not None else stdin
@@ -167,7 +162,7 @@ def advise(cmd: CommandLine, side: SideEffects, stdin: str | None) -> JobAdvice:
     elif input_bytes is None:
         input_bytes = snapshot.predictor.default_input_bytes(task)
         origin = "largest training input (no --advisor-input)"
-    result = plan(sbatch, cmd.advisor, request, task, input_bytes, snapshot, input_origin=origin)
+    result = advise(sbatch, cmd.advisor, request, task, input_bytes, snapshot, input_origin=origin)
     if cmd.advisor.insitu is not None:
         result = result._replace(basis="insitu")
     if cmd.advisor.pick == "earliest":
@@ -191,7 +186,7 @@ def _from_history(
     user: str,
     snapshot: Snapshot,
 ) -> JobAdvice:
-    """The history policy's plan for a task without a model (accounting issue), if it has one.
+    """The history policy's advice for a task without a model (accounting issue), if it has one.
 
     Its keys know the job by the name Slurm gives it (``-J``, else the script's name; a
     workflow manager's job by its task key), as accounting does, not by ``--advisor-task``.
@@ -206,7 +201,7 @@ def _from_history(
         return _unadvised(
             cmd, request, task, f"no model for task {task!r} and no history of {job_name!r}"
         )
-    result = history_plan(sbatch, cmd.advisor, request, job_name, found, snapshot)
+    result = advise_from_history(sbatch, cmd.advisor, request, job_name, found, snapshot)
     if cmd.advisor.pick == "earliest":
         result = _noted(result, "--advisor-pick needs a task model")
     return result
@@ -220,7 +215,7 @@ def prepare(cmd: CommandLine, side: SideEffects) -> Prepared:
     except (OSError, ValueError) as error:  # sbatch will find no script either, and say so
         return Prepared(cmd.original, None, None, warning_text(one_line(error)))
     try:
-        found = advise(cmd, side, stdin)
+        found = advice_for(cmd, side, stdin)
     except Exception as error:  # fail open: nothing the advisor does may cost the job
         return Prepared(cmd.original, None, stdin, warning_text(one_line(error)))
     return Prepared(found.argv, found, stdin)
@@ -253,7 +248,7 @@ def submit(cmd: CommandLine, prepared: Prepared, side: SideEffects) -> Submitted
     """Run sbatch; if it rejects what the advisor added, run the user's own arguments instead."""
     waits = _waits(cmd, side.env)
     result = side.run_sbatch(prepared.argv, prepared.stdin, waits)
-    if prepared.plan is None:
+    if prepared.advice is None:
         return Submitted(
             result, prepared.argv, "fallback", job_id_of(result.stdout), prepared.warning
         )
@@ -282,7 +277,7 @@ def advice_record(
     """The advice row for this submission."""
     from advisor.store.advice import Advice  # the store loads only when a row is written
 
-    found = prepared.plan
+    found = prepared.advice
     # The history policy counts its jobs still running by advice rows of policy 'history'.
     policy = "history" if found is not None and found.basis == "history" else cmd.advisor.policy
     if found is None or not found.limits:

@@ -24,12 +24,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from advisor.advice.forecast import Forecast
+from advisor.advice.snapshot import Snapshot
 from advisor.services.export import UserLimits, export_document
 from advisor.slurm.records import Partition
 from advisor.store.names import name_key
 from advisor.validate import validate
-from advisor.wrapper.predictor import Forecast
-from advisor.wrapper.snapshot import Snapshot
 from tests.helpers.hostile import HOSTILE_STRINGS, budget, count, mutated_json
 from tests.helpers.lua_plugin import TEST_KEY
 from tests.helpers.paths import REPO

@@ -25,6 +25,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from advisor.accounting.saved import update_from_file
+from advisor.advice.tag import Tag, format_tag, parse_tag
 from advisor.reports.accuracy import accuracy_report
 from advisor.reports.limits import limits_report
 from advisor.reports.loading import Selection
@@ -32,7 +33,6 @@ from advisor.store import Store
 from advisor.store.advice import Advice, record_advice
 from advisor.text import percent_encode, storable
 from advisor.validate import validate
-from advisor.wrapper.tag import Tag, format_tag, parse_tag
 from tests.helpers.hostile import HOSTILE_NUMBERS, HOSTILE_STRINGS, budget, count, field, numberish
 from tests.helpers.hostile_jobs import UNICODE_DIGITS, dump, job
 from tests.helpers.report_cache import fill_cache

@@ -22,8 +22,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from advisor.advice.forecast import Forecast
+from advisor.advice.settings import parse_command_line
+from advisor.advice.snapshot import Snapshot
+from advisor.advice.tag import parse_tag
 from advisor.errors import InputError
 from advisor.history.lookup import history_limit
+from advisor.sbatch.script import read_directives
 from advisor.services.export import UserLimits, export_document, write_export
 from advisor.slurm.records import Partition
 from advisor.slurm.runner import CommandResult
@@ -32,12 +37,8 @@ from advisor.store.advice import Advice, record_advice
 from advisor.store.names import name_key
 from advisor.text import percent_encode, storable
 from advisor.validate import validate
-from advisor.wrapper.argv import parse_command_line, read_directives
 from advisor.wrapper.command import main as sbatch_main
-from advisor.wrapper.predictor import Forecast
-from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.submit import SideEffects
-from advisor.wrapper.tag import parse_tag
 from tests.helpers.hostile import (
     HOSTILE_STRINGS,
     argv_text,

@@ -25,15 +25,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from advisor.advice.settings import parse_command_line
 from advisor.errors import InputError
+from advisor.sbatch.argv import parse_options
+from advisor.sbatch.request import JobRequest, job_request
+from advisor.sbatch.script import read_directives
 from advisor.slurm.timefmt import parse_timelimit
-from advisor.wrapper.argv import (
-    JobRequest,
-    job_request,
-    parse_command_line,
-    parse_options,
-    read_directives,
-)
 from advisor.wrapper.submit import translated_options
 from tests.helpers.paths import TEST_DATA
 

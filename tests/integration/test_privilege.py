@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
+from advisor.advice.snapshot import load_snapshot
 from advisor.history.cache import save_key_states, save_site
 from advisor.history.keys import HistoryKey
 from advisor.history.lookup import history_limit
@@ -49,7 +50,6 @@ from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
-from advisor.wrapper.snapshot import load_snapshot
 from benchmarks.bench_load import train_cache
 from tests.helpers.cluster import (
     EXPORT,

@@ -1,7 +1,7 @@
 """The wrapper reads argv and scripts as the installed sbatch does (issue 16: findings 9 and 14).
 
 * sbatch's getopt table: getopt itself lists every long option (``sbatch --c``: "option '--c' is
-  ambiguous; possibilities: ..."), compared with advisor/wrapper/argv.py both ways;
+  ambiguous; possibilities: ..."), compared with advisor/sbatch/options.py both ways;
   no advisor option is one of them, abbreviates one or starts with one, and ``--task=4``
   reaches sbatch as its ``--tasks-per-node=4`` (a held job on the real cluster).
 * ``#PBS``/``#BSUB`` directives: the wrapper's reading against sbatch's own (tests/helpers/sbatch_oracle:
@@ -24,10 +24,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor.sbatch.argv import FLAGS, VALUED
+from advisor.sbatch.options import LONG_OPTIONS, ONLY_IN
 from advisor.services.cluster import fetch_cluster
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import parse_key_values
-from advisor.wrapper.argv import FLAGS, LONG_OPTIONS, ONLY_IN, VALUED
 from tests.helpers.caches import train
 from tests.helpers.cluster import ADVISOR
 from tests.helpers.hostile import budget

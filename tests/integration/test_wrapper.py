@@ -393,7 +393,7 @@ def test_stopped_controller_gives_sbatchs_error_after_bounded_retries(
 
 
 def test_sbatch_option_table_matches_the_installed_sbatch(slurm_cluster: None) -> None:
-    from advisor.wrapper.argv import LONG_OPTIONS, ONLY_IN, SHORT_OPTIONS, Arg
+    from advisor.sbatch.options import LONG_OPTIONS, ONLY_IN, SHORT_OPTIONS, Arg
 
     installed = re.search(r"(\d+\.\d+)\.\d+", run("sbatch", "--version").stdout)
     assert installed, "sbatch --version printed no version"

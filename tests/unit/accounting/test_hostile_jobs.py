@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from advisor.accounting.mapping import observation_source
+from advisor.advice.settings import parse_command_line
+from advisor.advice.tag import parse_tag
 from advisor.cli import main
 from advisor.errors import InputError, UsageError
 from advisor.history.cache import load_key_states, load_site
@@ -29,8 +31,6 @@ from advisor.store.accounting import save_jobs
 from advisor.store.advice import Advice, record_advice
 from advisor.store.observations import Observation
 from advisor.store.reports import JobFilter, jobs_with_advice
-from advisor.wrapper.argv import parse_command_line
-from advisor.wrapper.tag import parse_tag
 from tests.helpers.hostile_jobs import UNICODE_DIGITS, alices_history, dump, job, timed_out
 from tests.helpers.report_cache import GB, fill_cache
 

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.accounting.ingest import Ingestor
+from advisor.advice.tag import Tag, with_tag
 from advisor.imports.lotaru import read_lotaru_csv
 from advisor.models.censoring import expected_above
 from advisor.models.distributions import predictive
@@ -25,7 +26,6 @@ from advisor.store import Store
 from advisor.store.cluster import save_cluster
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import Observation, add_observations, load_observations
-from advisor.wrapper.tag import Tag, with_tag
 from tests.helpers.paths import TEST_DATA
 
 START = datetime(2026, 11, 29, 12, 0)

@@ -32,6 +32,7 @@ from advisor.accounting.mapping import swf_epoch, swf_record
 from advisor.accounting.sacct_file import dump_format, format_sacct_row
 from advisor.accounting.saved import update_from_file
 from advisor.accounting.swf import read_swf, swf_header
+from advisor.advice.tag import Tag, with_tag
 from advisor.imports.lotaru import read_lotaru_csv
 from advisor.services.learn import learn
 from advisor.slurm.parsers import SACCT_FIELDS
@@ -40,7 +41,6 @@ from advisor.store import Store
 from advisor.store.cluster import save_cluster
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import add_observations
-from advisor.wrapper.tag import Tag, with_tag
 from tests.helpers.caches import cache_content
 from tests.helpers.captures import capture
 from tests.helpers.paths import TEST_DATA, shared_data_dir

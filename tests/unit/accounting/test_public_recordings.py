@@ -155,10 +155,10 @@ def test_skipped_rows_are_counted_in_every_output_format(
 
 
 def test_help_says_which_fields_a_dump_needs(capsys: pytest.CaptureFixture[str]) -> None:
-    # issue #15: "--help and the README do not say which fields are needed"
+    # issue #15: "--help and the README do not say which fields are needed" (the manual now)
     with pytest.raises(SystemExit):
         main(["update", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "needed: JobID (or JobIDRaw), State, Elapsed (or ElapsedRaw) and End (or Start)" in text
-    readme = " ".join((REPO / "README.md").read_text().split())
-    assert "JobID (or JobIDRaw), State, Elapsed (or ElapsedRaw) and End (or Start)" in readme
+    manual = " ".join((REPO / "docs" / "accounting.md").read_text().split())
+    assert "JobID (or JobIDRaw), State, Elapsed (or ElapsedRaw) and End (or Start)" in manual

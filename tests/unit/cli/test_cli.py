@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +24,20 @@ def _subcommands() -> list[str]:
     return sorted(action.choices)  # type: ignore[arg-type]
 
 
+def _children(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    return {} if action is None else dict(action.choices)
+
+
+def command_lines() -> list[str]:
+    """Every ``advisor X`` and ``advisor X Y`` (subcommands such as ``report accuracy``)."""
+    lines = []
+    for name, parser in _children(build_parser()).items():
+        lines.append(f"advisor {name}")
+        lines += [f"advisor {name} {child}" for child in _children(parser)]
+    return sorted(lines)
+
+
 def test_every_command_has_help_and_is_in_the_readme(capsys: pytest.CaptureFixture[str]) -> None:
     readme = (REPO / "README.md").read_text()
     assert len(_subcommands()) >= len(COMMANDS)
@@ -33,6 +49,20 @@ def test_every_command_has_help_and_is_in_the_readme(capsys: pytest.CaptureFixtu
         assert code == 0
         assert "usage: advisor" in capsys.readouterr().out
         assert f"advisor {name}" in readme, f"README.md does not mention 'advisor {name}'"
+
+
+def test_every_command_has_a_row_in_the_readmes_command_table() -> None:
+    rows = re.findall(r"^\| `advisor ([a-z-]+)", (REPO / "README.md").read_text(), re.MULTILINE)
+    assert sorted(set(rows)) == _subcommands()
+
+
+def test_every_command_and_subcommand_is_in_a_manual_page() -> None:
+    # As sqlite-utils' tests/test_docs.py: the manual (docs/, mkdocs.yml) names every command.
+    manual = " ".join(" ".join(p.read_text().split()) for p in sorted((REPO / "docs").glob("*.md")))
+    lines = command_lines()
+    assert "advisor report accuracy" in lines and "advisor nodes import" in lines
+    missing = [line for line in lines if line not in manual]
+    assert missing == [], f"no page of docs/ mentions {missing}"
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -166,15 +166,17 @@ def test_only_the_slurm_adapter_runs_programs() -> None:
 
 
 #: The layers of README.md's "How it is built", top first; a module imports from its own layer
-#: or below.
+#: or below.  ``wrapper`` is the ``advisor sbatch`` command, its own use case (the submit path
+#: keeps its own import budget, so it has no cli/ and services/ modules).
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"cli", "__main__"}),
-    frozenset({"services"}),
-    frozenset({"wrapper", "models", "profiling", "imports", "history", "accounting", "replay",
-               "planner", "insitu", "reports", "spool", "completion", "sample", "schemas"}),
+    frozenset({"services", "wrapper"}),
+    frozenset({"sbatch", "advice", "models", "profiling", "imports", "history",
+               "accounting", "replay", "planner", "insitu", "reports", "spool", "completion",
+               "sample", "schemas"}),
     frozenset({"slurm", "store"}),
     frozenset({"errors", "lite", "text", "taskkey", "inputs", "factors", "validate",
-               "output_target", "progress", "guard_schedule", "render"}),
+               "output_target", "progress", "guard_schedule", "render", "users"}),
 )  # fmt: skip
 
 
@@ -205,3 +207,83 @@ def test_a_command_with_a_service_module_calls_it() -> None:
              for name, module in with_service.items()
              if f"advisor.services.{name}" not in GRAPH[module]]  # fmt: skip
     assert wrong == []
+
+
+#: The ``advisor sbatch`` command.  What it is built on is advisor.advice (forecasts to limits)
+#: and advisor.sbatch (sbatch's language), which the domain packages import instead.
+SBATCH_COMMAND = "advisor.wrapper"
+#: Use cases that run the command's submission path themselves: ``advisor submit`` sends every
+#: planned job through it (its retry and fail-open), ``advisor demo`` shows what it decides.
+RUN_THE_SBATCH_COMMAND = frozenset({"advisor.services.submit", "advisor.services.demo"})
+
+
+def _imports_the_sbatch_command(module: str) -> bool:
+    return module == SBATCH_COMMAND or module.startswith(SBATCH_COMMAND + ".")
+
+
+def test_no_domain_package_imports_the_sbatch_command() -> None:
+    above = ("advisor.cli", "advisor.__main__")
+    wrong = [
+        f"{MODULES[module].relative_to(ROOT.parent)}:{line} imports {target}"
+        for module, edges in GRAPH.items()
+        if not module.startswith(above) and not _imports_the_sbatch_command(module)
+        and module not in RUN_THE_SBATCH_COMMAND
+        for target, line in edges.items()
+        if _imports_the_sbatch_command(target)
+    ]  # fmt: skip
+    assert wrong == [], "import advisor.advice or advisor.sbatch instead"
+    assert all(any(map(_imports_the_sbatch_command, GRAPH[m])) for m in RUN_THE_SBATCH_COMMAND)
+
+
+#: Modules the product never loads, each with the reason it still ships.
+NOT_LOADED_BY_THE_PRODUCT = {
+    # TODO(issue 32, R2): move it to tests/helpers/reference_planner.py (test_kernels.py and
+    # benchmarks/bench_heft.py are its only users).
+    "advisor.planner.reference": "the per-slot schedulers the array kernels are tested against",
+}
+
+
+def _entry_points() -> set[str]:
+    """What runs: the commands (bin/advisor, ``python -m advisor``), ``python -m`` modules, and
+    the packages read as data (``resources.files("advisor.x")``)."""
+    from advisor.cli.commands import COMMANDS
+
+    entries = {"advisor.__main__", "advisor.cli", "advisor.wrapper.command"}
+    entries |= {module for module, _ in COMMANDS.values()}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name)
+                    and node.left.id == "__name__"):  # fmt: skip
+                entries.add(module)  # if __name__ == "__main__"
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "files" and node.args
+                    and isinstance(node.args[0], ast.Constant)):  # fmt: skip
+                entries.add(str(node.args[0].value))
+    return entries
+
+
+def _loaded_from(entries: set[str]) -> set[str]:
+    """Every module an import of the entries loads: their imports and their packages."""
+    seen: set[str] = set()
+    stack = sorted(entries)
+    while stack:
+        module = stack.pop()
+        if module in seen or module not in MODULES:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        stack.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+        stack.extend(GRAPH[module])
+    return seen
+
+
+def test_no_module_of_the_package_exists_only_for_tests() -> None:
+    """Code that only tests or benchmarks use belongs in tests/helpers or benchmarks/."""
+    unused = set(MODULES) - _loaded_from(_entry_points())
+    assert sorted(unused - set(NOT_LOADED_BY_THE_PRODUCT)) == []
+    assert sorted(set(NOT_LOADED_BY_THE_PRODUCT) - unused) == [], (
+        "loaded now: drop it from the list"
+    )
+    # the walk follows the lazy imports of a command module down to the scheduling kernels
+    assert "advisor.planner.heft" in _loaded_from({"advisor.cli.plan_cmd"})

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice.settings import AdvisorOptions
+from advisor.advice.snapshot import load_snapshot
 from advisor.models.distributions import predictive
 from advisor.planner.cluster import Cluster, ClusterNode
 from advisor.planner.constraints import Pinning, pinning
@@ -23,9 +25,7 @@ from advisor.planner.matrix import Estimate
 from advisor.slurm.records import Partition
 from advisor.store.connection import Store
 from advisor.wrapper import effects
-from advisor.wrapper.argv import AdvisorOptions
 from advisor.wrapper.command import main as sbatch_main
-from advisor.wrapper.snapshot import load_snapshot
 from tests.helpers.caches import NODES, PARTITIONS, train
 
 C1 = ClusterNode("c1", 2, ("cpu", "intel", "ib"), "small")

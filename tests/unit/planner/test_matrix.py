@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from advisor.advice.snapshot import load_snapshot
 from advisor.errors import InputError
 from advisor.models.distributions import Predictive, predictive
 from advisor.planner import heft
@@ -24,7 +25,6 @@ from advisor.planner.uncertainty import makespan_distribution, sample_makespans
 from advisor.slurm.records import Node as SlurmNode
 from advisor.slurm.records import Partition
 from advisor.store.connection import Store
-from advisor.wrapper.snapshot import load_snapshot
 from tests.helpers.caches import NODES, PARTITIONS, train
 
 

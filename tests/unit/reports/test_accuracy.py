@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice.forecast import ModelPredictor
 from advisor.models.bayes import LinearModel
 from advisor.models.features import X_UNIT_BYTES, size_features
 from advisor.models.predict import task_models_from_rows
@@ -20,7 +21,6 @@ from advisor.store import Store
 from advisor.store.accounting import save_jobs
 from advisor.store.advice import Advice, record_advice
 from advisor.store.task_models import TaskModelRow, upsert_task_model
-from advisor.wrapper.predictor import ModelPredictor
 from tests.helpers.report_cache import real_jobs
 
 GB = X_UNIT_BYTES

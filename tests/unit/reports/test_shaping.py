@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from advisor.advice.tag import Tag, format_tag
 from advisor.errors import UsageError
 from advisor.reports.age import age_text
 from advisor.reports.jobs import advisor_limit, job_view, node_class_of_job
 from advisor.reports.period import parse_moment
 from advisor.reports.shaping import Shape, parse_by, shape_rows
 from advisor.reports.stats import percentile
-from advisor.wrapper.tag import Tag, format_tag
 
 NOW = datetime(2026, 11, 29, 15, 30, 0)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -48,6 +49,42 @@ def test_limits_are_what_advisor_sbatch_dry_run_prints_on_the_same_cache(
     assert f"--time={data['sbatch']['explain']['decision']['time_s'] // 60 // 60:02d}:" in line
 
 
+def test_the_plan_spreads_over_node_classes_pins_each_task_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("advisor.services.demo.plots_available", lambda: False)
+    plan = _demo(capsys, tmp_path / "demo.db")["plan"]
+    tasks, classes = plan["tasks"], {c["node_class"]: c for c in plan["classes"]}
+    assert sum(c["tasks"] for c in classes.values()) == len(tasks)
+    assert len({t["node_class"] for t in tasks}) >= 3
+    # the class that runs every task fastest has fewer cores than tasks, so the plan spreads
+    (fastest,) = {t["fastest_class"] for t in tasks}
+    assert classes[fastest]["cores"] < len(tasks)
+    displaced = [t for t in tasks if t["node_class"] != fastest]
+    assert displaced and len(displaced) < len(tasks)
+    for task in tasks:
+        if task["node_class"] == fastest:
+            assert task["why"] == f"{fastest} is its fastest class"
+        else:
+            match = re.fullmatch(
+                rf"{fastest} \(fastest\) busy until t=(\d+) s: done here at t=(\d+) s, there at "
+                r"t=(\d+) s",
+                task["why"],
+            )
+            assert match, task["why"]
+            busy_until, here, there = map(int, match.groups())
+            assert here == round(task["finish_s"]) and here <= there and busy_until > 0
+    # each task pinned by the features of its class's nodes, which no other node has all of
+    sample = json.loads(sample_file("cluster.json").read_text())
+    features = {n["name"]: set(n["features"]) for n in sample["nodes"]}
+    for task in tasks:
+        wanted = set(task["constraint"].split("&"))
+        (partition,) = [p for p in sample["partitions"] if p["name"] == task["partition"]]
+        holders = {n for n in partition["nodes"] if wanted <= features[n]}
+        assert holders == {task["node_class"]}, task
+    assert f"--constraint={tasks[0]['constraint']}" in plan["submit_lines"][0]
+
+
 def test_every_part_is_there_with_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     db = tmp_path / "demo.db"
@@ -86,6 +123,7 @@ def test_text_has_five_parts_and_says_how_to_get_plots_without_matplotlib(
     for part in range(1, 6):
         assert f"\n{part}. " in "\n" + out
     assert "sbatch -p fast,legacy --time=" in out
+    assert " why" in out and "(fastest) busy until t=" in out and "--constraint=" in out
     assert "pip install" in out and ".png" not in out
     assert out.rstrip().splitlines()[-3:][0].startswith("  advisor --db demo.db")
 

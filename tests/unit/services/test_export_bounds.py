@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice.snapshot import load_snapshot
 from advisor.errors import AdvisorError, InputError
 from advisor.history.cache import save_key_states
 from advisor.history.keys import HistoryKey
@@ -24,7 +25,6 @@ from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
-from advisor.wrapper.snapshot import load_snapshot
 
 
 def colliding(number: int, length: int = 1000) -> str:

@@ -10,6 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from advisor.advice.limits import PartitionLimit, decide
+from advisor.advice.tag import Tag, format_tag, parse_tag
 from advisor.errors import InputError
 from advisor.guard_schedule import LEAD_S
 from advisor.services.guard import Guard, due_limit, run_guard, watched_job, write_export_heartbeat
@@ -19,8 +21,6 @@ from advisor.store.advice import Advice, guarded_requests, record_advice
 from advisor.store.connection import Store
 from advisor.store.guard import Heartbeat, guard_alive, heartbeat_age, write_heartbeat
 from advisor.validate import schema
-from advisor.wrapper.advise import PartitionLimit, decide
-from advisor.wrapper.tag import Tag, format_tag, parse_tag
 from tests.helpers.paths import TEST_DATA
 
 SLURM = TEST_DATA / "slurm"

@@ -21,6 +21,7 @@ import pytest
 
 from advisor.accounting.ingest import Ingestor
 from advisor.accounting.retention import prune
+from advisor.advice.snapshot import load_snapshot
 from advisor.cli import main
 from advisor.errors import AdvisorError, CacheError, InputError
 from advisor.history.lookup import history_limit
@@ -31,7 +32,6 @@ from advisor.store.advice import Advice, record_advice
 from advisor.store.connection import Store
 from advisor.store.task_models import load_user_models
 from advisor.validate import validate
-from advisor.wrapper.snapshot import load_snapshot
 from tests.helpers.caches import NODES, PARTITIONS, train
 from tests.helpers.jobs import finished
 

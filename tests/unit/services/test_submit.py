@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice.snapshot import load_snapshot
 from advisor.cli import main
 from advisor.errors import SlurmCommandError
 from advisor.planner.planning import PlanRequest
@@ -22,7 +23,6 @@ from advisor.store.connection import Store
 from advisor.store.node_classes import save_node_classes
 from advisor.store.workflows import load_run
 from advisor.validate import validate
-from advisor.wrapper.snapshot import load_snapshot
 from tests.helpers.caches import NODES, PARTITIONS, train
 from tests.helpers.planner import DATA, FORKJOIN, WORKS, FakeSbatch, record, submitted_run
 

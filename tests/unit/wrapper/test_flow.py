@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice.forecast import Forecast
+from advisor.advice.snapshot import Snapshot
 from advisor.errors import CacheError
 from advisor.slurm.records import Partition, StartEstimate
 from advisor.slurm.runner import CommandResult
 from advisor.store.advice import Advice
 from advisor.validate import validate
 from advisor.wrapper.command import main
-from advisor.wrapper.predictor import Forecast
-from advisor.wrapper.snapshot import Snapshot
 from advisor.wrapper.submit import SideEffects
 
 SCRIPT = "#!/bin/sh\n#SBATCH --job-name=align\n#SBATCH --comment='my note'\nsleep 1\n"

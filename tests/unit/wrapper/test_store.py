@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from advisor.accounting.sacct_file import dump_format
+from advisor.advice.snapshot import load_snapshot
 from advisor.errors import CacheError
 from advisor.services.export import UserLimits, export_document, write_atomically, write_export
+from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.runner import AmbiguousSubmitError, CommandResult, RetryPolicy, run_subprocess
 from advisor.store.advice import Advice
 from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
 from advisor.wrapper import effects
-from advisor.wrapper.snapshot import load_snapshot
 from tests.helpers.caches import NODES, PARTITIONS, train
 
 
@@ -105,11 +107,28 @@ def test_atomic_write_replaces_and_leaves_no_temporary_on_failure(tmp_path: Path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
 
 
-def test_cluster_name_comes_from_slurm_conf(tmp_path: Path) -> None:
+def test_cluster_name_comes_from_slurm_conf(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     conf = tmp_path / "slurm.conf"
     conf.write_text("# c\nSlurmctldHost=vm\n ClusterName = Advisor\n")
-    assert effects.cluster_name(str(conf)) == "advisor"
-    assert effects.cluster_name(str(tmp_path / "none")) is None
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    assert effects.real().cluster() == "advisor"
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "none"))
+    assert effects.real().cluster() is None
+
+
+def test_advice_and_accounting_read_one_cluster_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Advice rows and accounting rows are joined on (cluster, job id): one reading of slurm.conf.
+
+    With two ClusterName lines the last one wins, and a comment is no part of the name.
+    """
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=alpha\nSlurmctldHost=vm\nClusterName=Beta#renamed in 2026\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    assert effects.real().cluster() == local_cluster_name() == dump_format().cluster == "beta"
 
 
 def _scripted(results: list[CommandResult], calls: list[Sequence[str]]):  # type: ignore[no-untyped-def]

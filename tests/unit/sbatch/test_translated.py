@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from advisor.errors import InputError
-from advisor.wrapper.xlate import resource_times, translate_directives
+from advisor.sbatch.translated import resource_times, translate_directives
 from tests.helpers.sbatch_oracle import PROBE, fields, minutes, wrapper_reads
 
 #: Cases sbatch refuses for a reason the wrapper does not model: the job fails either way.

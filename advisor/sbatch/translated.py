@@ -4,7 +4,7 @@ After the ``#SBATCH`` lines, sbatch 22.05 scans the script for ``#BSUB`` lines, 
 ``#PBS`` lines (one kind only: with any ``#BSUB`` line, every ``#PBS`` line is ignored), parses
 their words with getopt_long against LSF's or PBS's own options and sets the sbatch options they
 map to.  So they override ``#SBATCH`` lines, and ``SBATCH_*`` variables and the command line
-override them (advisor.wrapper.argv).  Unlike ``#SBATCH``, the scan does not stop at the
+override them (advisor.sbatch.request).  Unlike ``#SBATCH``, the scan does not stop at the
 first command: it reads up to the 101st line that does not start with ``#`` (blank lines count).
 ``--ignore-pbs`` (abbreviated too, or in an ``#SBATCH`` line) and ``SBATCH_IGNORE_PBS`` (any
 value, even empty) turn it off.  A word getopt cannot take (an unknown option, a missing value,
@@ -31,7 +31,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 from advisor.lite import NamedTuple
-from advisor.wrapper.argv import AmbiguousOption, Arg, Option, directive_words, resolve_long
+from advisor.sbatch.argv import Option
+from advisor.sbatch.options import AmbiguousOption, Arg, resolve_long
+from advisor.sbatch.script import directive_words
 
 #: Lines read before sbatch stops looking: it breaks at the 101st line not starting with '#'.
 MAX_COMMANDS = 100

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from advisor.advice.forecast import ModelPredictor
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.loading import load_models, load_node_context
 from advisor.models.predict import LOTARU_METHODS
@@ -15,10 +16,9 @@ from advisor.slurm.records import Partition
 from advisor.store.cluster import load_partitions
 from advisor.store.connection import Store
 from advisor.store.guard import guard_alive
-from advisor.wrapper.predictor import ModelPredictor
 
 if TYPE_CHECKING:
-    from advisor.wrapper.predictor import Predictor
+    from advisor.advice.forecast import Predictor
 
 
 class Snapshot(NamedTuple):

@@ -6,22 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from advisor.advice.settings import parse_command_line
 from advisor.errors import UsageError
-from advisor.wrapper.argv import (
-    FLAGS,
-    LONG_OPTIONS,
-    PREFIX,
-    SHORT_OPTIONS,
-    VALUED,
-    Arg,
-    Option,
-    job_request,
-    parse_command_line,
-    parse_options,
-    read_directives,
-    resolve_long,
-    task_name,
-)
+from advisor.sbatch.argv import FLAGS, PREFIX, VALUED, Option, parse_options
+from advisor.sbatch.options import LONG_OPTIONS, SHORT_OPTIONS, Arg, resolve_long
+from advisor.sbatch.request import job_request, task_name
+from advisor.sbatch.script import read_directives
 
 NASTY = [
     "a b",

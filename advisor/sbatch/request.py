@@ -1,0 +1,122 @@
+"""Precedence (sbatch(1)): what the job asks for, and the task it is known by.
+
+Options on the command line override ``SBATCH_*`` environment variables, which override the
+``#BSUB`` or ``#PBS`` lines sbatch translates (advisor.sbatch.translated), which override
+``#SBATCH`` lines in the script (advisor.sbatch.script); among options of one origin the last
+one wins.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from advisor.lite import NamedTuple
+from advisor.sbatch.argv import Option
+from advisor.taskkey import task_key
+
+#: The input environment variables of sbatch 22.05 that concern the advisor (sbatch(1)).
+ENVIRONMENT = {
+    "time": "SBATCH_TIMELIMIT",
+    "partition": "SBATCH_PARTITION",
+    "job-name": "SBATCH_JOB_NAME",
+}
+
+
+class Setting(NamedTuple):
+    """A value and where it came from.
+
+    The origin is 'command line', the variable's name, '#PBS' or '#BSUB' (the directives
+    sbatch translates), or 'script' (``#SBATCH``).
+    """
+
+    value: str
+    origin: str
+
+
+class JobRequest(NamedTuple):
+    """The settings the advisor reads; None when the job does not set them."""
+
+    partition: Setting | None = None
+    time: Setting | None = None
+    time_min: Setting | None = None
+    job_name: Setting | None = None
+    comment: Setting | None = None
+    wrap: bool = False
+
+    @property
+    def partitions(self) -> tuple[str, ...]:
+        """The candidate partitions (``-p a,b``); empty means the default partition."""
+        if self.partition is None:
+            return ()
+        return tuple(dict.fromkeys(p.strip() for p in self.partition.value.split(",") if p.strip()))
+
+
+def _last(options: Sequence[Option], name: str) -> str | None:
+    value = None
+    for option in options:
+        if option.name == name:
+            value = option.value if option.value is not None else ""
+    return value
+
+
+def _setting(
+    name: str,
+    command_line: Sequence[Option],
+    env: Mapping[str, str],
+    script: Sequence[Option],
+    translated: tuple[str, Sequence[Option]] | None,
+) -> Setting | None:
+    value = _last(command_line, name)
+    if value is not None:
+        return Setting(value, "command line")
+    variable = ENVIRONMENT.get(name)
+    if variable and variable in env:
+        return Setting(env[variable], variable)
+    if translated is not None:
+        value = _last(translated[1], name)
+        if value is not None:
+            return Setting(value, translated[0])
+    value = _last(script, name)
+    if value is not None:
+        return Setting(value, "script")
+    return None
+
+
+def job_request(
+    command_line: Sequence[Option],
+    env: Mapping[str, str],
+    script: Sequence[Option] = (),
+    translated: tuple[str, Sequence[Option]] | None = None,
+) -> JobRequest:
+    """Merge the origins with sbatch's precedence; translated: ('#PBS', its options) or None."""
+
+    def setting(name: str) -> Setting | None:
+        return _setting(name, command_line, env, script, translated)
+
+    return JobRequest(
+        partition=setting("partition"),
+        time=setting("time"),
+        time_min=setting("time-min"),
+        job_name=setting("job-name"),
+        comment=setting("comment"),
+        wrap=_last(command_line, "wrap") is not None,
+    )
+
+
+def task_name(explicit: str | None, request: JobRequest, script: str | None) -> str | None:
+    """``--advisor-task``, else the job name's task key, else what sbatch names the job: the script's name.
+
+    The task key (advisor.taskkey) is a Nextflow job's process or a Snakemake job's rule (from
+    its comment), as accounting and the Lua plugin know the job; any other name as it is.
+    """
+    if explicit:
+        return explicit
+    if request.job_name is not None and request.job_name.value:
+        comment = request.comment.value if request.comment is not None else None
+        return task_key(request.job_name.value, comment)
+    if request.wrap:
+        return "wrap"
+    if script:
+        return os.path.basename(script.rstrip("/"))
+    return None
