@@ -272,7 +272,9 @@ def _not_the_cache(dir_fd: int, name: str, cache: str | None, option: str, shown
             raise InputError(f"{option} {shown} is the cache itself", hint="name a path beside it")
 
 
-def write_file(path: str | os.PathLike[str], data: bytes, *, mode: int) -> Path:
+def write_file(
+    path: str | os.PathLike[str], data: bytes, *, mode: int, group: int | None = None
+) -> Path:
     """Write data to path atomically through its directory, opened once (no checks).
 
     For files whose place was chosen by the administrator's own configuration (the guard's
@@ -285,5 +287,5 @@ def write_file(path: str | os.PathLike[str], data: bytes, *, mode: int) -> Path:
     except OSError as error:
         raise AdvisorError(f"cannot write {target}: {error.strerror}") from None
     with Target(dir_fd, target.name, str(target)) as opened:
-        opened.write(data, mode=mode)
+        opened.write(data, mode=mode, group=group)
     return target

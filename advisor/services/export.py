@@ -17,7 +17,8 @@ read it: mode 0640, group slurmctld's (``SlurmUser``'s group in slurm.conf, or `
 ``sacct`` shows a user no other user's jobs at a site with ``PrivateData=jobs``.  Nor are users'
 job names in it: the keys of ``users[NAME].tasks`` are digests of (user, name) under a secret
 key kept beside it (``<export>.key``, the same mode; store/names.py), which the plugin reads to
-compute them from the job: a guess of a name cannot be tested offline.  And it is bounded, because slurmctld decodes it under its locks (Lua
+compute them from the job: a guess of a name cannot be tested offline.  And it is bounded,
+because slurmctld decodes it under its locks (Lua
 5.1 hashes only some bytes of a long string: 50,000 long job names that differ elsewhere took
 cjson.decode 28.9 s): no name over Slurm's 1024-byte limit (no job can have it), at most
 USER_NAMES names per user (the most used), and at most EXPORT_BYTES in all (fewer names per
@@ -27,7 +28,6 @@ and renamed into place, so slurmctld never reads half a file.
 
 from __future__ import annotations
 
-import contextlib
 import grp
 import json
 import os
@@ -256,19 +256,16 @@ def write_atomically(path: str | os.PathLike[str], text: str, *, mode: int | Non
     rewrite (the guard's heartbeat) keeps the export as private as ``advisor export`` made it.
     """
     target = Path(path)
-    keep: tuple[int, int] | None = None
+    group = None
     if mode is None:
         try:
             info = os.stat(target)
-            keep = (stat.S_IMODE(info.st_mode), info.st_gid)
+            mode = stat.S_IMODE(info.st_mode)
+            if os.geteuid() == 0 or info.st_gid in os.getgroups():  # one the writer may give
+                group = info.st_gid
         except OSError:
-            keep = None
-    data = text.encode("utf-8")
-    written = write_file(target, data, mode=keep[0] if keep else (mode or FILE_MODE))
-    if keep is not None:
-        with contextlib.suppress(OSError):  # the writer may not be in that group
-            os.chown(written, -1, keep[1])
-    return written
+            mode = FILE_MODE
+    return write_file(target, text.encode("utf-8"), mode=mode, group=group)
 
 
 def write_export(

@@ -211,3 +211,18 @@ def test_an_unexpected_failure_while_sbatch_runs_is_reported_not_repeated() -> N
 def test_an_infinite_timeout_waits_for_the_command() -> None:
     got = run_subprocess([sys.executable, "-c", "print('done')"], float("inf"))
     assert (got.returncode, got.stdout) == (0, "done\n")
+
+
+def test_a_rewrite_keeps_the_exports_mode_and_group(tmp_path: Path) -> None:
+    """The guard rewrites the export for its heartbeat: it stays as private as export made it
+    (issue 31 N4: 0640, slurmctld's group), with no moment of another mode or group."""
+    target = tmp_path / "limits.json"
+    target.write_text("{}")
+    target.chmod(0o640)
+    group = 1 if os.geteuid() == 0 else os.getegid()
+    os.chown(target, -1, group)
+    write_atomically(target, "new")
+    info = target.stat()
+    assert (stat.S_IMODE(info.st_mode), info.st_gid, target.read_text()) == (0o640, group, "new")
+    write_atomically(tmp_path / "fresh.json", "x")
+    assert stat.S_IMODE((tmp_path / "fresh.json").stat().st_mode) == 0o640
