@@ -25,7 +25,7 @@ from advisor.services.update import update_from_sacct
 from advisor.slurm.backend import CliBackend
 from advisor.store import Store
 from advisor.store.accounting import get_watermark
-from tests.helpers.cluster import final_in_sacct, job_id, sh
+from tests.helpers.cluster import final_in_sacct, sh
 
 TASK = f"win-{secrets.token_hex(3)}"
 
@@ -43,7 +43,7 @@ def batches(slurm_cluster: None) -> dict[str, Any]:
             done = sh("sbatch", "--parsable", "-J", TASK, "--output=/dev/null", "-t", "1",
                       "--wrap", "sleep 1")  # fmt: skip
             assert done.returncode == 0, done.stderr
-            jobs.append(job_id(done.stdout))
+            jobs.append(int(done.stdout.strip().split(";")[0]))
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and not final_in_sacct(jobs):
         time.sleep(2)
