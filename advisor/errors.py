@@ -1,4 +1,4 @@
-"""Typed errors; the CLI maps them to exit codes in one place (cli.main).
+"""Typed errors; the CLI maps them to exit codes in one place (advisor.cli.app.run).
 
 Exit codes: 0 ok, 1 operational error (Slurm or the cache failed), 2 bad usage or bad input.
 """

@@ -24,14 +24,27 @@ if TYPE_CHECKING:
     __all__ = ["TYPE_CHECKING", "NamedTuple", "json_loads"]
 else:
     import sys
-    from _collections import _tuplegetter
+
+    try:
+        from _collections import _tuplegetter
+    except ImportError:  # not CPython, or a CPython without it: what namedtuple falls back to
+        from operator import itemgetter as _itemgetter
+
+        def _tuplegetter(index, doc):
+            return property(_itemgetter(index), doc=doc)
 
     def json_loads(text):
-        """``json.loads(text)`` for str; json itself loads only to word an error."""
+        """``json.loads(text)`` for str; json itself loads only to word an error.
+
+        Anything the C scanner raises goes to json.loads, which raises what json would: the
+        scanner words an error with ``json.decoder.JSONDecodeError``, which 3.11's ``_json``
+        looks up in sys.modules only, so before json.decoder is imported it returns NULL
+        without an exception (SystemError) instead.
+        """
         if isinstance(text, str) and _scan is not None:
             try:
                 found, end = _scan(text, 0)
-            except StopIteration:
+            except Exception:  # noqa: S110 (json.loads below raises the real error)
                 pass
             else:
                 if end == len(text):
@@ -126,14 +139,20 @@ else:
 
     def _new(typename, fields, defaults):
         """collections.namedtuple's ``__new__``, from a template when there is one."""
-        if len(fields) >= len(_NEW):
+        if len(fields) < len(_NEW):
+            try:
+                code = _NEW[len(fields)].__code__.replace(
+                    co_varnames=("_cls", *fields), co_name="__new__",
+                    co_qualname=f"{typename}.__new__",
+                )  # fmt: skip
+            except (TypeError, ValueError):  # an interpreter whose code objects refuse it
+                code = None
+        else:
+            code = None
+        if code is None:
             import collections
 
             return collections.namedtuple(typename, fields, defaults=defaults).__new__
-        template = _NEW[len(fields)].__code__
-        code = template.replace(
-            co_varnames=("_cls", *fields), co_name="__new__", co_qualname=f"{typename}.__new__"
-        )
         new = type(_new)(code, {"_tuple_new": _tuple_new}, "__new__", tuple(defaults) or None)
         new.__doc__ = f"Create new instance of {typename}({_arg_list(fields)})"
         return new
@@ -213,7 +232,30 @@ else:
         {"__new__", "__init__", "__slots__", "__getnewargs__", "_fields", "_field_defaults",
          "_make", "_replace", "_asdict", "_source"}
     )  # fmt: skip
-    _SPECIAL = frozenset({"__module__", "__name__", "__annotations__", "__qualname__"})
+    _SPECIAL = frozenset(
+        {"__module__", "__name__", "__annotations__", "__qualname__", "__annotate__",
+         "__annotate_func__", "__annotations_cache__"}
+    )  # fmt: skip
+
+    def _annotations(namespace):
+        """A class body's annotations, by name, in order.
+
+        With ``from __future__ import annotations`` (every module of advisor that uses this:
+        tests/unit/core/test_lite.py checks it) they are the body's ``__annotations__``.  Without
+        it, Python 3.14 (PEP 649/749) leaves an ``__annotate__`` function instead; it is called
+        as typing.NamedTuple calls it (forward references allowed), so a record never silently
+        loses its fields.
+        """
+        if "__annotations__" in namespace:
+            return namespace["__annotations__"]
+        annotate = namespace.get("__annotate__") or namespace.get("__annotate_func__")
+        if annotate is None:
+            return {}
+        try:
+            import annotationlib
+        except ImportError:  # before 3.14 only a hand-made body has one: call it plainly
+            return annotate(1)
+        return annotationlib.call_annotate_function(annotate, annotationlib.Format.FORWARDREF)
 
     class _NamedTupleMeta(type):
         def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, object]):
@@ -221,13 +263,14 @@ else:
                 return super().__new__(mcs, name, bases, namespace)
             if bases != (NamedTuple,):
                 raise TypeError(f"{name}: a NamedTuple can only derive from NamedTuple")
-            fields = list(namespace.get("__annotations__", {}))
+            annotations = _annotations(namespace)
+            fields = list(annotations)
             defaults = [namespace[field] for field in fields if field in namespace]
             if fields[len(fields) - len(defaults) :] != [f for f in fields if f in namespace]:
                 raise TypeError(f"{name}: a field without a default follows one with a default")
             body = {
                 "__qualname__": str(namespace.get("__qualname__", name)),
-                "__annotations__": dict(namespace.get("__annotations__", {})),
+                "__annotations__": dict(annotations),
             }
             for key, value in namespace.items():
                 if key in _PROHIBITED:

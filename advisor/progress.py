@@ -14,9 +14,16 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import TextIO, TypeVar
 
 T = TypeVar("T")
+
+#: What long work reports to as it goes: (done, total), total None while unknown.  A
+#: ProgressBar is one; tests pass a list's append wrapped in a lambda, or nothing.
+Progress = Callable[[int, int | None], None]
+#: Where a use case gets a labelled Progress for each phase (the CLI passes ProgressBar).
+Bars = Callable[[str], AbstractContextManager[Progress | None]]
 
 #: Environment variable: 0 turns the bar off, 1 forces it on, unset follows the terminal.
 ENV = "ADVISOR_PROGRESS"
@@ -45,8 +52,8 @@ def wanted(stream: TextIO) -> bool:
         return False
 
 
-class Progress:
-    """``label [#####.....] done/total note`` redrawn in place; callable as ``(done, total)``."""
+class ProgressBar:
+    """``label [#####.....] done/total note`` redrawn in place; a Progress (``(done, total)``)."""
 
     def __init__(
         self,
@@ -94,7 +101,7 @@ class Progress:
             self._draw(now)
 
     def __call__(self, done: int, total: int | None = None) -> None:
-        """Same as update: a Progress fits any ``(done, total)`` callback."""
+        """Same as update: what makes a ProgressBar a Progress."""
         self.update(done, total)
 
     def advance(self, step: int = 1, note: str | None = None) -> None:
@@ -113,7 +120,7 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> ProgressBar:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -126,7 +133,7 @@ def track(
     """The items, one by one, with a bar (total: len(items) when it has one)."""
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]
-    with Progress(label, total, stream=stream) as bar:
+    with ProgressBar(label, total, stream=stream) as bar:
         for item in items:
             yield item
             bar.advance()

@@ -1,10 +1,10 @@
-"""Turning command results into text: tables (tabulate), JSON or CSV.  Pure: returns strings.
+"""Turning command results into text: tables (tabulate), JSON, CSV or sacct's parsable lines.
 
-Cells hold what users wrote (job names, tags, comments): in tables and CSV every character
-that is not printable is escaped (advisor.text.printable), so a name cannot move the cursor,
-clear the screen, set the title or write the clipboard of whoever reads the report; and a CSV
-cell that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``) starts with ``'``.
-JSON escapes control characters itself.
+Pure: returns strings.  Cells hold what users wrote (job names, tags, comments): in tables, CSV
+and parsable lines every character that is not printable is escaped (advisor.text.printable), so
+a name cannot move the cursor, clear the screen, set the title or write the clipboard of whoever
+reads the report; and a CSV cell that a spreadsheet would run as a formula (``=``, ``+``, ``-``,
+``@``) starts with ``'``.  JSON escapes control characters itself.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from advisor.errors import UsageError
 from advisor.text import printable
 
 #: Formats rendered without tabulate; every tabulate format is accepted too.
-BUILTIN_FORMATS: tuple[str, ...] = ("table", "json", "csv")
+BUILTIN_FORMATS: tuple[str, ...] = ("table", "json", "csv", "parsable")
+#: --format parsable: sacct --parsable2's field separator.
+PARSABLE_SEPARATOR = "|"
 
 
 def formats() -> tuple[str, ...]:
@@ -36,12 +38,6 @@ def check_format(fmt: str) -> None:
     """Refuse an unknown --format before any work is done."""
     if fmt not in BUILTIN_FORMATS and fmt not in formats():
         raise UsageError(f"unknown --format {fmt!r}", hint=f"choose one of: {', '.join(formats())}")
-
-
-def __getattr__(name: str) -> Any:
-    if name == "FORMATS":  # kept for callers that list the choices
-        return formats()
-    raise AttributeError(name)
 
 
 @dataclass(frozen=True)
@@ -104,10 +100,40 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+def _parsable_field(value: Any) -> str:
+    r"""One field of a parsable line: ``\`` as ``\\``, ``|`` as ``\|``, line breaks as ``\n``.
+
+    sacct prints a '|' inside a field as it is, and a reader then splits one field in two (and a
+    line break in a job name, one row in two); here a row is one line, and its fields split at
+    every '|' that no backslash precedes.
+    """
+    text = str(_cell(value))
+    if text.isprintable() and PARSABLE_SEPARATOR not in text and "\\" not in text:
+        return text
+    text = text.replace("\\", "\\\\").replace(PARSABLE_SEPARATOR, "\\" + PARSABLE_SEPARATOR)
+    return printable(text)
+
+
+def _parsable(result: Result) -> str:
+    """Every table as a header line and one line per row, fields split by '|'; no notes."""
+    blocks = []
+    for table in result.tables:
+        header = table.header()
+        lines = [PARSABLE_SEPARATOR.join(header)]
+        lines += [
+            PARSABLE_SEPARATOR.join(_parsable_field(row.get(column)) for column in header)
+            for row in table.rows
+        ]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 def render(result: Result, fmt: str = "table") -> str:
-    """Text for the chosen format (json ignores the tables; csv ignores the notes)."""
+    """Text for the chosen format (json ignores the tables; csv and parsable ignore the notes)."""
     if fmt == "json":
         return json.dumps(result.data, indent=2, default=_json_default, allow_nan=False)
+    if fmt == "parsable":
+        return _parsable(result)
     if fmt == "csv":
         out = io.StringIO()
         for index, table in enumerate(result.tables):

@@ -157,7 +157,12 @@ def parse_mark(value: str | None) -> Mark | None:
         doc = json.loads(value or "")
         inode, offset = int(doc["inode"]), int(doc["offset"])
         if "head_digest" in doc:
-            return Mark(inode, offset, str(doc["head_digest"]), int(doc["head_len"]))
+            return Mark(
+                inode=inode,
+                offset=offset,
+                head=str(doc["head_digest"]),
+                head_len=int(doc["head_len"]),
+            )
         return Mark(inode, offset, str(doc.get("head", "")), hashed=False)
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
         return None

@@ -1,6 +1,7 @@
 """What one user's job names cost slurm/job_submit.lua: an older version against this one.
 
-Run: ``.venv/bin/python benchmarks/bench_plugin.py [--before f8a52fd] [--names 20000 50000]``.
+Run: ``.venv/bin/python benchmarks/bench_plugin.py [--before f8a52fd] [--names 20000 50000]``
+(``--before 3bc35c2``: the version before issue 31, for the 3 MiB partition list of its N3).
 
 Lua 5.1 hashes at most 32 bytes of a string (one in every len/32 + 1, from the end), so long
 names that differ only in the other bytes all share one hash: interning each one compares it
@@ -57,10 +58,23 @@ cache, names, out = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
 with Store.open(cache) as store:
     save_cluster(store, [Partition("cpu", ("c1",), 86400, 1800, True, "UP")],
                  [Node("c1", 2, 4000, (), ("cpu",), "IDLE")])
-    states = {HistoryKey("user+name", "mallory", n, ""): KeyState(((600.0, False),) * 10, 1.0, 10, 0)
+    runs = ((600.0, False),) * 10
+    states = {HistoryKey("user+name", "mallory", n, ""): KeyState(runs=runs, completed=10)
               for n in names}
-    states[HistoryKey("user+partition", "mallory", "", "cpu")] = KeyState(((600.0, False),) * 10, 1.0, 10, 0)
+    states[HistoryKey("user+partition", "mallory", "", "cpu")] = KeyState(runs=runs, completed=10)
     save_key_states(store, states)
+    try:  # since issue 30 a partition exports limits once its kill budget has earned some
+        import math
+        from advisor.history.budget import KillBudget
+        from advisor.history.cache import save_budgets, save_cells
+        from advisor.history.cells import BELOW, ScoreCell, key_cell
+        from advisor.history.keys import KINDS
+    except ImportError:
+        pass
+    else:
+        save_budgets(store, {"cpu": KillBudget(0.01, math.log(1000.0), 20.0, 5000)})
+        calm = ScoreCell.of(tuple([BELOW] * 1000 + [-2.0] * 1000))
+        save_cells(store, {key_cell("cpu", kind): calm for kind in KINDS})
 with Store.open(cache, readonly=True) as store:
     doc = export_from_cache(store, quantile=0.95, margin=0.1, generated_at="now")
 open(out, "w").write(json.dumps(doc, sort_keys=True))
@@ -86,10 +100,12 @@ function slurm.log_user(fmt, ...) local _ = string.format(fmt, ...) end
 function slurm.log_error(fmt, ...) end
 dofile(arg[1])
 local name = arg[2] == "long" and string.rep("\195\169", 2 * 1024 * 1024) or "short-name"
+-- "plist": the 3 MiB partition list of issue 31, N3 (786,432 times cpu)
+local partition = arg[2] == "plist" and string.rep("cpu,", 786432):sub(1, -2) or "cpu"
 local parts = { cpu = { flag_default = 1, max_time = 1440 } }
 local function job()
   local fields = { name = name, user_name = "mallory", time_limit = slurm.NO_VAL,
-                   time_min = slurm.NO_VAL, partition = "cpu" }
+                   time_min = slurm.NO_VAL, partition = partition }
   return setmetatable({}, { __index = fields, __newindex = fields })  -- like slurmctld's userdata
 end
 slurm_job_submit(job(), parts, 1000)  -- parse the limits file once
@@ -268,8 +284,10 @@ def main() -> None:
             )
             short = lua(work / "submit.lua", plugin, "short", 20)
             long = lua(work / "submit.lua", plugin, "long", 20)
+            plist = lua(work / "submit.lua", plugin, "plist", 5)
             print(
-                f"  {label:>6}: 10-byte name {short * 1e3:8.4f} ms, 4 MiB name {long * 1e3:10.4f} ms"
+                f"  {label:>6}: 10-byte name {short * 1e3:8.4f} ms, 4 MiB name {long * 1e3:10.4f} ms, "
+                f"3 MiB -p list {plist * 1e3:10.4f} ms"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -169,9 +169,16 @@ def _site(v: Version, tmp: Path) -> tuple[Path, Path]:
                 "comment, ingested_at) VALUES ('advisor', '7', 7, ?, 'nobody', 'acct', 'cpu', "
                 "'[]', 1, NULL, 60, 600, 'COMPLETED', 0, NULL, NULL, '2026-12-01T10:00:00', ?, "
                 "'2026-12-01T10:00:00')", (SECRETS[2], SECRETS[3]))  # fmt: skip
-    sql.execute("INSERT INTO history_keys VALUES ('user+name', 'nobody', ?, '', "
-                "'[[600.0, 0], [600.0, 0], [600.0, 0], [600.0, 0], [600.0, 0]]', 1, 5, 0, 'now')",
-                (SECRETS[2],))  # fmt: skip
+    runs = "[[600.0, 0], [600.0, 0], [600.0, 0], [600.0, 0], [600.0, 0]]"
+    columns = [row[1] for row in sql.execute("PRAGMA table_info(history_keys)")]
+    if "cap" in columns:  # the at-risk cap, until issue 30
+        sql.execute("INSERT INTO history_keys (kind, user, name, partition, runs, cap, completed, "
+                    "kills, updated_at) VALUES ('user+name', 'nobody', ?, '', ?, 1, 5, 0, 'now')",
+                    (SECRETS[2], runs))  # fmt: skip
+    else:
+        sql.execute("INSERT INTO history_keys (kind, user, name, partition, runs, completed, kills, "
+                    "updated_at) VALUES ('user+name', 'nobody', ?, '', ?, 5, 0, 'now')",
+                    (SECRETS[2], runs))  # fmt: skip
     sql.commit()
     sql.close()
     copy = tmp / ("copies" if v.copies_directory else "copy.db")

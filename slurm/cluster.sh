@@ -27,6 +27,9 @@ readonly LOCK_WAIT=${SLURM_ADV_LOCK_WAIT:-120} # seconds to wait for another clu
 
 readonly CLUSTER=advisor
 readonly ACCOUNT=research
+# Every user the tests submit jobs as: with AccountingStorageEnforce=associations a user
+# without an association is refused.
+readonly USERS=(root nobody daemon slurm)
 readonly NODES=(c1 c2 f1)
 # lua5.1 is what Debian's job_submit_lua.so links (22.05 and 24.11); lua5.4 runs the plugin's unit
 # tests too, as sites whose Slurm links Lua 5.4 run it.
@@ -508,15 +511,19 @@ ensure_associations() {
 			Description="slurm-advisor test account" Organization=advisor >/dev/null
 		added+=("account $ACCOUNT")
 	fi
-	if ! grep -Fx -- "$CLUSTER|$ACCOUNT|root" >/dev/null <<<"$assocs"; then
-		sacctmgr -i add user root Account="$ACCOUNT" Cluster="$CLUSTER" >/dev/null
-		added+=("user root in $ACCOUNT")
-	fi
-	out=$(sacctmgr -n -P show user root format=defaultaccount)
-	if [[ $out != "$ACCOUNT" ]]; then
-		sacctmgr -i modify user where name=root set DefaultAccount="$ACCOUNT" >/dev/null
-		added+=("root DefaultAccount=$ACCOUNT")
-	fi
+	local user
+	for user in "${USERS[@]}"; do
+		id -u -- "$user" >/dev/null 2>&1 || continue
+		if ! grep -Fx -- "$CLUSTER|$ACCOUNT|$user" >/dev/null <<<"$assocs"; then
+			sacctmgr -i add user "$user" Account="$ACCOUNT" Cluster="$CLUSTER" >/dev/null
+			added+=("user $user in $ACCOUNT")
+		fi
+		out=$(sacctmgr -n -P show user "$user" format=defaultaccount)
+		if [[ $out != "$ACCOUNT" ]]; then
+			sacctmgr -i modify user where name="$user" set DefaultAccount="$ACCOUNT" >/dev/null
+			added+=("$user DefaultAccount=$ACCOUNT")
+		fi
+	done
 	ASSOC_NOTE='nothing to add'
 	if ((${#added[@]})); then
 		ASSOC_NOTE="added $(printf '%s; ' "${added[@]}")"

@@ -38,8 +38,9 @@ bookworm) default_root=/work/deb12-root ;;
 esac
 readonly ROOT=${DEB_ROOT:-$default_root}
 readonly MIRROR=${DEB_MIRROR:-http://deb.debian.org/debian}
-readonly NETNS=advisor-$SUITE
-readonly SESSION=/run/advisor-$SUITE.session   # on the host: the PID of the session's PID 1
+# Named after the tree, so that two trees (DEB_ROOT) can each have a session at once.
+readonly NETNS=advisor-${ROOT##*/}
+readonly SESSION=/run/advisor-${ROOT##*/}.session   # on the host: the PID of the session's PID 1
 readonly WORK=/work/slurm-advisor             # the checkout's copy inside $ROOT
 readonly WHEELS=/var/cache/advisor-wheels     # inside $ROOT: every wheel, for offline pip
 # What a fresh Debian machine of this project has (python3, venv, git, procps...).

@@ -7,8 +7,19 @@ Nextflow job's process, a Snakemake job's rule: task_key), the job gets the advi
 appended to its comment (so accounting can match it), and one line for the user on stderr.
 Anything else - no file, an unreadable or corrupt file, an unknown name, a job with --time, any
 error at all - lets the job through unchanged: this plugin never rejects a job, and never makes
-one that slurmctld would refuse (a limit above MaxTime or below --time-min, a comment over
-Slurm's limit).
+one that slurmctld would refuse (a limit above MaxTime, the job's QoS or association MaxWall,
+or below --time-min, a comment over Slurm's limit).
+
+While `advisor guard` is alive (its heartbeat file, beside the export, is fresh) a user's own
+--time is lowered to the advice as well, and the plugin records what it did in the job's
+AdminComment (`advisor:lua,action=guarded,limit=L,...,req=R`): users cannot set that field,
+so it is the one record the guard trusts. R is the job's own --time and L the plugin's own
+advice, never what a tag in the comment claims; slurm_job_modify refuses a user's comment
+update that writes an `advisor:` tag (docs/guard.md).
+
+Every input a user controls is bounded before any work that grows with it: the name, the
+comment, the partition list, the QoS and the account (Slurm refuses each over 1024 bytes after
+this plugin has run, so the plugin must not pay for them first).
 
 The file tells each user's own limits, so `advisor export` writes it readable by slurmctld's
 group only (0640), and it holds no user's job names: users[user].tasks is keyed by
@@ -30,6 +41,8 @@ slurm/job_submit.lua (slurm/cluster.sh up); it must stay valid without a limits 
 -- Where `advisor export --out PATH` writes (readable by user slurm), and its key.
 local EXPORT_PATH = "/etc/slurm/advisor-limits.json"
 local KEY_PATH = EXPORT_PATH .. ".key"
+-- Where `advisor guard --export EXPORT_PATH` beats (advisor.services.guard.heartbeat_file).
+local GUARD_PATH = EXPORT_PATH:gsub("%.json$", "") .. ".guard.json"
 local PASSWD_PATH = "/etc/passwd"
 
 local have_json, cjson = pcall(require, "cjson")
@@ -42,12 +55,20 @@ local INFINITE = 4294967295
 -- strlen > 1024 is ESLURM_PATHNAME_TOO_LONG; 1024 bytes pass, checked on the test cluster).
 local NAME_MAX = 1024
 local COMMENT_MAX = 1024
+-- The same bound for the other strings read here (slurmctld refuses a longer partition list
+-- in _test_job_desc_fields, after the plugin; a QoS or account name is far shorter).
+local FIELD_MAX = 1024
+-- The heartbeat file holds three numbers; a bigger one is not the guard's.
+local GUARD_MAX_BYTES = 4096
+-- A uid not in /etc/passwd (LDAP users) reads the file again at most this often.
+local PASSWD_RETRY_S = 60
 -- `advisor export` writes at most 16 MiB; anything much bigger is not its file.
 local EXPORT_MAX_BYTES = 32 * 1024 * 1024
 local EXPORT_VERSION = 3
 
 local cache = { key = nil, raw = nil, doc = nil, name_key = nil }
 local users_by_uid = nil
+local passwd_read_at = nil
 
 -- BLAKE2s in plain Lua 5.1 arithmetic: the same digest as Python's hashlib.blake2s.
 local TWO32 = 4294967296
@@ -278,8 +299,9 @@ local function user_name(job_desc, uid)
 	if type(name) == "string" and name ~= "" then
 		return name
 	end
-	if users_by_uid == nil or users_by_uid[uid] == nil then
+	if users_by_uid == nil or (users_by_uid[uid] == nil and os.time() - passwd_read_at >= PASSWD_RETRY_S) then
 		users_by_uid = {}
+		passwd_read_at = os.time()
 		local text = read_all(PASSWD_PATH) or ""
 		for line in text:gmatch("[^\n]+") do
 			local login, id = line:match("^([^:]*):[^:]*:(%d+):")
@@ -307,6 +329,9 @@ local function partitions(job_desc, part_list)
 	local names = {}
 	local given = job_desc.partition
 	if type(given) == "string" and given ~= "" then
+		if #given > FIELD_MAX then
+			return {} -- slurmctld refuses the job after the plugin: no work for it here
+		end
 		for name in given:gmatch("[^,]+") do
 			names[#names + 1] = name
 		end
@@ -322,7 +347,8 @@ end
 
 -- The task a job is advised under, as advisor/taskkey.py (which says why) and the cache know it:
 -- a Nextflow job "nf-PROCESS_(tag)" is its process, a Snakemake job (the run's UUID as name,
--- "rule_RULE[_wildcards_...]" as comment) its rule, any other job its name.
+-- "rule_RULE[_wildcards_...]" as comment) its rule, a classic Snakemake job script
+-- ("snakejob.RULE.JOBID[.sh]", "RULE.JOBID.sh") its rule, any other job its name.
 local UUID = "^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$"
 local function task_key(name, comment)
 	if name:sub(1, 3) == "nf-" then
@@ -339,8 +365,12 @@ local function task_key(name, comment)
 		if rule ~= "" then
 			return rule
 		end
+		return name
 	end
-	return name
+	local rule = name:match("^snakejob%.([A-Za-z_][A-Za-z0-9_]*)%.%d+%.sh$")
+		or name:match("^snakejob%.([A-Za-z_][A-Za-z0-9_]*)%.%d+$")
+		or name:match("^([A-Za-z_][A-Za-z0-9_]*)%.%d+%.sh$")
+	return rule or name
 end
 
 local function encode(text)
@@ -367,18 +397,74 @@ local function own_entry(mine, user, name)
 	return table_at(own, name_key(user, name, cache.name_key))
 end
 
--- True while `advisor guard` is alive: its heartbeat in the export is at most fresh_s old.
--- Then a user's own --time may be lowered (policy guarded), as the guard raises it again, up
--- to the request, before the job reaches it (docs/guard.md).
-local function guard_alive(doc)
-	local guard = table_at(doc, "guard")
-	local beat = guard and tonumber(guard.heartbeat_epoch)
-	local fresh = guard and tonumber(guard.fresh_s)
+-- True while `advisor guard` is alive: its heartbeat file is at most fresh_s old. Then a user's
+-- own --time may be lowered (policy guarded), as the guard raises it again, up to the request,
+-- before the job reaches it (docs/guard.md). A small file of its own, read only for jobs that
+-- give a --time: the export is not rewritten (and decoded again) at every poll.
+local function guard_alive()
+	local handle = io.open(GUARD_PATH, "rb")
+	if not handle then
+		return false
+	end
+	local raw = handle:read(GUARD_MAX_BYTES + 1)
+	handle:close()
+	if not have_json or raw == nil or #raw > GUARD_MAX_BYTES then
+		return false
+	end
+	local ok, guard = pcall(cjson.decode, raw)
+	if not ok or type(guard) ~= "table" then
+		return false
+	end
+	local beat = tonumber(guard.heartbeat_epoch)
+	local fresh = tonumber(guard.fresh_s)
 	if not beat or not fresh then
 		return false
 	end
 	local age = os.time() - beat
 	return age <= fresh and age >= -fresh
+end
+
+-- The longest limit (minutes) Slurm lets the job have in one partition beside MaxTime: the
+-- MaxWall of its association, of its QoS (--qos, else the association's) and of the
+-- partition's QoS, as `advisor export` carries them (SiteLimits.job_bounds in advisor/slurm/records.py says why the
+-- smallest). Returns false when the job has no association Slurm would accept, nil when no
+-- bound applies.
+local function wall_bound(doc, user, job_desc, part_name)
+	local limits = table_at(doc, "limits")
+	if not limits or limits.known ~= true then
+		return nil
+	end
+	local mine = table_at(table_at(limits, "associations"), user)
+	local account = job_desc.account
+	if type(account) ~= "string" or account == "" then
+		account = mine and mine.default_account
+	end
+	local assoc = table_at(table_at(mine, "accounts"), account)
+	assoc = table_at(table_at(assoc, "partitions"), part_name) or assoc
+	if not assoc and limits.associations_required == true then
+		return false
+	end
+	local qos_name = job_desc.qos
+	if type(qos_name) ~= "string" or qos_name == "" then
+		qos_name = (assoc and assoc.qos) or limits.default_qos
+	end
+	local qos = table_at(limits, "qos")
+	local part = table_at(table_at(doc, "partitions"), part_name)
+	local bound = nil
+	local function lower(value)
+		value = tonumber(value)
+		if value and value == value and value >= 0 and (bound == nil or value < bound) then
+			bound = value
+		end
+	end
+	if assoc then
+		lower(assoc.max_wall_min)
+	end
+	lower(table_at(qos, qos_name) and qos[qos_name].max_wall_min)
+	if part and type(part.qos) == "string" then
+		lower(table_at(qos, part.qos) and qos[part.qos].max_wall_min)
+	end
+	return bound
 end
 
 -- What to set, or nil: { time_limit, time_min (or nil), comment (or nil), name, request (or nil) }.
@@ -391,15 +477,17 @@ local function advice(job_desc, part_list, submit_uid)
 		end
 	end
 	local name = job_name(job_desc)
-	if type(name) ~= "string" or name == "" or #name > NAME_MAX or longer(job_desc.comment, COMMENT_MAX) then
-		return nil -- slurmctld rejects a longer name or comment anyway
+	if type(name) ~= "string" or name == "" or #name > NAME_MAX or longer(job_desc.comment, COMMENT_MAX)
+		or longer(job_desc.partition, FIELD_MAX) or longer(job_desc.qos, FIELD_MAX)
+		or longer(job_desc.account, FIELD_MAX) then
+		return nil -- slurmctld rejects a longer name, comment or list anyway
 	end
 	name = task_key(name, job_desc.comment)
 	local doc = limits()
 	if not doc then
 		return nil
 	end
-	if request and not guard_alive(doc) then
+	if request and not guard_alive() then
 		return nil -- the user chose a limit, and no guard would save the job from a lower one
 	end
 	-- As `advisor sbatch` decides: the task model (the user's own refinement first), else the
@@ -425,7 +513,17 @@ local function advice(job_desc, part_list, submit_uid)
 		limit = math.ceil(limit)
 		local part = part_list and part_list[part_name]
 		local max_time = part and tonumber(part.max_time)
-		if max_time and max_time ~= NO_VAL and max_time ~= INFINITE then
+		if max_time == NO_VAL or max_time == INFINITE then
+			max_time = nil
+		end
+		local wall = wall_bound(doc, user, job_desc, part_name)
+		if wall == false then
+			return nil -- no association: slurmctld refuses the job, with its own message
+		end
+		if wall and (max_time == nil or wall < max_time) then
+			max_time = math.floor(wall)
+		end
+		if max_time then
 			if limit > max_time then
 				limit = max_time
 			end
@@ -451,30 +549,53 @@ local function advice(job_desc, part_list, submit_uid)
 	if request and request <= high then
 		return nil -- already within the advice
 	end
+	if request and cap and request > cap then
+		return nil -- a request over MaxTime or MaxWall: no guard may raise to it; Slurm decides
+	end
+	if high < 1 then
+		return nil -- a bound of 0 minutes: Slurm's own rules decide
+	end
 	-- The tag, unless the comment would then be longer than slurmctld accepts: the limit still
 	-- holds, accounting then sees the job without the advisor's tag.
-	local comment = string.format("advisor:lua,action=set,limit=%d,task=%s", high, encode(name))
+	local tag = string.format("advisor:lua,action=set,limit=%d,task=%s", high, encode(name))
+	local record = nil
 	if request then
-		comment = string.format("advisor:lua,action=guarded,limit=%d,task=%s,req=%d", high, encode(name), request)
+		tag = string.format("advisor:lua,action=guarded,limit=%d,task=%s,req=%d", high, encode(name), request)
+		-- The guard's record: in the AdminComment, which the job's owner cannot change.
+		record = tag
+		local admin = job_desc.admin_comment
+		if type(admin) == "string" and admin ~= "" then
+			record = admin .. " " .. tag
+		end
 	end
+	local comment = tag
 	local given = job_desc.comment
 	if type(given) == "string" and given ~= "" then
 		comment = given .. " " .. comment
 	end
 	if #comment > COMMENT_MAX then
-		if request then
-			return nil -- without its tag no guard would know the job: leave its own limit
-		end
-		comment = nil
+		comment = nil -- the limit holds; accounting sees the job without the advisor's tag
 	end
 	local time_min = nil
 	if low < high and job_desc.time_min == NO_VAL then
 		time_min = low
 	end
-	return { time_limit = high, time_min = time_min, comment = comment, name = name, request = request }
+	return { time_limit = high, time_min = time_min, comment = comment, name = name, request = request,
+		record = record }
+end
+
+-- Only this plugin writes an `advisor:` tag into AdminComment: whatever a submission brought
+-- there itself (slurmctld refuses AdminComment from non-administrators in scontrol update; a
+-- crafted submission RPC is not relied on to be refused as well) goes, except root's.
+local function without_foreign_record(job_desc, submit_uid)
+	local admin = job_desc.admin_comment
+	if submit_uid ~= 0 and type(admin) == "string" and admin:find("advisor:", 1, true) then
+		job_desc.admin_comment = ""
+	end
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
+	pcall(without_foreign_record, job_desc, submit_uid)
 	local ok, found = pcall(advice, job_desc, part_list, submit_uid)
 	local err
 	if not ok then
@@ -486,6 +607,9 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 			job_desc.time_limit = found.time_limit
 			if found.comment then
 				job_desc.comment = found.comment
+			end
+			if found.record then
+				job_desc.admin_comment = found.record
 			end
 			if found.time_min then
 				job_desc.time_min = found.time_min
@@ -503,7 +627,21 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 	return slurm.SUCCESS
 end
 
+-- A user may change their job's comment, but not write an `advisor:` tag into it: tags are what
+-- accounting matches a job to its advice by. Root (and the tag already there, unchanged) pass.
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+	local ok, refused = pcall(function()
+		local comment = job_desc.comment
+		if modify_uid == 0 or type(comment) ~= "string" or not comment:find("advisor:", 1, true) then
+			return false
+		end
+		local before = job_rec and job_rec.comment
+		return comment ~= before
+	end)
+	if ok and refused then
+		slurm.log_user("advisor: a comment holding 'advisor:' is the advisor's tag; only the advisor writes it")
+		return slurm.ESLURM_ACCESS_DENIED or slurm.ERROR
+	end
 	return slurm.SUCCESS
 end
 

@@ -34,15 +34,18 @@ from advisor.accounting.windows import HeldBack, WindowDone
 from advisor.history.book import HistoryBook
 from advisor.history.cache import (
     data_version,
+    load_budgets,
+    load_cells,
     load_key_states,
-    load_site,
+    save_budgets,
+    save_cells,
     save_key_states,
-    save_site,
 )
-from advisor.history.keys import HistoryKey, keys_for
+from advisor.history.cells import key_cell, request_cell
+from advisor.history.keys import KINDS, HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
 from advisor.models.online import OnlineUpdates
-from advisor.models.reference import ReferenceModel
+from advisor.models.task_model import Reference
 from advisor.slurm.records import JobRecord
 from advisor.store.accounting import JOB_COLUMNS, add_job_rows, job_row, stored_job_ids
 from advisor.store.advice import applied_limits
@@ -69,6 +72,7 @@ class Finished(NamedTuple):
     partition: str
     runtime_s: float
     state: str
+    timelimit_s: int | None
     advised: bool  # it ran under a limit the advisor set, as its tag says
     #: What the advisor's record of setting that limit must match (mapping.advice_claim), or
     #: None (not advised, or no record can be the job's).
@@ -94,6 +98,7 @@ def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
         job.partition,
         float(job.elapsed_s),
         job.state,
+        job.timelimit_s,
         advised,
         advice_claim(job, tag) if advised else None,
     )
@@ -171,11 +176,13 @@ def modelled_tasks(store: Store) -> dict[str, int]:
     teaches the model at that assumed size (the largest training input, the size its limit
     was predicted for); the stored observation keeps the size unknown.
     """
-    return {
-        row.task: int(ReferenceModel.from_params(row.params).x_max_bytes)
-        for row in load_task_models(store)
-        if row.method == "lotaru" and row.node_class == "*"
-    }
+    found = {}
+    for row in load_task_models(store):
+        if row.method == "lotaru" and row.node_class == "*":
+            reference = Reference.from_params(row.params)
+            if reference is not None:
+                found[row.task] = int(reference.x_max_bytes)
+    return found
 
 
 #: History key states kept from one batch to the next, at most (then the book starts afresh).
@@ -185,14 +192,19 @@ MAX_KEPT_STATES = 20_000
 class Ingestor:
     """Adds batches of final records to the cache (call ``add`` inside ``store.write()``)."""
 
-    def __init__(self, store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> None:
+    def __init__(
+        self, store: Store, *, config: PolicyConfig = DEFAULT_CONFIG, restate: bool = False
+    ) -> None:
+        """restate: set every partition's kill budget to config's (``update --kill-budget``)."""
         self.store = store
         self.config = config
+        self.restate = restate
         self.classes = node_classes(store)
         self.modelled = modelled_tasks(store)
         self.stats = IngestStats()
         self._book: HistoryBook | None = None
         self._loaded: set[HistoryKey] = set()  # keys whose stored state the book holds
+        self._cells: set[tuple[str, str]] = set()  # cells whose stored scores the book holds
         self._version = -1
         #: The online updates of the last batch, kept while what they read is what the cache
         #: holds (as the book: no other connection committed, the last batch was committed).
@@ -204,24 +216,33 @@ class Ingestor:
 
         What earlier batches read and learned is kept while it is what the cache holds: no
         other connection committed since (PRAGMA data_version), and the last batch was
-        committed (the stored site budget is the book's).
+        committed (the stored kill budgets are the book's).
         """
-        version, site = data_version(self.store), load_site(self.store)
+        version, budgets = data_version(self.store), load_budgets(self.store)
         book = self._book
-        self._kept = book is not None and version == self._version and book.site == site
+        self._kept = book is not None and version == self._version and book.budgets == budgets
         if (
             book is None
             or version != self._version
-            or book.site != site
+            or book.budgets != budgets
             or len(self._loaded) > MAX_KEPT_STATES
         ):
-            book = self._book = HistoryBook(site=site, config=self.config)
+            book = self._book = HistoryBook(
+                budgets=budgets, config=self.config, restate=self.restate
+            )
             self._loaded = set()
+            self._cells = set()
         self._version = version
         keys = {key for job in jobs for key in keys_for(job.user, job.name, job.partition)}
         keys -= self._loaded
         book.states.update(load_key_states(self.store, keys))
         self._loaded |= keys
+        cells = {key_cell(job.partition, kind) for job in jobs for kind in KINDS} | {
+            request_cell(job.partition, job.timelimit_s) for job in jobs if job.timelimit_s
+        }
+        cells -= self._cells
+        book.cells.update(load_cells(self.store, cells))
+        self._cells |= cells
         return book
 
     def _new(self, jobs: Sequence[Finished]) -> list[Finished]:
@@ -261,6 +282,7 @@ class Ingestor:
                 job.state,
                 job.advised,
                 recorded_advice(job.user, job.cluster, job.claim, applied),
+                job.timelimit_s,
             )
             for job in new
         )
@@ -275,8 +297,11 @@ class Ingestor:
             models.flush()
         states = book.states
         save_key_states(self.store, {key: states[key] for key in book.changed})
-        save_site(self.store, book.site)
+        save_cells(self.store, {cell: book.cells[cell] for cell in book.changed_cells})
+        save_budgets(self.store, {part: book.budgets[part] for part in book.changed_budgets})
         book.changed.clear()
+        book.changed_cells.clear()
+        book.changed_budgets.clear()
         self.stats.stored += len(new)
         return len(new)
 
@@ -310,3 +335,10 @@ _TASK = tuple(Observation.__dataclass_fields__).index("task")
 _INPUT = tuple(Observation.__dataclass_fields__).index("input_bytes")
 #: Records the online updates keep from one batch to the next, at most.
 MAX_KEPT_MODELS = 20_000
+
+
+def ingestor_for(store: Store, kill_budget: float | None) -> Ingestor:
+    """An ingestor that restates every partition's kill budget, when one is given."""
+    if kill_budget is None:
+        return Ingestor(store)
+    return Ingestor(store, config=DEFAULT_CONFIG._replace(budget=kill_budget), restate=True)

@@ -26,9 +26,9 @@ from typing import Any, BinaryIO, Protocol, TypeVar
 
 from advisor.accounting.ingest import Finished
 from advisor.errors import AdvisorError, InputError
+from advisor.progress import Progress
 from advisor.validate import paused_gc
 
-Progress = Callable[[int, int | None], None]
 _T = TypeVar("_T")
 
 #: Bytes of batches the child may have read that the pipe has not taken yet (a batch of BATCH

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
-from advisor.accounting.ingest import Finished, Ingested, Ingestor, finished, skip_counts
+from advisor.accounting.ingest import Finished, Ingested, finished, ingestor_for, skip_counts
 from advisor.accounting.mapping import swf_epoch, swf_record
 from advisor.accounting.reader_process import ChildReader, can_fork, collected
 from advisor.accounting.sacct_file import (
@@ -26,6 +26,7 @@ from advisor.accounting.sacct_file import (
 )
 from advisor.accounting.swf import check_swf, read_swf, swf_header
 from advisor.errors import InputError
+from advisor.progress import Progress
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.records import FINAL_STATES, JobRecord
 from advisor.store.accounting import bulk_ingestion
@@ -41,8 +42,6 @@ BATCH = 5000
 READER_PROCESS_BYTES = 1 << 20
 #: Warnings kept in the result (every skipped row is counted in ``skipped`` all the same).
 MAX_WARNINGS = 100
-
-Progress = Callable[[int, int | None], None]
 
 
 def _batches(records: Iterable[JobRecord], size: int) -> Iterator[list[JobRecord]]:
@@ -129,8 +128,11 @@ def update_from_file(
     strict: bool = False,
     progress: Progress | None = None,
     reader_process: bool | None = None,
+    kill_budget: float | None = None,
 ) -> Ingested:
     """Ingest a saved sacct dump, text or JSON (kind 'sacct'), or an SWF log (kind 'swf').
+
+    kill_budget: the kill budget every partition gets from now on (None: each keeps its own).
 
     reader_process: read the second pass in another process (None: for files of
     READER_PROCESS_BYTES or more, where a second process can be forked).
@@ -148,7 +150,7 @@ def update_from_file(
         return tick
 
     tally = SkipTally()
-    ingestor = Ingestor(store)
+    ingestor = ingestor_for(store, kill_budget)
 
     def produce(report: Progress | None) -> Iterator[list[Finished]]:
         records = reader(file, dump, tally, ticker(total or 0, report))
@@ -159,6 +161,7 @@ def update_from_file(
     if reader_process is None:
         reader_process = file.is_file() and file.stat().st_size >= READER_PROCESS_BYTES
     records = 0
+    named: set[str] = set()  # the clusters the rows name
     with ExitStack() as stack:
         batches: Iterable[list[Finished]]
         if reader_process and can_fork():  # it starts reading now, while the first pass runs
@@ -174,6 +177,7 @@ def update_from_file(
         stack.enter_context(paused_gc())
         for batch in collected(batches):
             records += len(batch)
+            named.update(job.cluster for job in batch)
             with store.write():
                 ingestor.add_finished(batch)
     if progress is not None and total is not None:
@@ -181,7 +185,7 @@ def update_from_file(
     return Ingested(
         source="sacct-file" if kind == "sacct" else "swf",
         path=str(file),
-        cluster=dump.cluster if kind == "sacct" else None,
+        cluster=_clusters(named, dump.cluster) if kind == "sacct" else None,
         records=records + sum(tally.skipped.values()),
         windows=(),
         watermark=None,
@@ -190,6 +194,15 @@ def update_from_file(
         warnings=tuple(tally.warnings),
         **ingestor.stats.as_dict(),
     )
+
+
+def _clusters(named: set[str], default: str | None) -> str | None:
+    """The cluster a dump's report names.
+
+    The one its rows name (sorted, comma-joined when they name several), else the default of
+    rows without a Cluster field.
+    """
+    return ",".join(sorted(named)) if named else default
 
 
 def _no_progress(done: int, total: int | None) -> None:

@@ -338,7 +338,9 @@ def _ingest_file(
                     over += 1
                     continue
                 line.pop("created_at")
-                record_advice(store, Advice(user=user, **line), created_at=created_at)
+                record_advice(
+                    store, Advice(user=user, **line), created_at=created_at, origin="spool"
+                )
             except _LINE_ERRORS:
                 skipped += 1
                 continue

@@ -66,8 +66,15 @@ class JobAdvice(NamedTuple):
     def tag(self) -> Tag:
         """The comment tag's fields but the decision's (action and limit come with it)."""
         if self.basis == "history":
-            return Tag("history", "", 0, None, self.task)
-        return Tag("wrapper", "", 0, self.options.quantile, self.task, self.measured_bytes)
+            return Tag(source="history", action="", limit_min=0, quantile=None, task=self.task)
+        return Tag(
+            source="wrapper",
+            action="",
+            limit_min=0,
+            quantile=self.options.quantile,
+            task=self.task,
+            input_bytes=self.measured_bytes,
+        )
 
 
 def _added(
@@ -101,8 +108,52 @@ def candidate_partitions(request: JobRequest, snapshot: Snapshot) -> tuple[str, 
 
 def _not_cached(partition: str, basis: Basis) -> PartitionLimit:
     return PartitionLimit(
-        partition, (), (), None, None, None, False, "partition not in the cache", basis
+        partition=partition,
+        node_classes=(),
+        forecasts=(),
+        max_time_s=None,
+        predicted_s=None,
+        limit_s=None,
+        clamped=False,
+        reason="partition not in the cache",
+        basis=basis,
     )
+
+
+def within_bounds(
+    limits: Sequence[PartitionLimit], snapshot: Snapshot, request: JobRequest
+) -> tuple[PartitionLimit, ...]:
+    """Each partition's limit within what Slurm accepts for this job there (issue 30).
+
+    The smallest of MaxTime and the MaxWall of the job's QoS, the partition's QoS and its
+    association (SiteLimits.job_bounds, for the snapshot's user, --account and --qos).  A job
+    without an association Slurm would accept gets no limit: Slurm refuses it in its own words.
+    """
+    site = snapshot.limits
+    if not site.known or snapshot.user is None:
+        return tuple(limits)
+    account = request.account.value if request.account else None
+    qos = request.qos.value if request.qos else None
+    found = []
+    for limit in limits:
+        part = snapshot.partitions.get(limit.partition)
+        if part is None:
+            found.append(limit)
+            continue
+        bounds = site.job_bounds(
+            user=snapshot.user, partition=part.name, max_time_s=part.max_time_s,
+            partition_qos=part.qos, account=account or None, qos=qos or None,
+        )  # fmt: skip
+        tight, cap = bounds.tightest, bounds.limit_s
+        if bounds.problem is not None:
+            limit = limit._replace(limit_s=None, reason=bounds.problem)
+        elif tight is not None and cap is not None and cap < (part.max_time_s or cap + 1):
+            if limit.limit_s is not None and limit.limit_s > cap:
+                limit = limit._replace(limit_s=cap, clamped=True,
+                                       reason=f"{limit.reason}, clamped to {tight.source}")  # fmt: skip
+            limit = limit._replace(max_time_s=cap, bound=tight.source)
+        found.append(limit)
+    return tuple(found)
 
 
 def partition_limits(
@@ -148,9 +199,20 @@ def advise(
     limits: tuple[PartitionLimit, ...] = ()
     if task is not None:
         partitions = candidate_partitions(request, snapshot)
-        limits = partition_limits(partitions, snapshot, task, input_bytes, options)
-    base = JobAdvice(task, input_bytes, options, request, limits, Decision("none", None, None, ""),
-                (), sbatch.args, input_origin=input_origin)  # fmt: skip
+        limits = within_bounds(
+            partition_limits(partitions, snapshot, task, input_bytes, options), snapshot, request
+        )
+    base = JobAdvice(
+        task=task,
+        input_bytes=input_bytes,
+        options=options,
+        request=request,
+        limits=limits,
+        decision=Decision(action="none", time_s=None, time_min_s=None, reason=""),
+        added=(),
+        argv=sbatch.args,
+        input_origin=input_origin,
+    )
     return decided(base, sbatch, snapshot)
 
 
@@ -173,8 +235,19 @@ def advise_from_history(
             limits.append(_not_cached(name, "history"))
         else:
             limits.append(history_limit(name, found.get(name), known.max_time_s))
-    base = JobAdvice(job_name, None, options, request, tuple(limits), Decision("none", None, None, ""),
-                (), sbatch.args, input_origin=None, basis="history")  # fmt: skip
+    bounded = within_bounds(limits, snapshot, request)
+    base = JobAdvice(
+        task=job_name,
+        input_bytes=None,
+        options=options,
+        request=request,
+        limits=bounded,
+        decision=Decision(action="none", time_s=None, time_min_s=None, reason=""),
+        added=(),
+        argv=sbatch.args,
+        input_origin=None,
+        basis="history",
+    )
     return decided(base, sbatch, snapshot)
 
 

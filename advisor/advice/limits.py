@@ -2,7 +2,9 @@
 
 A partition's limit is the chosen upper quantile of the runtime on the slowest of its node
 classes (the job may land on any node of the partition), times (1 + margin), rounded up to whole
-minutes (Slurm's unit) and clamped to the partition's MaxTime.  Slurm applies one limit to all
+minutes (Slurm's unit) and clamped to the partition's MaxTime, then (advice.within_bounds) to the
+MaxWall of the job's QoS, of the partition's QoS and of its association (SiteLimits.job_bounds),
+so that Slurm accepts it where limits are enforced.  Slurm applies one limit to all
 the partitions of ``-p a,b``: the largest per-partition limit kills the job on none of them, and
 the smallest becomes ``--time-min``, which lets backfill start the job earlier with less time.
 The one limit is capped at the smallest MaxTime of the partitions, so it is valid in each.
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from advisor.advice.forecast import Forecast
 from advisor.errors import InputError
 from advisor.lite import TYPE_CHECKING, NamedTuple
-from advisor.slurm.timefmt import NoLimit, parse_timelimit, whole_minutes_s
+from advisor.slurm.timefmt import NoLimit, format_duration, parse_timelimit, whole_minutes_s
 
 if TYPE_CHECKING:
     from advisor.advice.settings import Action, Basis
@@ -39,6 +41,8 @@ class PartitionLimit(NamedTuple):
     reason: str
     #: 'model' (task model forecasts) or 'history' (the history policy, no forecasts).
     basis: Basis = "model"
+    #: What max_time_s is: the partition's MaxTime, or a tighter bound (QoS, association).
+    bound: str = "MaxTime"
 
     @property
     def confident(self) -> bool:
@@ -55,14 +59,18 @@ def history_limit(
     partition: str, found: tuple[int, str] | None, max_time_s: int | None
 ) -> PartitionLimit:
     """A partition's limit from the history policy's (limit, why), already within MaxTime."""
-    if found is None:
-        return PartitionLimit(
-            partition, (), (), max_time_s, None, None, False, "no history with enough runs",
-            "history",
-        )  # fmt: skip
-    limit, why = found
-    clamped = max_time_s is not None and limit >= max_time_s
-    return PartitionLimit(partition, (), (), max_time_s, None, limit, clamped, why, "history")
+    limit, why = found if found is not None else (None, "no history with enough runs")
+    return PartitionLimit(
+        partition=partition,
+        node_classes=(),
+        forecasts=(),
+        max_time_s=max_time_s,
+        predicted_s=None,
+        limit_s=limit,
+        clamped=limit is not None and max_time_s is not None and limit >= max_time_s,
+        reason=why,
+        basis="history",
+    )
 
 
 def partition_limit(
@@ -79,9 +87,15 @@ def partition_limit(
     if missing or not known:
         what = ", ".join(missing) if missing else "its nodes"
         return PartitionLimit(
-            partition, tuple(node_classes), known, max_time_s, None, None, False,
-            f"no prediction for node class {what}",
-        )  # fmt: skip
+            partition=partition,
+            node_classes=tuple(node_classes),
+            forecasts=known,
+            max_time_s=max_time_s,
+            predicted_s=None,
+            limit_s=None,
+            clamped=False,
+            reason=f"no prediction for node class {what}",
+        )
     slowest = max(known, key=lambda f: f.quantile_s)
     predicted = slowest.quantile_s
     limit = whole_minutes_s(predicted * (1.0 + margin))
@@ -95,7 +109,14 @@ def partition_limit(
     if clamped:
         reason += ", clamped to MaxTime"
     return PartitionLimit(
-        partition, tuple(node_classes), known, max_time_s, predicted, limit, clamped, reason
+        partition=partition,
+        node_classes=tuple(node_classes),
+        forecasts=known,
+        max_time_s=max_time_s,
+        predicted_s=predicted,
+        limit_s=limit,
+        clamped=clamped,
+        reason=reason,
     )
 
 
@@ -138,7 +159,9 @@ def decide(
     if not limits or any(p.limit_s is None for p in limits):
         unknown = next((p for p in limits if p.limit_s is None), None)
         why = f"{unknown.partition}: {unknown.reason}" if unknown else "no candidate partition"
-        return Decision("none", None, None, f"left as written ({why})")
+        return Decision(
+            action="none", time_s=None, time_min_s=None, reason=f"left as written ({why})"
+        )
     high = max(p.limit_s or 0 for p in limits)
     caps = [p.max_time_s for p in limits if p.max_time_s is not None]
     if caps and high > min(caps):  # one limit for every partition: above the smallest MaxTime,
@@ -146,30 +169,70 @@ def decide(
     low = min(p.limit_s or 0 for p in limits)
     time_min = low if low < high and user_time_min is None else None
     if policy == "advise":
-        return Decision("advise", None, None, "advise: nothing changed", high)
+        return Decision(
+            action="advise",
+            time_s=None,
+            time_min_s=None,
+            reason="advise: nothing changed",
+            advised_s=high,
+        )
     if user_time is None:
-        return Decision("set", high, time_min, "no --time given", high)
+        return Decision(
+            action="set", time_s=high, time_min_s=time_min, reason="no --time given", advised_s=high
+        )
     current = user_limit_s(user_time)
     if policy == "guarded":
+        bounded = [p for p in limits if p.max_time_s is not None]
+        cap = min(bounded, key=lambda p: p.max_time_s or 0) if bounded else None
+        if cap is not None and isinstance(current, int) and current > (cap.max_time_s or 0):
+            return Decision(
+                action="kept",
+                time_s=None,
+                time_min_s=None,
+                reason=f"--time {user_time} kept: above {cap.partition}'s bound ({cap.bound}, "
+                f"{format_duration(cap.max_time_s or 0)}), which no guard may raise a job past",
+                advised_s=high,
+            )
         return _guarded(user_time, current, high, time_min, guard_fresh, guard_age_s)
     if policy != "tighten":
         return Decision(
-            "kept", None, None, f"--time {user_time} given ({policy} never changes it)", high
+            action="kept",
+            time_s=None,
+            time_min_s=None,
+            reason=f"--time {user_time} given ({policy} never changes it)",
+            advised_s=high,
         )
     if not all(p.confident for p in limits):
         return Decision(
-            "kept", None, None,
-            f"--time {user_time} kept: fewer than {MIN_RUNS_TO_TIGHTEN} runs on some class", high,
-        )  # fmt: skip
+            action="kept",
+            time_s=None,
+            time_min_s=None,
+            reason=f"--time {user_time} kept: fewer than {MIN_RUNS_TO_TIGHTEN} runs on some class",
+            advised_s=high,
+        )
     if current is None:
         return Decision(
-            "kept", None, None, f"--time {user_time} kept: not a time the advisor reads", high
+            action="kept",
+            time_s=None,
+            time_min_s=None,
+            reason=f"--time {user_time} kept: not a time the advisor reads",
+            advised_s=high,
         )
     if isinstance(current, NoLimit) or current > high:
         return Decision(
-            "lowered", high, time_min, f"--time {user_time} lowered (model confident)", high
+            action="lowered",
+            time_s=high,
+            time_min_s=time_min,
+            reason=f"--time {user_time} lowered (model confident)",
+            advised_s=high,
         )
-    return Decision("kept", None, None, f"--time {user_time} is already within the advice", high)
+    return Decision(
+        action="kept",
+        time_s=None,
+        time_min_s=None,
+        reason=f"--time {user_time} is already within the advice",
+        advised_s=high,
+    )
 
 
 def _guarded(
@@ -184,19 +247,35 @@ def _guarded(
     if not fresh:
         why = "no guard heartbeat" if age_s is None else f"guard heartbeat {age_s:.0f} s old, stale"
         return Decision(
-            "kept", None, None, f"--time {user_time} kept: {why} (guarded acts as fill)", high
+            action="kept",
+            time_s=None,
+            time_min_s=None,
+            reason=f"--time {user_time} kept: {why} (guarded acts as fill)",
+            advised_s=high,
         )
     if current is None or isinstance(current, NoLimit):
         return Decision(
-            "kept", None, None, f"--time {user_time} kept: guarded needs a finite --time", high
+            action="kept",
+            time_s=None,
+            time_min_s=None,
+            reason=f"--time {user_time} kept: guarded needs a finite --time",
+            advised_s=high,
         )
     if current <= high:
         return Decision(
-            "kept", None, None, f"--time {user_time} is already within the advice", high
+            action="kept",
+            time_s=None,
+            time_min_s=None,
+            reason=f"--time {user_time} is already within the advice",
+            advised_s=high,
         )
     request = whole_minutes_s(current)  # Slurm rounds a limit up to whole minutes
     return Decision(
-        "guarded", high, time_min,
-        f"--time {user_time} lowered: the guard is alive (heartbeat {age_s or 0:.0f} s old) "
-        f"and raises the limit up to {user_time} before it is reached", high, request,
-    )  # fmt: skip
+        action="guarded",
+        time_s=high,
+        time_min_s=time_min,
+        reason=f"--time {user_time} lowered: the guard is alive (heartbeat {age_s or 0:.0f} s old) "
+        f"and raises the limit up to {user_time} before it is reached",
+        advised_s=high,
+        request_s=request,
+    )

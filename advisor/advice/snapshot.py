@@ -12,8 +12,8 @@ from advisor.advice.forecast import ModelPredictor
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.loading import load_models, load_node_context
 from advisor.models.predict import LOTARU_METHODS
-from advisor.slurm.records import Partition
-from advisor.store.cluster import load_partitions
+from advisor.slurm.records import Partition, SiteLimits
+from advisor.store.cluster import load_partitions, load_site_limits
 from advisor.store.connection import Store
 from advisor.store.guard import guard_alive
 
@@ -32,6 +32,10 @@ class Snapshot(NamedTuple):
     #: no guard ever ran on this cache): policy ``guarded`` lowers a --time only while it is.
     guard_fresh: bool = False
     guard_age_s: float | None = None
+    #: The user whose job it is, and the QoS and associations that bound its limit (unknown
+    #: without a user: the export's shared limits are bounded by the plugin, per job).
+    user: str | None = None
+    limits: SiteLimits = SiteLimits.unknown()
 
     def default_partition(self) -> str | None:
         """The partition Slurm uses without ``-p``."""
@@ -57,6 +61,7 @@ def load_snapshot(
         context = load_node_context(store)
         models = load_models(store, tasks, user=user, methods=LOTARU_METHODS)
         fresh, age = guard_alive(store)
+        limits = load_site_limits(store, user=user) if user else SiteLimits.unknown()
     return Snapshot(
         partitions=partitions,
         node_class_of=dict(context.node_class_of),
@@ -64,4 +69,6 @@ def load_snapshot(
         tasks=tuple(sorted(models)),
         guard_fresh=fresh,
         guard_age_s=age,
+        user=user,
+        limits=limits,
     )

@@ -101,5 +101,11 @@ def parse_tag(comment: str) -> Tag | None:
     quantile = _quantile(fields.get("q"))
     request = ascii_int(fields.get("req", ""), max_digits=_MAX_LIMIT_DIGITS)
     return Tag(
-        match.group(1), fields.get("action", ""), limit, quantile, task, input_bytes, request
+        source=match.group(1),
+        action=fields.get("action", ""),
+        limit_min=limit,
+        quantile=quantile,
+        task=task,
+        input_bytes=input_bytes,
+        request_min=request,
     )

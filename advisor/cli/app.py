@@ -13,12 +13,11 @@ from typing import Any
 
 import advisor
 from advisor.cli.commands import COMMANDS
-from advisor.cli.common import shared_options
+from advisor.cli.common import DEPRECATIONS, NORMALISE, shared_options
 from advisor.errors import AdvisorError, UsageError
 from advisor.render import Result, check_format, render
-
-_VALUE_OPTIONS = {"--db", "--format"}
-
+from advisor.text import printable
+from advisor.wrapper.command import GLOBAL_OPTIONS
 
 Command = Callable[[argparse.Namespace], Result]
 
@@ -53,7 +52,7 @@ def _selected(argv: Sequence[str]) -> str | None:
     for word in argv:
         if skip:
             skip = False
-        elif word in _VALUE_OPTIONS:
+        elif word in GLOBAL_OPTIONS:
             skip = True
         elif not word.startswith("-"):
             return word
@@ -98,6 +97,15 @@ def run(args_list: list[str]) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
+        normalise = getattr(args, NORMALISE, None)
+        if normalise is not None:
+            normalise(args)
+        if not quiet:
+            for note in getattr(args, DEPRECATIONS, ()):
+                print(
+                    f"advisor: warning: {printable(note)} (gone in the next release)",
+                    file=sys.stderr,
+                )
         check_format(getattr(args, "format", "table"))
         result: Result = args.func(args)
         text = render(result, getattr(args, "format", "table"))

@@ -6,7 +6,7 @@ import argparse
 import logging
 
 from advisor.errors import AdvisorError, UsageError
-from advisor.progress import Progress
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.services.calibrate import CalibrationRequest, calibrate
 from advisor.slurm.backend import CliBackend
@@ -73,7 +73,10 @@ def run(args: argparse.Namespace) -> Result:
         cores=args.cores,
         directory=args.dir,
     )
-    with Store.open(getattr(args, "db", None)) as store, Progress("calibrate: classes done") as bar:
+    with (
+        Store.open(getattr(args, "db", None)) as store,
+        ProgressBar("calibrate: classes done") as bar,
+    ):
         done = calibrate(CliBackend(), store, request, on_progress=bar)
     failed = done.failed
     if len(failed) == len(done.outcomes):

@@ -15,8 +15,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "cluster",
         parents=parents,
         help="show partitions and nodes of the live cluster",
-        description="Partitions (MaxTime, DefaultTime, nodes, CPUs, memory, features) and nodes, "
-        "read from slurmctld.",
+        description="Partitions (MaxTime, DefaultTime, QoS, nodes, CPUs, memory, features) and "
+        "nodes, read from slurmctld, and every QoS's MaxWall (sacctmgr); --save also stores the "
+        "users' associations and default accounts, which bound every limit the advisor sets.",
     )
     parser.add_argument("--save", action="store_true", help="also store the snapshot in the cache")
     parser.set_defaults(func=run)
@@ -30,6 +31,7 @@ def run(args: argparse.Namespace) -> Result:
             "partition": p.name + ("*" if p.default else ""),
             "state": p.state,
             "max_time": limit_text(p.max_time_s),
+            "qos": p.qos or "",
             "default_time": limit_text(p.default_time_s),
             "nodes": len(p.nodes),
             "cpus": p.cpus,
@@ -43,7 +45,17 @@ def run(args: argparse.Namespace) -> Result:
          "features": n.features, "partitions": n.partitions}
         for n in view.nodes
     ]  # fmt: skip
-    return Result(
-        data=view.to_json(),
-        tables=(Table(part_rows, title="Partitions"), Table(node_rows, title="Nodes")),
-    )
+    tables = [Table(part_rows, title="Partitions"), Table(node_rows, title="Nodes")]
+    notes: list[str] = []
+    if view.limits is not None and view.limits.known:
+        qos_rows = [{"qos": q.name, "max_wall": limit_text(q.max_wall_s)}
+                    for q in view.limits.qos.values()]  # fmt: skip
+        tables.append(Table(qos_rows, title="QoS"))
+        notes.append(
+            f"{len(view.limits.associations)} association(s); AccountingStorageEnforce="
+            f"{','.join(sorted(view.limits.enforce)) or '(none)'}"
+        )
+    elif view.limits_problem:
+        notes.append(f"QoS and associations not read ({view.limits_problem}): MaxTime alone "
+                     "bounds the advisor's limits")  # fmt: skip
+    return Result(data=view.to_json(), tables=tuple(tables), notes=tuple(notes))

@@ -1,16 +1,30 @@
-"""Options every command shares, declared once."""
+"""Options every command shares, declared once, and the one grammar they follow.
+
+``--format`` is always the output; what a file holds is ``--input-format``.  ``--since`` and
+``--until`` read advisor.timespec.  ``--nodes`` is a count of nodes and ``-w/--nodelist`` a
+Slurm host list, as in sbatch and srun.  An old spelling still works for one release, with a
+warning on stderr (add_deprecated).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from advisor.errors import UsageError
 from advisor.text import printable
+from advisor.timespec import FORMS, parse_moment
 
 if TYPE_CHECKING:
     from advisor.accounting.sacct_file import DumpFormat
+
+#: The namespace attribute where deprecated spellings leave their warnings (printed by app.run).
+DEPRECATIONS = "deprecations"
+#: The namespace attribute of a command's fix-up of its arguments, run before --format is checked.
+NORMALISE = "normalise"
 
 #: How a saved sacct dump is read (``--sacct-file`` of update and replay).
 DUMP_OPTIONS = ("delimiter", "fields", "cluster", "time_format", "trust_names")
@@ -18,8 +32,11 @@ DUMP_OPTIONS = ("delimiter", "fields", "cluster", "time_format", "trust_names")
 SHOWN_WARNINGS = 20
 
 
-def shared_options() -> argparse.ArgumentParser:
-    """A parent parser with --db and --format, accepted before or after the command name."""
+def shared_options(*, output: bool = True) -> argparse.ArgumentParser:
+    """A parent parser with --db, --format and --parsable, accepted before or after the command.
+
+    output=False leaves --format and --parsable out, for a command that declares them itself.
+    """
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("common options")
     group.add_argument(
@@ -28,12 +45,8 @@ def shared_options() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="the SQLite cache (default: $ADVISOR_DB, else ~/.local/share/slurm-advisor/cache.db)",
     )
-    group.add_argument(
-        "--format",
-        metavar="FORMAT",
-        default=argparse.SUPPRESS,
-        help="output: table (default), json, csv, or any tabulate format (github, grid, ...)",
-    )
+    if output:
+        add_output_options(group)
     group.add_argument(
         "--quiet",
         action="store_true",
@@ -41,6 +54,83 @@ def shared_options() -> argparse.ArgumentParser:
         help="no progress bars and no warnings on stderr (errors still)",
     )
     return parent
+
+
+def add_output_options(group: argparse._ActionsContainer, *, dest: str = "format") -> None:
+    """--format FORMAT and --parsable (``--format parsable``), stored under dest."""
+    group.add_argument(
+        "--format",
+        dest=dest,
+        metavar="FORMAT",
+        default=argparse.SUPPRESS,
+        help="output: table (default), json, csv, parsable, or any tabulate format (github, ...)",
+    )
+    group.add_argument(
+        "--parsable",
+        dest="format",
+        action="store_const",
+        const="parsable",
+        default=argparse.SUPPRESS,
+        help="output for scripts, as sacct --parsable2 prints it: a header line, then one line "
+        "per row, fields split by '|' (same as --format parsable)",
+    )
+
+
+class _Deprecated(argparse.Action):
+    """An old spelling: stores as its successor does, and leaves a warning for app.run."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, use: str, **kwargs: Any):
+        super().__init__(option_strings, dest, **kwargs)
+        self.use = use
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        deprecated(namespace, f"{option_string} is deprecated, use {self.use}")
+
+
+def deprecated(namespace: argparse.Namespace, message: str) -> None:
+    """Note a deprecated spelling; app.run warns on stderr once the line is parsed."""
+    notes = [*getattr(namespace, DEPRECATIONS, ()), message]
+    setattr(namespace, DEPRECATIONS, notes)
+
+
+def add_deprecated(
+    parser: argparse._ActionsContainer, old: str, *, use: str, dest: str, **kwargs: Any
+) -> None:
+    """The old spelling old of the option use: works for one release, warns, hidden from help.
+
+    Hidden from --help and from the completion scripts, which offer only the new spelling.
+    """
+    parser.add_argument(
+        old,
+        dest=dest,
+        action=_Deprecated,
+        use=use,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+        **kwargs,
+    )
+
+
+def moment(option: str) -> Callable[[str], datetime]:
+    """An argparse type: a --since/--until value (advisor.timespec), as naive local time."""
+
+    def parse(text: str) -> datetime:
+        return parse_moment(text, option=option, now=datetime.now())
+
+    return parse
+
+
+def add_time_window(parser: argparse._ActionsContainer, *, since: str, until: str) -> None:
+    """--since and --until WHEN, both read by advisor.timespec; since/until: what each selects."""
+    parser.add_argument("--since", type=moment("--since"), metavar="WHEN", help=f"{since}: {FORMS}")
+    parser.add_argument("--until", type=moment("--until"), metavar="WHEN", help=until)
 
 
 def positive_int(text: str) -> int:
@@ -120,3 +210,20 @@ def warn_skipped(warnings: list[str], skipped: dict[str, int]) -> None:
             "(--format json lists the first 100)",
             file=sys.stderr,
         )
+
+
+def percents(text: str) -> tuple[float, ...]:
+    """``0.1,0.5,1,2`` (percent) as shares, for --budgets."""
+    try:
+        values = tuple(float(part) / 100 for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of percentages: {text!r}") from None
+    if not all(0 < value < 1 for value in values):
+        raise argparse.ArgumentTypeError(f"every budget must be between 0 and 100 %: {text!r}")
+    return values
+
+
+def percent(text: str) -> float:
+    """One percentage as a share, for --kill-budget."""
+    (value,) = percents(text)
+    return value

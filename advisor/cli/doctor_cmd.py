@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from advisor.cli.common import positive_int
 from advisor.render import Result, Table
@@ -65,7 +64,7 @@ def run(args: argparse.Namespace) -> Result:
         db=getattr(args, "db", None),
         published=args.published,
         export=args.export,
-        slurm_conf=args.slurm_conf or os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf",
+        slurm_conf=args.slurm_conf,
         slurm_user=args.slurm_user,
         max_update_age_s=args.max_update_age * 3600,
         max_export_age_s=args.max_export_age * 3600,

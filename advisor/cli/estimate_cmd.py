@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.planner.platform import PRESETS
+from advisor.planner.workflow.platform import PRESETS
 from advisor.render import Result, Table
 from advisor.services.estimate import estimate_workflow
 
@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="FILE|" + "|".join(PRESETS),
         help="platform JSON file (schemas/platform.json) or a preset",
     )
-    parser.add_argument("--nodes", type=int, required=True, help="number of nodes")
+    parser.add_argument(
+        "-N", "--nodes", type=int, required=True, metavar="N", help="number of nodes (as sbatch -N)"
+    )
     parser.add_argument("--cores", type=int, required=True, help="cores per node")
     parser.add_argument(
         "--flops-per-unit", metavar="F", help="flops per --cpu-work unit, e.g. 100Gf or 1.47e7"

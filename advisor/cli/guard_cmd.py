@@ -18,18 +18,24 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "guard",
         parents=parents,
         help="raise the limits the advisor tightened before running jobs reach them",
-        description=f"Every {POLL_S} s: one squeue call for all running jobs; each job that "
-        "policy guarded tightened (tag action=guarded) and has at most "
+        description=f"Every {POLL_S} s: one squeue call for all running jobs; each job whose "
+        "lowered --time a record users cannot edit vouches for (the AdminComment tag "
+        "job_submit.lua wrote, or the advisor's own advice row of that job) and that has at most "
         f"{LEAD_S} s left gets its limit raised by the next step of the schedule "
-        "(scontrol update), never past the user's own request nor the partition's MaxTime; "
-        "one log line per raise; then a heartbeat in the cache (and in --export).  While the "
+        "(scontrol update), never past the request, the partition's MaxTime, the job's QoS and "
+        "association MaxWall, nor the start of the next reservation on its nodes; most urgent "
+        "first, a few of each user's at a time, concurrently; one log line per raise; then a "
+        "heartbeat in the cache (and, with --export, in a small file beside it).  While the "
         f"heartbeat is at most {fresh_within_s(POLL_S)} s old, 'advisor sbatch "
         "--advisor-policy guarded' and job_submit.lua lower users' own --time.  Run it as "
         "SlurmUser or root (docs/guard.md); it keeps no state, so a restart loses nothing.",
     )
     parser.add_argument("--once", action="store_true", help="one poll, then exit (for cron)")
     parser.add_argument(
-        "--export", metavar="PATH", help="the limits file job_submit.lua reads: its heartbeat"
+        "--export",
+        metavar="PATH",
+        help="the limits file job_submit.lua reads: the heartbeat goes beside it "
+        "(PATH without .json, plus .guard.json); the export itself is left alone",
     )
     parser.set_defaults(func=run)
 

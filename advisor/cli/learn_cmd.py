@@ -46,7 +46,6 @@ def run(args: argparse.Namespace) -> Result:
                     "task",
                     "reference",
                     "kind",
-                    "linear_weight",
                     "pearson_r",
                     "cpu_weight",
                     "cpu_weight_source",

@@ -13,7 +13,7 @@ from advisor.text import storable
 
 if TYPE_CHECKING:
     from advisor.factors import NodeRatios
-    from advisor.profiling.view import NodesView
+    from advisor.profiling.nodes_view import NodesView
 
 _RATIOS = ("cpu", "io", "memory")
 

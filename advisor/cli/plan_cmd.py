@@ -10,11 +10,10 @@ from typing import Any
 from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.errors import UsageError
 from advisor.planner.gantt import save_gantt
-from advisor.planner.planning import PlanRequest
-from advisor.planner.registry import SCHEDULERS
+from advisor.planner.scheduling.registry import SCHEDULERS
 from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
-from advisor.services.plan import plan_workflows
+from advisor.services.plan import PlanRequest, plan_workflows
 from advisor.slurm.timefmt import format_duration
 from advisor.users import current_user
 
@@ -48,7 +47,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         metavar="S,S,...",
         help="arrival time in seconds of each workflow (default: all at 0)",
     )
-    parser.add_argument("--nodes", type=int, help="plan on N alike nodes instead of recorded ones")
+    parser.add_argument(
+        "-N",
+        "--nodes",
+        type=int,
+        metavar="N",
+        help="plan on N alike nodes instead of recorded ones (a count, as sbatch -N)",
+    )
     parser.add_argument("--cores", type=int, help="cores per node with --nodes (default 1)")
     parser.add_argument("--gantt", metavar="FILE.png", help="also draw the plan (needs matplotlib)")
     parser.set_defaults(func=run)

@@ -31,9 +31,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "predict",
         parents=parents,
         help="predict a task's runtime per node class",
-        description="Predicted runtime in seconds: mean and quantiles P50/P90/P95 of the "
-        "predictive distribution.  Either one task (--task with --input-bytes or --input) or "
-        "a CSV of queries (--queries: columns task,node,input_bytes).",
+        description="Predicted runtime in seconds: the point prediction and the quantiles "
+        "P50/P90/P95 of the predictive distribution (the advisor's: on the log scale, the "
+        "point prediction is its median, never 0).  A node class nothing relates to the "
+        "task's reference class (no benchmark, no run) is assumed to run at the same speed, "
+        "with a wide interval (source 'assumed').  Either one task (--task with --input-bytes "
+        "or --input) or a CSV of queries (--queries: columns task,node,input_bytes).",
     )
     parser.add_argument("--task", type=storable, help="the task (process) name")
     size = parser.add_mutually_exclusive_group()

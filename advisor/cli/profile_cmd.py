@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
-from typing import TextIO
 
+from advisor.cli.common import add_deprecated
 from advisor.errors import AdvisorError
-from advisor.progress import wanted
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.services.profile import (
-    NodeOutcome,
     ProfileRequest,
     bench_argv,
     profile_cluster,
@@ -42,8 +40,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="profile the nodes of P (repeatable; default: every partition)",
     )
     parser.add_argument(
-        "--nodes", metavar="LIST", help="profile these nodes (a Slurm host list, e.g. c[1-4],f1)"
+        "-w",
+        "--nodelist",
+        metavar="LIST",
+        help="profile these nodes: a Slurm host list, e.g. c[1-4],f1 (as sbatch -w)",
     )
+    add_deprecated(parser, "--nodes", use="-w/--nodelist", dest="nodelist", metavar="LIST")
     parser.add_argument("--full", action="store_true", help="run the full benchmark (≤ 30 s)")
     parser.add_argument(
         "--dir",
@@ -68,40 +70,17 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.set_defaults(func=run)
 
 
-class _ProgressBar:
-    """A one-line bar on a terminal; nothing when output goes to a pipe or a file."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.failed: list[str] = []
-
-    def __call__(self, outcome: NodeOutcome, done: int, total: int) -> None:
-        if outcome.error:
-            self.failed.append(outcome.node)
-        width = 30
-        filled = width * done // total
-        failed = f", failed: {','.join(self.failed)}" if self.failed else ""
-        self.stream.write(
-            f"\rprofiling [{'#' * filled}{'.' * (width - filled)}] "
-            f"{done}/{total} nodes{failed}\x1b[K"
-        )
-        if done == total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def run(args: argparse.Namespace) -> Result:
     """Profile, store, and lay out; fails (exit 1) only when no node gave a result."""
     request = ProfileRequest(
         argv=bench_argv(quick=not args.full, directory=args.dir),
         partitions=tuple(args.partition),
-        nodes=args.nodes,
+        nodelist=args.nodelist,
         start_timeout_s=args.start_timeout,
         timeout_s=args.timeout,
     )
-    progress = _ProgressBar(sys.stderr) if wanted(sys.stderr) else None
-    with Store.open(getattr(args, "db", None)) as store:
-        profiled = profile_cluster(CliBackend(), store, request, progress=progress)
+    with Store.open(getattr(args, "db", None)) as store, ProgressBar("profiling: nodes") as bar:
+        profiled = profile_cluster(CliBackend(), store, request, progress=bar)
     failed = profiled.failed
     if len(failed) == len(profiled.outcomes):
         raise AdvisorError(

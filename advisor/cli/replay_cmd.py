@@ -1,20 +1,28 @@
-"""``advisor replay``: score the history policy, the guarded one and the baselines on a real log."""
+"""``advisor replay``: parse, replay (services.replay), lay out the figures."""
 
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 
-from advisor.cli.common import add_dump_options, dump_format_of, positive_int, warn_skipped
-from advisor.progress import Progress
+from advisor.cli.common import (
+    add_dump_options,
+    add_time_window,
+    dump_format_of,
+    percent,
+    percents,
+    positive_int,
+    warn_skipped,
+)
+from advisor.history.policy import DEFAULT_BUDGET
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
-from advisor.replay.run import GROUPS
-from advisor.reports.period import parse_moment
+from advisor.replay.engine import GROUPS
 from advisor.services.replay import ReplayRequest, replay
 from advisor.slurm.sacct_text import NEEDED_TEXT
 
 FIGURES = (
     "killed_completed_pct",
+    "killed_measured_pct",
     "killed_all_pct",
     "freed_pct",
     "median_limit_over_run",
@@ -25,6 +33,9 @@ FIGURES = (
 GUARD_FIGURES = ("raised_pct", "raises")
 SCHEDULE_FIGURES = ("mean_wait_s", "p95_wait_s", "mean_bounded_slowdown", "utilisation")
 COLUMNS = ("policy", *FIGURES, *GUARD_FIGURES)
+BUDGET_COLUMNS = (
+    "budget_pct", "killed_completed_pct", "killed_measured_pct", "freed_pct", "changed_pct",
+)  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -37,7 +48,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description="Replays a log online, in submit order, once per policy under the same "
         "rules: a job is known to a policy only once it ended; limit = min(request, max(1 min, "
         "proposal rounded up to minutes)); a job running past a lower limit is killed there and "
-        "teaches only a TIMEOUT.  Scores the advisor's history policy, the guarded policy (tight "
+        "teaches only a TIMEOUT.  Scores the advisor's history policy (its margins held by a kill "
+        "budget, --kill-budget; --budgets replays it at several), the guarded policy (tight "
         "limits at submit that the guard raises while the job runs, killed only at the user's "
         "request), the user's request, AVE2×1, AVE2×3 and MAX5×3; --schedule also runs each "
         "policy's limits through an EASY backfilling simulation of the log's machine.  The log "
@@ -56,19 +68,30 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="a saved sacct dump, text or 'sacct --json', read as 'advisor update --sacct-file' "
         f"reads it (needed: {NEEDED_TEXT})",
     )
-    parser.add_argument(
-        "--since",
-        metavar="WHEN",
-        help="the jobs that ended at or after WHEN, read live from sacct (with --sacct-file: "
-        "in the dump): YYYY-MM-DD[THH:MM[:SS]], or a span back from now: 30m, 12h, 90d, 2w",
-    )
-    parser.add_argument(
-        "--until",
-        metavar="WHEN",
-        help="the jobs that ended before WHEN (default, live: 5 minutes ago; in a dump: all)",
+    add_time_window(
+        parser,
+        since="the jobs that ended at or after WHEN, read live from sacct (with --sacct-file: "
+        "in the dump)",
+        until="the jobs that ended before WHEN (default, live: 5 minutes ago; in a dump: all)",
     )
     parser.add_argument(
         "--by", choices=sorted(GROUPS), help="also the same figures per partition or per user"
+    )
+    parser.add_argument(
+        "--kill-budget",
+        type=percent,
+        default=DEFAULT_BUDGET,
+        metavar="PCT",
+        help="the history policy's promise: the percentage of completed jobs that may be "
+        f"killed at an advised limit (default {100 * DEFAULT_BUDGET:g})",
+    )
+    parser.add_argument(
+        "--budgets",
+        type=percents,
+        default=(),
+        metavar="PCT,...",
+        help="also replay the history policy at each of these kill budgets (percent, e.g. "
+        "0.1,0.5,1,2): the kill rate it realised and the time it freed, per budget",
     )
     parser.add_argument(
         "--plot",
@@ -94,15 +117,6 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.set_defaults(func=run)
 
 
-def _when(text: str | None, option: str) -> datetime | None:
-    # sacct's times are the cluster's local time, without an offset
-    return (
-        datetime.fromisoformat(parse_moment(text, option=option, now=datetime.now()))
-        if text
-        else None
-    )
-
-
 def request_of(args: argparse.Namespace) -> ReplayRequest:
     """The replay the arguments ask for."""
     return ReplayRequest(
@@ -110,19 +124,21 @@ def request_of(args: argparse.Namespace) -> ReplayRequest:
         sacct_file=args.sacct_file,
         dump=dump_format_of(args),
         strict=args.strict,
-        since=_when(args.since, "--since"),
-        until=_when(args.until, "--until"),
+        since=args.since,
+        until=args.until,
         by=args.by,
         schedule=args.schedule,
         procs=args.procs,
         db=getattr(args, "db", None),
         plot=args.plot,
+        budget=args.kill_budget,
+        budgets=args.budgets,
     )
 
 
 def run(args: argparse.Namespace) -> Result:
     """Replay (services.replay) and lay out."""
-    done = replay(request_of(args), bars=Progress)
+    done = replay(request_of(args), bars=ProgressBar)
     source, scores = done.source, done.scores
     if source.warnings is not None:
         warn_skipped(list(source.warnings), dict(source.skipped or {}))
@@ -140,10 +156,13 @@ def run(args: argparse.Namespace) -> Result:
         ]  # fmt: skip
         columns_by = (scores.by, "jobs", "scored", *COLUMNS)
         tables.append(Table(grouped, columns=columns_by, title=f"per {scores.by}"))
+    if done.budgets:
+        rows_budget = [entry.to_json() for entry in done.budgets]
+        tables.append(Table(rows_budget, columns=BUDGET_COLUMNS, title="advisor per kill budget"))
     whole = scores.figures
     notes = [
         f"{whole.jobs} jobs, {whole.scored} scored, {whole.completed} completed "
-        "(the harm set); percentages in %"
+        f"(the harm set); percentages in %; the advisor's kill budget {done.budget_pct:g} %"
     ]
     for name, raised in done.raises.items():
         counts = ", ".join(f"{n} × {times}" for times, n in raised.by_count.items())

@@ -7,15 +7,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from advisor.cli.common import positive_int
+from advisor.cli.common import add_time_window, positive_int
 from advisor.errors import UsageError
-from advisor.progress import Progress
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.reports import accuracy, limits
 from advisor.reports.age import age_text
 from advisor.reports.document import Report
 from advisor.reports.loading import Selection
-from advisor.reports.period import parse_moment
 from advisor.reports.shaping import Shape, parse_by
 from advisor.services.report import ReportRequest, report
 from advisor.store import Store
@@ -41,13 +40,9 @@ def _shape_options() -> argparse.ArgumentParser:
 def _job_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("which jobs (by end time, the cluster's local time)")
-    group.add_argument(
-        "--since",
-        metavar="WHEN",
-        help="jobs that ended at or after WHEN: YYYY-MM-DD[THH:MM[:SS]], or a "
-        "span back from now: 30m, 12h, 7d, 2w",
+    add_time_window(
+        group, since="jobs that ended at or after WHEN", until="jobs that ended before WHEN"
     )
-    group.add_argument("--until", metavar="WHEN", help="jobs that ended before WHEN")
     group.add_argument("--user", type=storable, help="only this user's jobs")
     group.add_argument("--partition", type=storable, help="only jobs that ran in this partition")
     group.add_argument(
@@ -149,16 +144,14 @@ def _shape(args: argparse.Namespace) -> Shape:
 
 def _selection(args: argparse.Namespace) -> Selection:
     """The job filters."""
-    local_now = datetime.now()  # sacct's times are the cluster's local time, without an offset
-    since = parse_moment(args.since, option="--since", now=local_now) if args.since else None
-    until = parse_moment(args.until, option="--until", now=local_now) if args.until else None
+    since, until = (None if m is None else m.isoformat() for m in (args.since, args.until))
     return Selection(JobFilter(since, until, args.user, args.partition), args.task)
 
 
 def _report(args: argparse.Namespace, request: ReportRequest) -> Report:
     """The report from the cache (services.report)."""
     with Store.open(getattr(args, "db", None), readonly=True) as store:
-        return report(store, request, now=datetime.now(UTC), bars=Progress)
+        return report(store, request, now=datetime.now(UTC), bars=ProgressBar)
 
 
 def _percent(rows: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
@@ -216,6 +209,12 @@ _LIMIT_COLUMNS = (
 )  # fmt: skip
 
 
+_BUDGET_COLUMNS = (
+    "partition", "budget_pct", "realised_pct", "killed", "advised_completed", "completed",
+    "credit",
+)  # fmt: skip
+
+
 def run_limits(args: argparse.Namespace) -> Result:
     """Aggregate the jobs per group (and draw limit vs runtime if asked)."""
     by = parse_by(args.by, limits.GROUP_KEYS)
@@ -227,7 +226,12 @@ def run_limits(args: argparse.Namespace) -> Result:
         columns=(*by, *_LIMIT_COLUMNS),
         title="Requested vs used time; the same under the advisor's limits (core-hours: CPUs × hours)",
     )
-    return Result(data=done.to_json(), tables=(table,), notes=done.notes)
+    tables = [table]
+    if done.budgets:
+        tables.append(
+            Table(done.budgets, columns=_BUDGET_COLUMNS, title="Kill budget per partition (%)")
+        )
+    return Result(data=done.to_json(), tables=tuple(tables), notes=done.notes)
 
 
 def run_nodes(args: argparse.Namespace) -> Result:

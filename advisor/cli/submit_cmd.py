@@ -6,10 +6,9 @@ import argparse
 
 from advisor.cli.plan_cmd import add_planning_options, plan_request, slurm_pinning
 from advisor.errors import UsageError
-from advisor.planner.run_status import RunStatus
 from advisor.planner.summary import PlanSummary
 from advisor.render import Result, Table
-from advisor.services.submit import Submission, submit_workflow, workflow_status
+from advisor.services.submit import RunStatus, Submission, submit_workflow, workflow_status
 from advisor.slurm.timefmt import format_duration
 
 

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import argparse
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from advisor.accounting.retention import DEFAULT_RETENTION, ROW_ARGV_BYTES, Retention
-from advisor.cli.common import add_dump_options, dump_format_of, warn_skipped
-from advisor.progress import Progress
+from advisor.cli.common import (
+    add_dump_options,
+    add_time_window,
+    dump_format_of,
+    percent,
+    warn_skipped,
+)
+from advisor.history.policy import DEFAULT_BUDGET
+from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.services.update import update
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.sacct_text import NEEDED_TEXT
 from advisor.spool import SPOOL_ENV
 from advisor.store import Store
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
 
 
 def _hours(text: str) -> timedelta:
@@ -55,16 +66,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "many fields) is skipped, counted and named by file:line in a warning; --strict refuses "
         "the file (or fails the sacct window) instead.",
     )
-    parser.add_argument(
-        "--since",
-        metavar="T",
-        help="start here instead of the stored watermark (required the first "
-        "time), e.g. 2024-05-01 or 2024-05-01T08:00",
-    )
-    parser.add_argument(
-        "--until",
-        metavar="T",
-        help="stop here (default: 5 minutes ago, so slurmdbd has every record)",
+    add_time_window(
+        parser,
+        since="start here instead of the stored watermark (required the first time)",
+        until="stop here (default: 5 minutes ago, so slurmdbd has every record); same forms",
     )
     parser.add_argument(
         "--window",
@@ -89,6 +94,14 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="also bring in the advice users' wrappers recorded there (default: $ADVISOR_SPOOL; "
         "see contrib/site/README.md)",
     )
+    parser.add_argument(
+        "--kill-budget",
+        type=percent,
+        metavar="PCT",
+        help="the promise the history limits keep: the percentage of a partition's completed "
+        "jobs that may be killed at an advised limit, from now on, for every partition "
+        f"(default: each keeps its own; a new one gets {100 * DEFAULT_BUDGET:g})",
+    )
     kept = parser.add_argument_group(
         "retention", "what the cache keeps of users' advice and history (docs/reliability.md)"
     )
@@ -111,12 +124,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def run(args: argparse.Namespace) -> Result:
     """Ingest and summarise."""
     dump = dump_format_of(args)
-    with Store.open(getattr(args, "db", None)) as store, Progress("update") as bar:
+    with Store.open(getattr(args, "db", None)) as store, ProgressBar("update") as bar:
         retention = Retention(advice_days=args.keep_advice, history_days=args.keep_history,
                               user_day_rows=args.advice_per_day, user_names=args.names_per_user)  # fmt: skip
         done = update(store, CliBackend(), sacct_file=args.sacct_file, swf=args.swf, dump=dump,
-                      since=args.since, until=args.until, window=args.window, spool=args.spool,
-                      strict=args.strict, progress=bar, retention=retention)  # fmt: skip
+                      since=_iso(args.since), until=_iso(args.until), window=args.window,
+                      spool=args.spool, strict=args.strict, progress=bar, retention=retention,
+                      kill_budget=args.kill_budget)  # fmt: skip
     skipped = done.skipped
     warn_skipped(list(done.warnings), dict(skipped))
     states = [{"state": state, "jobs": count} for state, count in done.states.items()]

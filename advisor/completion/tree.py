@@ -17,7 +17,7 @@ PARTITION_OPTIONS = frozenset({"--partition", "-p"})
 #: Value kinds: a file name, a partition, one of the choices, or anything (nothing to offer).
 FILE, PARTITION, CHOICE, VALUE = "file", "partition", "choice", "value"
 #: The --format values offered (any tabulate format works too).
-FORMATS = ("table", "json", "csv", "github", "grid", "tsv")
+FORMATS = ("table", "json", "csv", "parsable", "github", "grid", "tsv")
 _FILE_WORDS = ("FILE", "PATH", "DIR", "DUMP", ".png", ".json", ".csv", "WORKFLOW", "STEPS")
 
 
@@ -46,7 +46,7 @@ def _kind(action: argparse.Action) -> tuple[str | None, tuple[str, ...]]:
         return None, ()
     if action.choices:
         return CHOICE, tuple(str(c) for c in action.choices)
-    if action.dest == "format":
+    if "--format" in action.option_strings:
         return CHOICE, FORMATS
     if PARTITION_OPTIONS & set(action.option_strings):
         return PARTITION, ()
@@ -86,7 +86,13 @@ def command_spec(name: str, parser: argparse.ArgumentParser, help_text: str = ""
                 subcommands.append(command_spec(sub_name, sub, helps.get(sub_name, "")))
         elif not action.option_strings:
             files = True
-    return CommandSpec(name, help_text, _options(parser), tuple(subcommands), files)
+    return CommandSpec(
+        name=name,
+        help=help_text,
+        options=_options(parser),
+        subcommands=tuple(subcommands),
+        files=files,
+    )
 
 
 def cached_partitions(db: str | None) -> list[str]:

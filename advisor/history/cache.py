@@ -1,7 +1,10 @@
-"""The history policy's state in the cache: one row per key, one row for the site budget.
+"""The history policy's state in the cache: key states, score cells, kill budgets.
 
-Reads are what the sbatch wrapper does at submit time (a few primary-key lookups, standard
-library only); writes happen inside accounting ingestion's transaction.
+One row per key (history_keys), per score cell (history_cells, with the cell's margins per level
+worked out when it is written, so that a submission reads a dozen numbers, not its scores) and
+per partition (history_budget).  Reads are what the sbatch wrapper does at submit time (a few
+primary-key lookups, standard library only); writes happen inside accounting ingestion's
+transaction.
 """
 
 from __future__ import annotations
@@ -9,17 +12,22 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
+from advisor.history.budget import KillBudget
+from advisor.history.cells import ScoreCell
 from advisor.history.keys import HistoryKey
-from advisor.history.policy import KeyState, SiteBudget, shared_run
+from advisor.history.policy import KeyState, shared_run
+from advisor.lite import NamedTuple
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
+
+Cell = tuple[str, str]
 
 
 def load_key_states(store: Store, keys: Iterable[HistoryKey]) -> dict[HistoryKey, KeyState]:
     """The stored states of these keys (keys never seen are absent), in one query."""
     wanted = {key: key for key in keys}
     rows = store.conn.execute(
-        "SELECT kind, user, name, partition, runs, cap, completed, kills FROM history_keys "
+        "SELECT kind, user, name, partition, runs, completed, kills FROM history_keys "
         "WHERE (kind, user, name, partition) IN (SELECT json_extract(value, '$[0]'), "
         "json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') "
         "FROM json_each(?))",
@@ -36,11 +44,11 @@ def data_version(store: Store) -> int:
     return int(store.conn.execute("PRAGMA data_version").fetchone()[0])
 
 
-def _state(row: tuple[str, float, int, int]) -> KeyState:
+def _state(row: tuple[str, int, int]) -> KeyState:
     runs = tuple(
         shared_run(float(runtime), bool(censored)) for runtime, censored in json.loads(row[0])
     )
-    return KeyState(runs, float(row[1]), int(row[2]), int(row[3]))
+    return KeyState(runs, int(row[1]), int(row[2]))
 
 
 #: Each run's JSON, as json.dumps writes it in a list of runs: a site's runtimes repeat, and a
@@ -67,75 +75,154 @@ def save_key_states(store: Store, states: Mapping[HistoryKey, KeyState]) -> None
     """Upsert states (joins the caller's transaction)."""
     now = utc_now()
     rows = [
-        (
-            *key,
-            runs_json(state.runs),
-            state.cap,
-            state.completed,
-            state.kills,
-            now,
-        )
+        (*key, runs_json(state.runs), state.completed, state.kills, now)
         for key, state in states.items()
     ]
     with store.write():
         store.conn.executemany(
-            "INSERT INTO history_keys (kind, user, name, partition, runs, cap, completed, kills, "
-            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "INSERT INTO history_keys (kind, user, name, partition, runs, completed, kills, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (kind, user, name, partition) DO UPDATE SET runs = excluded.runs, "
-            "cap = excluded.cap, completed = excluded.completed, kills = excluded.kills, "
+            "completed = excluded.completed, kills = excluded.kills, "
             "updated_at = excluded.updated_at",
             rows,
         )
 
 
-def load_site(store: Store) -> SiteBudget:
-    """The site-wide kill budget (the initial one before any job was learned)."""
+_BUDGET_COLUMNS = "budget, log_price, credit, completed, killed, advised_completed"
+
+
+def _budget(row: Sequence[float]) -> KillBudget:
+    budget, log_price, credit, completed, killed, advised = row
+    return KillBudget(
+        float(budget), float(log_price), float(credit), int(completed), int(killed), int(advised)
+    )
+
+
+def load_budget(store: Store, partition: str) -> KillBudget | None:
+    """A partition's kill budget ('' for jobs without one); None before any of its jobs ended."""
     row = store.conn.execute(
-        "SELECT kill_rate, widen, jobs FROM history_site WHERE id = 1"
+        f"SELECT {_BUDGET_COLUMNS} FROM history_budget WHERE partition = ?",  # noqa: S608 - constant
+        (partition,),
     ).fetchone()
-    return SiteBudget() if row is None else SiteBudget(float(row[0]), float(row[1]), int(row[2]))
+    return None if row is None else _budget(row)
 
 
-def save_site(store: Store, site: SiteBudget) -> None:
-    """Store the site budget (joins the caller's transaction)."""
+def load_budgets(store: Store) -> dict[str, KillBudget]:
+    """Every partition's kill budget, by partition."""
+    rows = store.conn.execute(
+        f"SELECT partition, {_BUDGET_COLUMNS} FROM history_budget ORDER BY partition"  # noqa: S608 - constant
+    )
+    return {str(row[0]): _budget(row[1:]) for row in rows}
+
+
+def save_budgets(store: Store, budgets: Mapping[str, KillBudget]) -> None:
+    """Upsert kill budgets (joins the caller's transaction)."""
+    now = utc_now()
     with store.write():
-        store.conn.execute(
-            "INSERT INTO history_site (id, kill_rate, widen, jobs, updated_at) VALUES (1, ?, ?, ?, ?) "
-            "ON CONFLICT (id) DO UPDATE SET kill_rate = excluded.kill_rate, "
-            "widen = excluded.widen, jobs = excluded.jobs, updated_at = excluded.updated_at",
-            (site.kill_rate, site.widen, site.jobs, utc_now()),
+        store.conn.executemany(
+            f"INSERT INTO history_budget (partition, {_BUDGET_COLUMNS}, updated_at) "  # noqa: S608 - constant
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (partition) DO UPDATE SET "
+            "budget = excluded.budget, log_price = excluded.log_price, "
+            "credit = excluded.credit, completed = excluded.completed, "
+            "killed = excluded.killed, advised_completed = excluded.advised_completed, "
+            "updated_at = excluded.updated_at",
+            [(partition, *budget, now) for partition, budget in budgets.items()],
         )
 
 
-#: Advice rows that match a key, by kind: the wrapper records the job name in ``task``.
-_MATCH = {
-    "user+name": "a.user = ? AND a.task = ?",
-    "user+partition": "a.user = ? AND a.partition = ?",
-    "user": "a.user = ?",
-}
+def load_cells(store: Store, cells: Iterable[Cell]) -> dict[Cell, ScoreCell]:
+    """These cells' scores (cells without any are absent), in one query."""
+    rows = store.conn.execute(
+        "SELECT partition, cell, scores FROM history_cells WHERE (partition, cell) IN "
+        "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))",
+        (json.dumps(list(set(cells))),),
+    )
+    return {(str(p), str(c)): ScoreCell.of(json.loads(scores)) for p, c, scores in rows}
 
 
-def advised_in_flight(store: Store, key: HistoryKey, *, since: str) -> int:
-    """Jobs of the key submitted with a history limit since ``since`` that have not finished.
+def load_quantiles(store: Store, cell: Cell) -> tuple[float, ...] | None:
+    """A cell's margins per level (advisor.history.cells.LEVELS; inf: none), or None."""
+    row = store.conn.execute(
+        "SELECT quantiles FROM history_cells WHERE partition = ? AND cell = ?", cell
+    ).fetchone()
+    if row is None:
+        return None
+    return tuple(float("inf") if q is None else float(q) for q in json.loads(row[0]))
+
+
+def save_cells(store: Store, cells: Mapping[Cell, ScoreCell]) -> None:
+    """Upsert cells with their margins (joins the caller's transaction)."""
+    now = utc_now()
+    rows = []
+    for (partition, cell), found in cells.items():
+        quantiles = [q if q != float("inf") else None for q in found.quantiles()]
+        rows.append((partition, cell, json.dumps(list(found.scores)), json.dumps(quantiles), now))
+    with store.write():
+        store.conn.executemany(
+            "INSERT INTO history_cells (partition, cell, scores, quantiles, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (partition, cell) DO UPDATE SET "
+            "scores = excluded.scores, quantiles = excluded.quantiles, "
+            "updated_at = excluded.updated_at",
+            rows,
+        )
+
+
+class Running(NamedTuple):
+    """One job running under a history limit the advisor recorded."""
+
+    #: The job's name as the advice row has it (its task key; a digest in a published copy).
+    task: str | None
+    partition: str | None
+    #: The user's own --time.
+    request_s: int | None
+    #: The estimated probability that it runs past its limit (None: recorded before 7).
+    risk: float | None
+
+
+#: History advice rows of jobs accounting has not ingested yet (their job may still run).
+_RUNNING = """FROM advice AS a
+     WHERE {where} AND a.created_at >= ? AND a.policy = 'history'
+       AND a.outcome = 'submitted' AND a.job_id IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM accounting_jobs AS j
+                        WHERE j.job_id_raw = a.job_id
+                          AND (a.cluster IS NULL OR j.cluster = a.cluster))"""
+
+
+def running_advised(store: Store, user: str, *, since: str) -> list[Running]:
+    """The user's jobs submitted with a history limit since ``since`` that have not finished.
 
     A job counts until accounting ingests it; ``since`` (an ISO time, e.g. MaxTime ago) keeps
-    a lost job from holding a key's budget forever.
+    a lost job from holding a key's place forever.
     """
-    params: tuple[str, ...] = {
-        "user+name": (key.user, key.name),
-        "user+partition": (key.user, key.partition),
-        "user": (key.user,),
-    }[key.kind]
+    rows = store.conn.execute(
+        "SELECT a.task, a.partition, a.request_s, 1 - a.quantile "
+        + _RUNNING.format(where="a.user = ?"),
+        (user, since),
+    )
+    return [Running(*row) for row in rows]
+
+
+def reserved_risk(store: Store, partition: str, *, since: str, unknown: float) -> float:
+    """The summed risk of the partition's jobs running under a history limit.
+
+    A job advised for several partitions (``-p a,b``) counts in each.  unknown: the risk of an
+    advice row that recorded none (the budget: the risk the policy takes on average).  A
+    published copy holds only its user's own advice: there the sum over every user's jobs at
+    publish time (services/publish.py) stands for it.
+    """
+    if store.published:
+        found = store.conn.execute(
+            "SELECT value FROM main.publication WHERE key = 'reserved_risk'"
+        ).fetchone()
+        known, unrecorded = json.loads(found[0]).get(partition, (0.0, 0.0)) if found else (0, 0)
+        return float(known) + unknown * float(unrecorded)
     row = store.conn.execute(
-        f"""SELECT COUNT(*) FROM advice AS a
-             WHERE {_MATCH[key.kind]} AND a.created_at >= ? AND a.policy = 'history'
-               AND a.outcome = 'submitted' AND a.job_id IS NOT NULL
-               AND NOT EXISTS (SELECT 1 FROM accounting_jobs AS j
-                                WHERE j.job_id_raw = a.job_id
-                                  AND (a.cluster IS NULL OR j.cluster = a.cluster))""",  # noqa: S608 - constant fragments
-        (*params, since),
+        "SELECT COALESCE(SUM(COALESCE(1 - a.quantile, ?)), 0) "
+        + _RUNNING.format(where="instr(',' || a.partition || ',', ',' || ? || ',') > 0"),
+        (unknown, partition, since),
     ).fetchone()
-    return int(row[0])
+    return float(row[0])
 
 
 def prune_keys(store: Store, *, before: str, names_per_user: int) -> int:
@@ -192,10 +279,10 @@ def top_name_states(
     params = {"runs": min_runs, "skip": json.dumps(sorted(set(skip))), "bytes": max_name_bytes,
               "per_user": per_user}  # fmt: skip
     chosen_keys = (
-        "SELECT kind, user, name, partition, runs, cap, completed, kills FROM ("  # noqa: S608 - constant fragments
+        "SELECT kind, user, name, partition, runs, completed, kills FROM ("  # noqa: S608 - constant fragments
         "SELECT *, ROW_NUMBER() OVER (PARTITION BY user ORDER BY completed + kills DESC, name, "
         f"partition) AS rank FROM history_keys WHERE {proposes} AND {fits}) "
-        "WHERE rank <= :per_user UNION ALL SELECT kind, user, name, partition, runs, cap, "
+        "WHERE rank <= :per_user UNION ALL SELECT kind, user, name, partition, runs, "
         "completed, kills FROM history_keys WHERE kind != 'user+name' ORDER BY 1, 2, 3, 4"
     )
     rows = store.conn.execute(chosen_keys, params)

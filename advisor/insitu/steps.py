@@ -147,7 +147,9 @@ def _read_csv(text: str, source: str, buffer_frames: int) -> StepTable:
         rows.append(tuple(_number(record[c], line=number, field=c, source=source) for c in columns))
     if first is None:
         raise InputError(f"line {header_line}: a header but no steps", source=source)
-    return StepTable(source, pipeline, first, columns, tuple(rows))
+    return StepTable(
+        source=source, pipeline=pipeline, first_step=first, columns=columns, rows=tuple(rows)
+    )
 
 
 def _with_idle(pipeline: Pipeline, present: tuple[str, ...]) -> Pipeline:
@@ -205,4 +207,10 @@ def _read_json(path: str | Path, buffer_frames: int | None) -> StepTable:
         number = _step_number(str(step["step"]), expected, where=f"{where}.step", source=source)
         expected = number + 1
         rows.append(tuple(float(step[name]) for name in columns))
-    return StepTable(source, pipeline, int(steps[0]["step"]), columns, tuple(rows))
+    return StepTable(
+        source=source,
+        pipeline=pipeline,
+        first_step=int(steps[0]["step"]),
+        columns=columns,
+        rows=tuple(rows),
+    )

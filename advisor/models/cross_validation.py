@@ -1,30 +1,29 @@
 """``advisor evaluate``: the protocol's figures, per fold and pooled, every method side by side.
 
-The point predictions of every method come from each task's own runs (nothing is fitted across
-tasks).  What is fitted across them is the advisor model's discrepancy δ
-(advisor.models.discrepancy), which widens its intervals and, as part of the prior, shapes what
-calibration runs teach.  Two cross-validations estimate δ without the runs they score:
+The point predictions of every method come from each task's own runs (and, after calibration
+runs, the target's node factor pooled from every task's runs there).  What is fitted across
+folds is the conformal correction of the advisor's intervals (advisor.models.conformal): the
+P90/P95 multipliers of its log scale are the quantiles of the standardized errors its
+predictions of the same kind (method and scope) made in the other folds, as a site would take
+them from the predictions it made before.  Two cross-validations:
 
-* leave-one-workflow-out: δ from the reference machine's test runs of the other workflows,
-  scored on the held-out workflow (homogeneous and heterogeneous);
-* leave-one-target-out: δ from the reference machine's test runs (no target's runs), scored on
-  the held-out target.
+* leave-one-workflow-out: multipliers from the other workflows, scored on the held-out one
+  (homogeneous and heterogeneous);
+* leave-one-target-out: multipliers from the other targets, scored on the held-out target.
 
-Each fold's figures are reported, and the pooled figure over all folds' predictions.  The
-top-level ``pooled`` and ``groups`` (advisor.services.evaluate) use the δ the advisor ships
-(DISCREPANCY, estimated on the development traces, so for those traces it is in-sample: the
-folds are the honest figures).
+Each fold's figures are reported, and the pooled figure over all folds' predictions.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
-from advisor.models.discrepancy import fit_discrepancy
-from advisor.models.evaluation import ADVISOR, Scored, Setting, TaskFit, score_fits
+from advisor.models.conformal import multipliers
+from advisor.models.evaluation import Scored, Setting
 
 HOMOGENEOUS, HETEROGENEOUS = "homogeneous", "heterogeneous"
 LOWO, LOTO = "leave-one-workflow-out", "leave-one-target-out"
@@ -54,7 +53,31 @@ class Summary:
         }
 
 
-def summary(scored: Sequence[Scored]) -> Summary:
+class Prediction(Protocol):
+    """What a summary reads of a prediction."""
+
+    @property
+    def error(self) -> float:
+        """Relative error."""
+        ...
+
+    @property
+    def actual_s(self) -> float:
+        """The runtime observed."""
+        ...
+
+    @property
+    def p90_s(self) -> float:
+        """The predicted P90."""
+        ...
+
+    @property
+    def p95_s(self) -> float:
+        """The predicted P95."""
+        ...
+
+
+def summary(scored: Sequence[Prediction]) -> Summary:
     """The Summary of some predictions."""
     errors = [s.error for s in scored]
     n = len(scored)
@@ -75,14 +98,15 @@ class FoldRow:
     fold: str
     scope: str
     method: str
-    #: the δ the fold estimated (None for the pooled rows)
-    discrepancy: float | None
+    #: the P95 multiplier the other folds gave (None for the pooled rows, and where there were
+    #: too few errors or the method is not the advisor's)
+    conformal: float | None
     summary: Summary
 
     def to_json(self) -> dict[str, Any]:
         """One row of schemas/evaluate-output.json's folds."""
         return {"scheme": self.scheme, "fold": self.fold, "scope": self.scope,
-                "method": self.method, "discrepancy": self.discrepancy,
+                "method": self.method, "conformal": self.conformal,
                 **self.summary.to_json()}  # fmt: skip
 
 
@@ -101,43 +125,55 @@ def scope_of(setting: Setting, s: Scored) -> str:
     return HOMOGENEOUS if s.target == setting.reference else HETEROGENEOUS
 
 
-def estimate_discrepancy(setting: Setting, uncorrected: Sequence[Scored]) -> float:
-    """δ by maximum likelihood on the advisor's reference-machine predictions given."""
-    return fit_discrepancy(
-        (s.actual_s, s.loc_s, s.scale_s, s.dof)
-        for s in uncorrected
-        if s.method == ADVISOR and s.target == setting.reference
-    )
+def standardized(s: Scored) -> float:
+    """The error of a log prediction in units of its scale."""
+    return (math.log(s.actual_s) - s.loc_s) / s.scale_s if s.scale_s > 0 else 0.0
 
 
-class Scorer:
-    """Scores the fits once per discrepancy asked for."""
-
-    def __init__(self, setting: Setting, fits: Sequence[TaskFit]) -> None:
-        self.setting, self.fits = setting, fits
-        self.done: dict[float, list[Scored]] = {}
-
-    def __call__(self, discrepancy: float) -> list[Scored]:
-        """Every prediction with this discrepancy (scored once)."""
-        if discrepancy not in self.done:
-            self.done[discrepancy] = score_fits(self.setting, self.fits, discrepancy)
-        return self.done[discrepancy]
+def corrected(
+    held: Sequence[Scored], others: Sequence[Scored], setting: Setting
+) -> tuple[list[Scored], dict[tuple[str, str], float]]:
+    """The held-out predictions with P90/P95 from the other predictions' errors (per kind)."""
+    scores: dict[tuple[str, str], list[float]] = {}
+    for s in others:
+        if s.log:
+            scores.setdefault((scope_of(setting, s), s.method), []).append(standardized(s))
+    found = {key: multipliers(values) for key, values in scores.items()}
+    out = []
+    used: dict[tuple[str, str], float] = {}
+    for s in held:
+        key = (scope_of(setting, s), s.method)
+        k = found.get(key) if s.log else None
+        if k is None:
+            out.append(s)
+            continue
+        used[key] = k[1]
+        out.append(
+            replace(
+                s,
+                p90_s=math.exp(s.loc_s + k[0] * s.scale_s),
+                p95_s=math.exp(s.loc_s + k[1] * s.scale_s),
+            )
+        )
+    return out, used
 
 
 def _fold_rows(
     setting: Setting,
     scheme: str,
-    folds: Sequence[tuple[str, float, list[Scored]]],
+    folds: Sequence[tuple[str, dict[tuple[str, str], float], list[Scored]]],
 ) -> list[FoldRow]:
     """Rows per fold × scope × method, then the pooled rows (fold 'all') over every fold."""
     rows = []
     pooled: list[Scored] = []
-    for fold, delta, scored in folds:
+    for fold, used, scored in folds:
         pooled.extend(scored)
         for (scope, method), items in grouped(
             scored, lambda s: (scope_of(setting, s), s.method)
         ).items():
-            rows.append(FoldRow(scheme, fold, scope, method, delta, summary(items)))
+            rows.append(
+                FoldRow(scheme, fold, scope, method, used.get((scope, method)), summary(items))
+            )
     for (scope, method), items in grouped(
         pooled, lambda s: (scope_of(setting, s), s.method)
     ).items():
@@ -145,18 +181,28 @@ def _fold_rows(
     return rows
 
 
-def cross_validate(setting: Setting, fits: Sequence[TaskFit], score: Scorer) -> list[FoldRow]:
-    """The fold rows of both cross-validations (module docstring)."""
-    uncorrected = score(0.0)
-    workflows = sorted({f.workflow for f in fits})
+def cross_validate(
+    setting: Setting, scored: Sequence[Scored]
+) -> tuple[list[FoldRow], list[Scored]]:
+    """The fold rows of both cross-validations, and the predictions as the folds corrected them.
+
+    The predictions are leave-one-workflow-out's (leave-one-target-out's where there is a
+    single workflow, the reference's then uncorrected).
+    """
+    workflows = sorted({s.workflow for s in scored})
     lowo = []
     for held in workflows:
-        delta = estimate_discrepancy(setting, [s for s in uncorrected if s.workflow != held])
-        lowo.append((held, delta, [s for s in score(delta) if s.workflow == held]))
-    delta_all = estimate_discrepancy(setting, uncorrected)
-    targets = sorted({t for f in fits for t in f.targets if t != setting.reference})
-    loto = [
-        (held, delta_all, [s for s in score(delta_all) if s.target == held]) for held in targets
-    ]
+        inside = [s for s in scored if s.workflow == held]
+        found, used = corrected(inside, [s for s in scored if s.workflow != held], setting)
+        lowo.append((held, used, found))
+    targets = sorted({s.target for s in scored if s.target != setting.reference})
+    loto = []
+    for held in targets:
+        inside = [s for s in scored if s.target == held]
+        found, used = corrected(inside, [s for s in scored if s.target != held], setting)
+        loto.append((held, used, found))
     rows = _fold_rows(setting, LOWO, lowo) if len(workflows) > 1 else []
-    return rows + _fold_rows(setting, LOTO, loto)
+    best = [s for _, _, found in (lowo if len(workflows) > 1 else loto) for s in found]
+    if len(workflows) <= 1:
+        best += [s for s in scored if s.target == setting.reference]
+    return rows + _fold_rows(setting, LOTO, loto), best

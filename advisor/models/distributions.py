@@ -29,7 +29,13 @@ def _normal() -> Any:
 
 
 class Predictive(NamedTuple):
-    """A predicted runtime: its mean and quantiles (seconds), and the distribution behind them."""
+    """A predicted runtime: its mean and quantiles (seconds), and the distribution behind them.
+
+    ``log``: the runtime's logarithm is Student-t with location loc_s and scale scale_s (the
+    advisor's models, advisor.models.evidence); its median is the point prediction (mean_s
+    repeats it: a log-t has no finite mean).  Otherwise the runtime itself is Student-t (Lotaru
+    as published, the baselines), its quantiles clipped at zero.
+    """
 
     mean_s: float
     p50_s: float
@@ -38,9 +44,12 @@ class Predictive(NamedTuple):
     loc_s: float
     scale_s: float
     dof: float
+    log: bool = False
 
     def quantile_s(self, q: float) -> float:
         """Any quantile in (0, 1), never below zero (a runtime is not negative)."""
+        if self.log:
+            return _exp(self.loc_s + student_t_ppf(q, self.dof) * self.scale_s)
         return max(0.0, self.loc_s + student_t_ppf(q, self.dof) * self.scale_s)
 
 
@@ -186,14 +195,44 @@ def predictive(loc_s: float, scale_s: float, dof: float) -> Predictive:
     )
 
 
+def _exp(value: float) -> float:
+    """The exponential within what a float holds: never 0, no overflow (e^±700 ~ 1e±304 s)."""
+    return math.exp(min(700.0, max(-700.0, value)))
+
+
+def log_predictive(
+    loc: float, scale: float, dof: float, quantiles: tuple[float, float] | None = None
+) -> Predictive:
+    """The record for a runtime whose logarithm is Student-t(loc, scale, dof).
+
+    ``quantiles``: the (P90, P95) multipliers of the scale when the site's own errors give them
+    (advisor.models.conformal), else Student-t's.  Every figure is exp(·) of a finite number:
+    positive, never zero.
+    """
+    if not (math.isfinite(loc) and math.isfinite(scale)) or scale < 0 or dof <= 0:
+        raise ValueError(f"bad log predictive location {loc} / scale {scale} / dof {dof}")
+    dof = float(dof)
+    k90, k95 = quantiles if quantiles is not None else (
+        student_t_ppf(0.90, dof), student_t_ppf(0.95, dof)
+    )  # fmt: skip
+    median = _exp(loc)
+    return Predictive(
+        mean_s=median,
+        p50_s=median,
+        p90_s=_exp(loc + k90 * scale),
+        p95_s=_exp(loc + max(k90, k95) * scale),
+        loc_s=loc,
+        scale_s=scale,
+        dof=dof,
+        log=True,
+    )
+
+
 def scaled(pred: Predictive, factor: float) -> Predictive:
     """The same distribution with runtimes multiplied by factor (> 0)."""
+    if pred.log:
+        return pred._replace(
+            mean_s=pred.mean_s * factor, p50_s=pred.p50_s * factor, p90_s=pred.p90_s * factor,
+            p95_s=pred.p95_s * factor, loc_s=pred.loc_s + math.log(factor),
+        )  # fmt: skip
     return predictive(pred.loc_s * factor, pred.scale_s * factor, pred.dof)
-
-
-def widened(pred: Predictive, relative_sd: float) -> Predictive:
-    """The predictive with an independent relative noise of sd relative_sd·loc added."""
-    if relative_sd <= 0.0:
-        return pred
-    extra = relative_sd * pred.loc_s
-    return predictive(pred.loc_s, math.sqrt(pred.scale_s * pred.scale_s + extra * extra), pred.dof)

@@ -14,14 +14,16 @@ comparable (the cluster machines of Lotaru-traces ran four extra inputs of the E
 
 Methods, side by side on the same test runs:
 
-* ``advisor``: the advisor's model (advisor.models.averaging, transferred by advisor.models.
-  transfer), as ``advisor learn`` stores it and the sbatch wrapper predicts from it;
+* ``advisor``: the advisor's model (advisor.models.evidence on the reference, carried to a
+  target by its benchmark factor, advisor.models.predict), as ``advisor learn`` stores it and
+  the sbatch wrapper predicts from it;
 * ``paper``: Lotaru exactly as published (r >= 0.8 regression times the node factor, else the
   median, unscaled);
 * ``naive``, ``online-m``, ``online-p``: the paper's baselines;
 * with ``calibrate``, for k = 1, 2, 3 observed runs per task on each target (its train-e runs
   closest to CALIBRATION_FRACTIONS of its largest, in that order): ``advisor+kruns``, the
-  advisor's class model after those runs (the online Bayesian update), and ``probe+kruns``, the
+  advisor's class record after those runs, the class's node factor pooled from every task's
+  calibration runs on the target (advisor.models.pooling), and ``probe+kruns``, the
   plain probe ratio: the observed runtimes over the paper's local predictions at their sizes
   (a ratio of sums), times the paper's local prediction.
 
@@ -30,8 +32,9 @@ Scored rows are summarised by advisor.models.cross_validation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor.errors import InputError
@@ -39,12 +42,15 @@ from advisor.factors import Scores, Twin, class_factor, with_twins
 from advisor.imports.lotaru import LotaruRun, read_lotaru_csv
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.baselines import Baseline, fit_baseline
-from advisor.models.class_model import TAU
+from advisor.models.conformal import Site, site_from
 from advisor.models.distributions import Predictive, scaled
-from advisor.models.fitting import fit_models
+from advisor.models.fitting import fit_models, positive
 from advisor.models.loading import twins_from_runs
-from advisor.models.predict import paper_prediction, transferred_model
+from advisor.models.pooling import ClassEffect, Offsets, class_effect
+from advisor.models.predict import TaskModels, paper_prediction, view
 from advisor.models.reference import ReferenceModel
+from advisor.models.task_model import Reference, predictive_of
+from advisor.models.updates import learn_run
 from advisor.profiling.imports import read_node_import
 from advisor.store.node_classes import RunInfo
 from advisor.store.observations import Observation
@@ -81,6 +87,8 @@ class Scored:
     loc_s: float = 0.0
     scale_s: float = 0.0
     dof: float = 1.0
+    #: loc_s and scale_s are of the log runtime (the advisor's predictions)
+    log: bool = False
 
     @property
     def error(self) -> float:
@@ -167,7 +175,7 @@ class Setting:
     scores: Scores
     calibrate: bool
     seed: int
-    tau: float = TAU
+    site: Site = field(default_factory=Site)
 
 
 @dataclass(frozen=True)
@@ -180,7 +188,7 @@ class TaskFit:
     workflow: str
     label: str
     task: str
-    model: ReferenceModel  # the advisor's, fitted with no discrepancy
+    model: Reference  # the advisor's
     paper: ReferenceModel
     baselines: Mapping[str, Baseline]
     targets: Mapping[str, tuple[Sequence[Observation], Sequence[Observation]]]
@@ -217,9 +225,7 @@ def fit_workflow(
             xs = [float(o.input_bytes or 0) for o in task_runs]
             ys = [o.runtime_s for o in task_runs]
             name = f"{workflow}/{label}/{task}"
-            model, paper = fit_models(
-                task_runs, twins, reference=setting.reference, discrepancy=0.0
-            )
+            model, paper = fit_models(task_runs, twins, reference=setting.reference)
             out.append(
                 TaskFit(
                     workflow,
@@ -234,33 +240,66 @@ def fit_workflow(
     return out
 
 
+def _calibration_effect(
+    setting: Setting, group: Sequence[TaskFit], target: str, k: int
+) -> ClassEffect:
+    """The target's effect pooled from every task's k calibration runs there."""
+    models = TaskModels("", None)
+    site = models.site
+    tasks = []
+    for fit in group:
+        factor = class_factor(setting.reference, target, setting.scores, fit.model.cpu_weight)
+        offsets = Offsets()
+        for run in calibration_runs(fit.targets[target][0], k):
+            base = fit.model.forecast(float(run.input_bytes or 0) or None, site)
+            if base is not None:
+                d = math.log(positive(run.runtime_s)) - base.loc - math.log(factor or 1.0)
+                offsets = offsets.add(d)
+        tasks.append((offsets, fit.model.noise2(site)))
+    return class_effect(tasks, scored=True)
+
+
 def _predictors(
-    setting: Setting, fit: TaskFit, model: ReferenceModel, target: str
+    setting: Setting, fit: TaskFit, target: str, effects: Mapping[int, ClassEffect]
 ) -> dict[str, Predictor]:
-    """Every method's predictor for one task on one target."""
+    """Every method's predictor for one task on one target (effects: per k calibration runs)."""
+    model = fit.model
     factor = class_factor(setting.reference, target, setting.scores, model.cpu_weight)
     paper_factor = class_factor(setting.reference, target, setting.scores, fit.paper.cpu_weight)
     if factor is None or paper_factor is None:
         return {}
-    transferred = transferred_model(model, target, factor, tau=setting.tau)
+    models = TaskModels(fit.task, model, site=setting.site)
 
     def paper(x: float, _cores: int | None) -> Predictive:
         return paper_prediction(fit.paper, target, x, paper_factor)
 
-    # on the reference class the advisor predicts from the reference model itself (predict_on)
-    advisor = _sized(model.predict) if target == setting.reference else transferred.predict
-    out: dict[str, Predictor] = {ADVISOR: advisor, PAPER: paper}
+    out: dict[str, Predictor] = {ADVISOR: _advisor(models, target, factor), PAPER: paper}
     out.update({m: _sized(b.predict) for m, b in fit.baselines.items()})
     if setting.calibrate and target != setting.reference:
         train = fit.targets[target][0]
-        for k in range(1, len(CALIBRATION_FRACTIONS) + 1):
+        for k, effect in sorted(effects.items()):
             chosen = calibration_runs(train, k)
             if len(chosen) < k:
                 continue
-            observed = [(float(o.input_bytes or 0), o.runtime_s, o.cores) for o in chosen]
-            out[with_runs(ADVISOR, k)] = transferred.with_runs(observed).predict
-            out[with_runs(PROBE, k)] = _probe(fit.paper, [(x, y) for x, y, _ in observed])
+            learnt = models._replace(effects={(setting.reference, target): effect})
+            for run in chosen:
+                learnt = learn_run(
+                    learnt, target, float(run.input_bytes or 0) or None,
+                    positive(run.runtime_s), factor=factor,
+                ).models  # fmt: skip
+            out[with_runs(ADVISOR, k)] = _advisor(learnt, target, factor)
+            observed = [(float(o.input_bytes or 0), o.runtime_s) for o in chosen]
+            out[with_runs(PROBE, k)] = _probe(fit.paper, observed)
     return out
+
+
+def _advisor(models: TaskModels, target: str, factor: float) -> Predictor:
+    def at(x: float, _cores: int | None) -> Predictive:
+        return predictive_of(
+            view(models, target, x if x > 0 else None, factor).forecast, models.site
+        )
+
+    return at
 
 
 def _sized(predict: Callable[[float], Predictive]) -> Predictor:
@@ -277,22 +316,32 @@ def _probe(paper: ReferenceModel, runs: list[tuple[float, float]]) -> Predictor:
     return at
 
 
-def score_fits(setting: Setting, fits: Sequence[TaskFit], discrepancy: float) -> list[Scored]:
-    """Every prediction of the protocol, the advisor's model with this discrepancy."""
+def score_fits(setting: Setting, fits: Sequence[TaskFit]) -> list[Scored]:
+    """Every prediction of the protocol (the advisor's intervals from Student-t's quantiles)."""
     out: list[Scored] = []
+    groups: dict[tuple[str, str], list[TaskFit]] = {}
     for fit in fits:
-        model = fit.model._replace(discrepancy=discrepancy)
-        for target, (_, tests) in fit.targets.items():
-            predictors = _predictors(setting, fit, model, target) if tests else {}
-            for test in tests:
-                if test.runtime_s <= 0 or test.input_bytes is None:
-                    continue
-                x = float(test.input_bytes)
-                for method, predict in predictors.items():
-                    value = predict(x, test.cores)
-                    if value is None:
+        groups.setdefault((fit.workflow, fit.label), []).append(fit)
+    for group in groups.values():
+        for target in sorted({t for fit in group for t in fit.targets}):
+            effects = {}
+            if setting.calibrate and target != setting.reference:
+                effects = {
+                    k: _calibration_effect(setting, group, target, k)
+                    for k in range(1, len(CALIBRATION_FRACTIONS) + 1)
+                }
+            for fit in group:
+                tests = fit.targets[target][1]
+                predictors = _predictors(setting, fit, target, effects) if tests else {}
+                for test in tests:
+                    if test.runtime_s <= 0 or test.input_bytes is None:
                         continue
-                    out.append(_scored(fit, target, method, value, test.runtime_s))
+                    x = float(test.input_bytes)
+                    for method, predict in predictors.items():
+                        value = predict(x, test.cores)
+                        if value is None:
+                            continue
+                        out.append(_scored(fit, target, method, value, test.runtime_s))
     return out
 
 
@@ -303,18 +352,19 @@ def _scored(fit: TaskFit, target: str, method: str, value: Predictive, actual: f
         fit.task,
         target,
         method,
-        value.mean_s,
+        value.p50_s,
         value.p90_s,
         value.p95_s,
         actual,
         value.loc_s,
         value.scale_s,
         value.dof,
+        value.log,
     )
 
 
 def setting_for(
-    directory: Path, reference: str | None, *, calibrate: bool, seed: int, tau: float
+    directory: Path, reference: str | None, *, calibrate: bool, seed: int
 ) -> tuple[Setting, dict[tuple[str, str], list[LotaruRun]]]:
     """The protocol's setting for a traces directory, and its runs."""
     runs, scores, twins = load_traces(directory)
@@ -332,7 +382,7 @@ def setting_for(
         (t for t in sorted(twins) if twins[t].reference == reference and t in machines), None
     )
     clock_ratio = twins[twin].clock_ratio if twin else None
-    return Setting(reference, twin, clock_ratio, scores, calibrate, seed, tau), runs
+    return Setting(reference, twin, clock_ratio, scores, calibrate, seed), runs
 
 
 def fit_traces(
@@ -344,3 +394,9 @@ def fit_traces(
         per_machine = {m: rs for (m, w), rs in runs.items() if w == workflow}
         fits.extend(fit_workflow(setting, workflow, per_machine, shared_inputs=shared_inputs))
     return fits
+
+
+def with_site(setting: Setting, fits: Sequence[TaskFit]) -> Setting:
+    """The setting with the site's typical spread: the median over the tasks' reference runs."""
+    scales = [fit.model.evidence.spread() or 0.0 for fit in fits]
+    return replace(setting, site=site_from(scales, (), ()))

@@ -12,11 +12,14 @@ from types import MappingProxyType
 
 from advisor.factors import Twin, class_scores, with_twins
 from advisor.lite import NamedTuple
+from advisor.models.conformal import Site
+from advisor.models.pooling import ClassEffect
 from advisor.models.predict import TaskModels, task_models_from_rows
 from advisor.profiling.twins import clock_twins
 from advisor.store.benchmarks import latest_scores
 from advisor.store.connection import Store
 from advisor.store.node_classes import RunInfo, latest_runs
+from advisor.store.site_models import load_class_effects, load_site_model
 from advisor.store.task_models import load_task_models, load_user_models, node_classes
 
 
@@ -79,7 +82,20 @@ def load_models(
             own = [found for task in shared for found in load_user_models(store, user, task)]
         for found in own:
             mine.setdefault(found.task, []).append((found.node_class, found.params))
+    if not shared:
+        return {}
+    site, effects = load_site(store)
     return {
-        task: task_models_from_rows(task, task_rows, mine.get(task, ()))
+        task: task_models_from_rows(task, task_rows, mine.get(task, ()), site=site, effects=effects)
         for task, task_rows in shared.items()
     }
+
+
+def load_site(store: Store) -> tuple[Site, dict[tuple[str, str], ClassEffect]]:
+    """The site model and the class effects (defaults before the first ``advisor learn``)."""
+    doc = load_site_model(store)
+    effects = {
+        (row.reference, row.node_class): ClassEffect.from_json(row.params)
+        for row in load_class_effects(store)
+    }
+    return (Site() if doc is None else Site.from_json(doc)), effects

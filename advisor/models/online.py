@@ -1,11 +1,11 @@
 """Learning online: one new run updates its task's model on its node class, nothing else.
 
-``update_online`` is what accounting calls for each finished job: it reads one record, adds the
-run to the sufficient statistics (O(k²), no history reread) and writes the record back, all in
-one write transaction so concurrent updates serialise.  The first run on a class creates the
-record from the transferred prior (reference model × node factor).  ``OnlineUpdates`` does the
-same for a batch of runs in the caller's transaction, reading the node context and each record
-once and writing each record back once.
+``update_online`` is what accounting calls for each finished job: it reads the task's records,
+lets the run's record learn it (advisor.models.updates: predicted first, then learnt; O(WINDOW),
+no history reread) and writes that record back, all in one write transaction so concurrent
+updates serialise.  ``OnlineUpdates`` does the same for a batch of runs in the caller's
+transaction, reading the node context and each task's records once and writing each changed
+record back once.  The class effects and the site's multipliers are the last ``advisor learn``'s.
 
 A run with a user (every job accounting sees) updates that user's own record only
 (user_task_models): what it teaches reaches that user's predictions, never another user's.
@@ -20,10 +20,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from advisor.models.class_model import ClassModel, UserRuns
-from advisor.models.loading import load_node_context
-from advisor.models.predict import factor_to, transferred_model
-from advisor.models.reference import ReferenceModel
+from advisor.models.distributions import Predictive
+from advisor.models.fitting import positive
+from advisor.models.loading import load_node_context, load_site
+from advisor.models.predict import TaskModels, factor_to, task_models_from_rows, view
+from advisor.models.task_model import predictive_of
+from advisor.models.updates import learn_run
 from advisor.store.connection import Store
 from advisor.store.observations import Observation
 from advisor.store.task_models import (
@@ -44,8 +46,8 @@ def _teaches(observation: Observation) -> bool:
     )
 
 
-def update_online(store: Store, observation: Observation) -> ClassModel | None:
-    """Add one run to its (task, node class) model; the model its user now sees.
+def update_online(store: Store, observation: Observation) -> Predictive | None:
+    """Add one run to its (task, node class) model; the prediction its user now sees there.
 
     None when the run cannot teach anything: censored ones (a lower bound), ones without an
     input size or a node, and runs of a task that ``advisor learn`` has not modelled yet (the
@@ -102,12 +104,12 @@ class OnlineUpdates:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.context = load_node_context(store)
-        self._tasks: dict[str, dict[tuple[str, str], TaskModelRow]] = {}
-        self._users: dict[tuple[str, str], dict[str, UserModelRow]] = {}
-        self._transferred: dict[tuple[str, str], ClassModel] = {}
+        self.site, self.effects = load_site(store)
+        self._tasks: dict[str, TaskModels | None] = {}
+        self._users: dict[tuple[str, str], TaskModels] = {}
         self._written: dict[tuple[str, ...], TaskModelRow | UserModelRow] = {}
 
-    def update(self, observation: Observation) -> ClassModel | None:
+    def update(self, observation: Observation) -> Predictive | None:
         """update_online of one run."""
         size = observation.input_bytes
         if size is None or not _teaches(observation):
@@ -118,24 +120,42 @@ class OnlineUpdates:
         )
         if node_class is None:
             return None
-        rows = self._task_rows(observation.task)
-        if ("*", "lotaru") not in rows:
+        shared = self._task(observation.task)
+        if shared is None or shared.reference is None:
             return None
-        current = rows.get((node_class, "online"))
-        if current is not None:
-            model = ClassModel.from_params(node_class, current.params)
+        factor = factor_to(shared.reference, node_class, context.scores)
+        runtime = positive(observation.runtime_s)
+        user = observation.user
+        models = shared if not user else self._user(str(user), shared)
+        learnt = learn_run(models, node_class, float(size), runtime, factor=factor, user=bool(user))
+        task = observation.task
+        if learnt.changed == "user":
+            record = learnt.models.user_runs[node_class]
+            self._users[(str(user), task)] = learnt.models
+            row: TaskModelRow | UserModelRow = UserModelRow(
+                str(user), task, node_class, _as_stored(record.to_params("user")), record.n
+            )
+            self._written[(str(user), task, node_class, "user")] = row
         else:
-            model = self._transferred_model(observation.task, node_class, rows[("*", "lotaru")])
-        run = [(float(size), observation.runtime_s, observation.cores)]
-        if observation.user:
-            return model.with_user(self._add_user_run(observation, node_class, model, run))
-        model = model.with_runs(run)
-        row = TaskModelRow(
-            observation.task, node_class, "online", _as_stored(model.to_params()), model.stats.n
-        )
-        rows[(node_class, "online")] = row
-        self._written[(row.task, row.node_class, row.method)] = row
-        return model
+            self._tasks[task] = learnt.models
+            for (key_user, key_task), mine in list(self._users.items()):
+                if key_task == task:  # a user's view rests on the shared records
+                    self._users[(key_user, key_task)] = learnt.models._replace(
+                        user_runs=mine.user_runs
+                    )
+            if learnt.changed == "reference" and learnt.models.reference is not None:
+                reference = learnt.models.reference
+                row = TaskModelRow(
+                    task, "*", "lotaru", _as_stored(reference.to_params()), reference.n_train
+                )
+            else:
+                record = learnt.models.classes[node_class]
+                row = TaskModelRow(
+                    task, node_class, "online", _as_stored(record.to_params()), record.n
+                )
+            self._written[(row.task, row.node_class, row.method)] = row
+        found = view(learnt.models, node_class, float(size), factor).forecast
+        return predictive_of(found, learnt.models.site)
 
     def flush(self) -> None:
         """Write the records the runs changed (joins the caller's transaction)."""
@@ -149,56 +169,31 @@ class OnlineUpdates:
 
     def held(self) -> int:
         """How many tasks' and users' records are kept (a caller bounds its memory by it)."""
-        return len(self._tasks) + len(self._users) + len(self._transferred)
+        return len(self._tasks) + len(self._users)
 
     def forget(self) -> None:
         """Read the records from the cache again (after something else wrote them); flush first."""
         self._tasks.clear()
         self._users.clear()
-        self._transferred.clear()
 
-    def _task_rows(self, task: str) -> dict[tuple[str, str], TaskModelRow]:
-        rows = self._tasks.get(task)
-        if rows is None:
-            found = load_task_models(self.store, task)
-            rows = self._tasks[task] = {(r.node_class, r.method): r for r in found}
-        return rows
-
-    def _transferred_model(
-        self, task: str, node_class: str, reference_row: TaskModelRow
-    ) -> ClassModel:
-        model = self._transferred.get((task, node_class))
-        if model is None:
-            reference = ReferenceModel.from_params(reference_row.params)
-            factor = factor_to(reference, node_class, self.context.scores)
-            model = self._transferred[(task, node_class)] = transferred_model(
-                reference, node_class, factor
+    def _task(self, task: str) -> TaskModels | None:
+        if task not in self._tasks:
+            rows = load_task_models(self.store, task)
+            found = task_models_from_rows(
+                task,
+                [(r.node_class, r.method, r.params) for r in rows],
+                site=self.site,
+                effects=self.effects,
             )
-        return model
+            self._tasks[task] = found if found.reference is not None else None
+        return self._tasks[task]
 
-    def _add_user_run(
-        self,
-        observation: Observation,
-        node_class: str,
-        shared: ClassModel,
-        run: list[tuple[float, float, int | None]],
-    ) -> UserRuns:
-        """The user's own statistics on the class after this run, kept to be written."""
-        user = str(observation.user)
-        rows = self._users.get((user, observation.task))
-        if rows is None:
-            found = load_user_models(self.store, user, observation.task)
-            rows = self._users[(user, observation.task)] = {}
-            for row in found:
-                rows.setdefault(row.node_class, row)
-        current = rows.get(node_class)
-        mine = UserRuns.from_params(current.params) if current is not None else None
-        if mine is None or mine.feature_set != shared.feature_set:  # none yet, or other features
-            mine = UserRuns.empty(shared.feature_set)
-        mine = mine.with_runs(run)
-        row = UserModelRow(
-            user, observation.task, node_class, _as_stored(mine.to_params()), mine.stats.n
-        )
-        rows[node_class] = row
-        self._written[(user, observation.task, node_class, "user")] = row
-        return mine
+    def _user(self, user: str, shared: TaskModels) -> TaskModels:
+        found = self._users.get((user, shared.task))
+        if found is None:
+            rows = load_user_models(self.store, user, shared.task)
+            mine = task_models_from_rows(
+                shared.task, (), [(r.node_class, r.params) for r in rows]
+            ).user_runs
+            found = self._users[(user, shared.task)] = shared._replace(user_runs=mine)
+        return found

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import InputError
-from advisor.planner.plan import Plan
+from advisor.planner.scheduling.plan import Plan
 
 
 def save_gantt(plan: Plan, path: str | Path) -> None:

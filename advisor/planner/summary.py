@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.planner.dispatch import DispatchLatency
+from advisor.planner.scheduling.dispatch import DispatchLatency
+from advisor.planner.scheduling.fairness import Fairness
 
 
 @dataclass(frozen=True)
@@ -131,58 +132,6 @@ class ClusterSummary:
             "quantile": self.quantile,
             "margin": self.margin,
         }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class WorkflowFairness:
-    """One workflow shared with the others against run alone and one after another."""
-
-    name: str
-    arrival_s: float
-    makespan_s: float
-    turnaround_s: float
-    alone_makespan_s: float
-    slowdown: float
-    sequential_turnaround_s: float
-    sequential_slowdown: float
-
-    def to_json(self) -> dict[str, Any]:
-        """The workflow's fairness row."""
-        return {
-            "name": self.name,
-            "arrival_s": self.arrival_s,
-            "makespan_s": self.makespan_s,
-            "turnaround_s": self.turnaround_s,
-            "alone_makespan_s": self.alone_makespan_s,
-            "slowdown": self.slowdown,
-            "sequential_turnaround_s": self.sequential_turnaround_s,
-            "sequential_slowdown": self.sequential_slowdown,
-        }
-
-
-@dataclass(frozen=True)
-class Fairness:
-    """Shared plan against one-after-another HEFT (advisor.planner.fairness)."""
-
-    workflows: tuple[WorkflowFairness, ...]
-    unfairness: float
-    sequential_unfairness: float
-    total_s: float
-    sequential_total_s: float
-    mean_turnaround_s: float
-    sequential_mean_turnaround_s: float
-
-    def to_json(self) -> dict[str, Any]:
-        """The plan's ``fairness`` object."""
-        return {
-            "workflows": [w.to_json() for w in self.workflows],
-            "unfairness": self.unfairness,
-            "sequential_unfairness": self.sequential_unfairness,
-            "total_s": self.total_s,
-            "sequential_total_s": self.sequential_total_s,
-            "mean_turnaround_s": self.mean_turnaround_s,
-            "sequential_mean_turnaround_s": self.sequential_mean_turnaround_s,
-        }
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""``advisor bench``: every microbenchmark on this machine, as one report (Lotaru Sec. 3.2).
+"""Every microbenchmark on this machine, as one report (Lotaru Sec. 3.2).
+
+``advisor bench`` runs it here, ``advisor profile`` on every node through Slurm.
 
 Each figure is the median of several repetitions and carries its range; the default run stays
 under 30 s and ``quick`` under 5 s, so profiling a whole cluster takes about a minute.

@@ -1,4 +1,4 @@
-"""``advisor nodes import``: benchmark scores measured elsewhere, as runs to store.
+"""Benchmark scores measured elsewhere, as runs to store (read by ``advisor nodes import``).
 
 Three shapes are accepted (schemas/node-import.json, schemas/bench-output.json):
 the Lotaru paper's table (``../shared/data/lotaru/nodes.json``: sysbench, LINPACK, memory and

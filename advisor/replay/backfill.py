@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 
 from advisor.guard_schedule import POLL_S, raises_for
 from advisor.lite import NamedTuple
+from advisor.progress import Progress
 
 #: Event kinds, in the order they are handled at one moment.
 _END, _RAISE = 0, 1
@@ -110,7 +111,7 @@ def simulate(
     procs: int,
     *,
     poll_s: int = POLL_S,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Simulated:
     """EASY with one reservation on procs processors; jobs in submit order, procs clipped to it.
 

@@ -3,50 +3,76 @@
 With the guard (advisor.guard_schedule) a limit below the user's request is no longer a kill
 but a planning estimate that the guard corrects upward while the job runs, so the limit given
 at submit may be much tighter than the history policy's (advisor.history.policy), which must
-stay timid because its limit is final:
+keep a kill budget because its limit is final:
 
 * **the book's keys**: the same per-user keys, most specific first (advisor.history.keys);
 * **basis: the longer of the key's last 2 runs, + 10 %, from the first completed run on**
-  (``GUARDED_CONFIG``), close to the AVE2 predictor with which Tsafrir et al. found EASY++ at
-  its best.  Chosen by cross-validation over a grid (window 2-50 runs, margin 0-50 %, floor
-  0-15 min, evidence 1-5 runs) on the two development logs and their halves: the configuration
+  (``GUARDED``), close to the AVE2 predictor with which Tsafrir et al. found EASY++ at its
+  best.  Chosen by cross-validation over a grid (window 2-50 runs, margin 0-50 %, floor 0-15
+  min, evidence 1-5 runs) on the two SWF development logs and their halves: the configuration
   with the lowest worst-case ratio of mean bounded slowdown (EASY, advisor.replay.backfill) to
-  the users' requests, among those freeing at least 30 % at submit everywhere.  Chosen on KTH
-  alone, on Curie alone, on the first or on the second halves, each choice also met the targets
-  on the sets it was not chosen on.  A longer window plans every job with a rare long run of
-  its key and loses most of what the guard buys (the window of 50 does no better than the
-  users' requests); a margin or floor only trades raises for planning error;
-* **no at-risk budget, no site-wide widening**: they bound kills, and the guard makes none.
-  A job killed at its own request still teaches a TIMEOUT (a lower bound).
+  the users' requests, among those freeing at least 30 % at submit everywhere.  A longer
+  window plans every job with a rare long run of its key and loses most of what the guard
+  buys; a margin or floor only trades raises for planning error;
+* **a job without any run of its own keys** gets the median share of their requests that the
+  partition's jobs with requests like its own used (the request cells of advisor.history.cells,
+  their median instead of a high quantile: a planning estimate, not a bound);
+* **no kill budget**: the guard makes no kill.  A job killed at its own request still teaches a
+  TIMEOUT (a lower bound).
 
 Every scored job gets the proposal (also one with its own request: the request is the ceiling).
 """
 
 from __future__ import annotations
 
+import math
+
 from advisor.history.book import HistoryBook
-from advisor.history.policy import PolicyConfig, Proposal
+from advisor.history.cells import ScoreCell, request_cell
+from advisor.history.keys import keys_for
+from advisor.history.policy import PolicyConfig, answering_key, request_score
 from advisor.replay.jobs import ReplayJob
 
-#: The guarded policy's constants (the module docstring says why).
-GUARDED_CONFIG = PolicyConfig(window=2, min_runs=1, margin=0.1, floor_s=0.0)
+#: The keys' window and evidence (the module docstring says why).
+GUARDED = PolicyConfig(window=2, min_runs=1)
+#: What the longer of the last two runs is raised by.
+GUARDED_MARGIN = 0.1
 
 
 class GuardedPolicy:
-    """The history book's proposal as a first limit that the guard raises while the job runs."""
+    """The history book's runs as a first limit that the guard raises while the job runs."""
 
     name = "guarded"
     #: The replay raises this policy's limits as the guard would (advisor.guard_schedule).
     guarded = True
 
-    def __init__(self, config: PolicyConfig = GUARDED_CONFIG) -> None:
+    def __init__(self, config: PolicyConfig = GUARDED, margin: float = GUARDED_MARGIN) -> None:
         self.book = HistoryBook(config=config)
+        self.margin = margin
+        #: Per request cell, the shares of their requests its completed jobs used (log).
+        self.used: dict[tuple[str, str], ScoreCell] = {}
 
     def propose_s(self, job: ReplayJob) -> float | None:
-        """The book's proposal for the job's keys, whatever runs under advised limits now."""
-        found = self.book.propose(job.user, job.name, job.partition, in_flight=lambda _key: 0)
-        return found.proposal_s if isinstance(found, Proposal) else None
+        """The longer of the key's last runs plus the margin, else the cell's median share."""
+        keys = keys_for(job.user, job.name, job.partition)
+        found = answering_key(
+            ((key, self.book.state(key)) for key in keys), config=self.book.config
+        )
+        if found is not None:
+            return found[1].basis_s * (1.0 + self.margin)
+        if not job.request_s:
+            return None
+        shares = self.used.get(request_cell(job.partition, job.request_s))
+        if shares is None:
+            return None
+        return job.request_s * math.exp(shares.ordered[len(shares.ordered) // 2])
 
     def learn(self, job: ReplayJob, runtime_s: float, state: str) -> None:
         """Teach the book the runtime (a job the guard let run longer is no kill)."""
         self.book.learn(job.user, job.name, job.partition, runtime_s=runtime_s, state=state)
+        if state == "COMPLETED" and job.request_s:
+            cell = request_cell(job.partition, job.request_s)
+            found = self.used.get(cell)
+            if found is None:
+                found = self.used[cell] = ScoreCell()
+            found.add(request_score(job.request_s, runtime_s))

@@ -1,4 +1,4 @@
-"""``advisor replay --schedule``: each policy's limits through an EASY schedule of the log's machine.
+"""The replay's schedule: each policy's limits through an EASY schedule of the log's machine.
 
 The replay (advisor.replay.run) decides each job's limit at submit and whether the policy
 kills it; here every job that ran goes through one EASY backfilling simulation per policy
@@ -14,8 +14,8 @@ kills it; here every job that ran goes through one EASY backfilling simulation p
   end).
 
 The machine is one pool of processors: an SWF log's ``MaxProcs`` (else ``MaxNodes``); for sacct
-records the CPUs of the cache's cluster snapshot in the partitions the jobs ran in (with
-``--db``), else the most the log's own schedule had allocated at once.
+records the CPUs of the cache's cluster snapshot in the partitions the jobs ran in (the open
+cache the caller hands over), else the most the log's own schedule had allocated at once.
 
 The limits come from the replay as it learned them, in the log's own order and times; the
 simulation then moves only the starts.
@@ -23,16 +23,17 @@ simulation then moves only the starts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from advisor.lite import NamedTuple
+from advisor.progress import Progress
 from advisor.replay.backfill import SimJob, simulate
+from advisor.replay.engine import Score
 from advisor.replay.jobs import ReplayJob
-from advisor.replay.run import Score
 from advisor.slurm.records import Node
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
@@ -83,11 +84,10 @@ def snapshot_machine(nodes: Iterable[Node], jobs: Sequence[ReplayJob]) -> Machin
     return Machine(procs, "the cluster snapshot's CPUs in " + ", ".join(sorted(used)))
 
 
-def sacct_machine(jobs: Sequence[ReplayJob], db: str | None) -> Machine:
-    """The cache's cluster snapshot (db given, ``advisor cluster --save``), else the peak allocation."""
-    if db is not None:
-        with Store.open(db, readonly=True) as store:
-            found = snapshot_machine(load_nodes(store), jobs)
+def sacct_machine(jobs: Sequence[ReplayJob], store: Store | None) -> Machine:
+    """The cache's cluster snapshot (``advisor cluster --save``), else the peak allocation."""
+    if store is not None:
+        found = snapshot_machine(load_nodes(store), jobs)
         if found is not None:
             return found
     return Machine(peak_allocation(jobs), "the log's peak allocation")
@@ -170,7 +170,7 @@ def schedule_figures(
     scores: Mapping[str, Score],
     machine: Machine,
     *,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Schedule:
     """Per policy the schedule's figures, and what was simulated."""
     figures: dict[str, QueueFigures] = {}
@@ -188,9 +188,7 @@ def schedule_figures(
     return Schedule(machine.procs, machine.source, simulated, clipped, TAU_S, figures)
 
 
-def _offset(
-    progress: Callable[[int, int], None], done: int, total: int
-) -> Callable[[int, int], None]:
+def _offset(progress: Progress, done: int, total: int) -> Progress:
     return lambda ended, _count: progress(done + ended, total)
 
 

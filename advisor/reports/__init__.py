@@ -1,4 +1,4 @@
-"""``advisor report``: what administrators read before they trust the advisor.
+"""The administrators' reports: what they read before they trust the advisor.
 
 ``accuracy`` (predictions against actual runtimes, calibration of the quantiles), ``limits``
 (requested against used time, and what the advisor's limits saved and cost), ``nodes`` and

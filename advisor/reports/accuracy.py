@@ -1,4 +1,4 @@
-"""``advisor report accuracy``: the advisor's predictions against the runtimes that followed.
+"""The accuracy report: the advisor's predictions against the runtimes that followed.
 
 Per group (task × node class by default): relative errors |P50 − actual| / actual of the jobs
 that completed (median, mean, 90th percentile, and the median signed error as the bias:
@@ -23,7 +23,7 @@ ones plus the user's own runs, at the input size the advice assumed when it stor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -32,6 +32,7 @@ from advisor.advice.forecast import Forecast, ModelPredictor
 from advisor.models.baselines import METHODS as BASELINES
 from advisor.models.loading import load_models, load_node_context
 from advisor.models.predict import TaskModels, predict_on
+from advisor.progress import Progress
 from advisor.reports.document import JobCounts, Report
 from advisor.reports.jobs import AdvisorLimit, JobView
 from advisor.reports.loading import Selection, load_jobs
@@ -52,7 +53,6 @@ FIGURES = (
     "cover_p50", "cover_p90", "cover_p95", "check",
 )  # fmt: skip
 #: (done, total) after each job, for a progress bar.
-Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,9 @@ def _told(advice: AdvisorLimit, job_class: str) -> Quantiles | None:
     if advice.stored is None or advice.node_classes not in ((job_class,), ()):
         return None
     p50, p90, p95 = advice.stored
-    return Quantiles(p50, p90, p95, job_class, advice.input_bytes)
+    return Quantiles(
+        p50_s=p50, p90_s=p90, p95_s=p95, node_class=job_class, input_bytes=advice.input_bytes
+    )
 
 
 def score_jobs(

@@ -1,8 +1,8 @@
-"""``advisor report nodes``: node classes, their scores, ratios, task factors and benchmark age.
+"""The nodes report: node classes, their scores, ratios, task factors and benchmark age.
 
-Scores and ratios come from advisor.profiling.view (the same numbers as ``advisor nodes``);
+Scores and ratios come from advisor.profiling.nodes_view (the same numbers as ``advisor nodes``);
 a ratio is the reference's score / the class's (above 1: slower).  The factors are Lotaru's
-F = w·cpu + (1 − w)·io of each task model on the class (task_models, method 'online'), so the
+F = w·cpu + (1 − w)·io of each task with a record on the class (task_models, method 'online'), so the
 admin sees how much slower the models think the class is, per task.  ``age_s`` is the age of
 the oldest newest-run among the class's nodes: the stalest benchmark the class rests on.
 """
@@ -13,8 +13,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from advisor.profiling.view import class_rows as view_class_rows
-from advisor.profiling.view import nodes_view
+from advisor.factors import Scores
+from advisor.models.loading import load_node_context
+from advisor.models.predict import factor_to
+from advisor.models.task_model import Reference
+from advisor.profiling.nodes_view import class_rows as view_class_rows
+from advisor.profiling.nodes_view import nodes_view
 from advisor.reports.document import Report
 from advisor.reports.shaping import Shape, shape_rows
 from advisor.reports.stats import median
@@ -28,14 +32,28 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def class_factors(rows: Sequence[TaskModelRow]) -> dict[str, dict[str, float]]:
-    """Per node class, task -> the factor of its online model there (the reference class: 1)."""
-    out: dict[str, dict[str, float]] = {}
+def class_factors(rows: Sequence[TaskModelRow], scores: Scores) -> dict[str, dict[str, float]]:
+    """Per node class, task -> Lotaru's F of the task there (the reference class: 1).
+
+    For the classes where the task has a record (it ran there), from the task's CPU weight and
+    the classes' benchmark scores; a class the scores cannot relate has none.
+    """
+    references: dict[str, Reference] = {}
     for row in rows:
-        if row.method == "online" and "factor" in row.params:
-            out.setdefault(row.node_class, {})[row.task] = float(row.params["factor"])
-        elif row.method == "lotaru" and "reference" in row.params:
-            out.setdefault(str(row.params["reference"]), {})[row.task] = 1.0
+        if row.method == "lotaru":
+            found = Reference.from_params(row.params)
+            if found is not None:
+                references[row.task] = found
+    out: dict[str, dict[str, float]] = {}
+    for task, reference in references.items():
+        out.setdefault(reference.reference, {})[task] = 1.0
+    for row in rows:
+        known = references.get(row.task)
+        if row.method != "online" or known is None:
+            continue
+        factor = factor_to(known, row.node_class, scores)
+        if factor is not None:
+            out.setdefault(row.node_class, {})[row.task] = factor
     return out
 
 
@@ -59,7 +77,7 @@ def with_stored_classes(
 def class_rows(
     view: Mapping[str, Any], factors: Mapping[str, Mapping[str, float]]
 ) -> list[dict[str, Any]]:
-    """One row per class of an advisor.profiling.view document, with the task factors on it."""
+    """One row per class of an advisor.profiling.nodes_view document, with the task factors on it."""
     members: dict[str, list[Mapping[str, Any]]] = {}
     for node in view["nodes"]:
         members.setdefault(node["node_class"], []).append(node)
@@ -100,7 +118,8 @@ def nodes_report(
 ) -> Report:
     """The schemas/report-nodes.json document."""
     view = with_stored_classes(nodes_view(store, now=now), load_node_classes(store))
-    rows = class_rows(view, class_factors(load_task_models(store, task)))
+    scores = load_node_context(store).scores
+    rows = class_rows(view, class_factors(load_task_models(store, task), scores))
     if partition is not None:
         rows = [row for row in rows if partition in row["partitions"]]
     return Report(

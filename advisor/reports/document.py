@@ -56,6 +56,8 @@ class Report:
     #: accuracy: per method, the errors over the completed jobs; and how many jobs were scored
     methods: tuple[Mapping[str, Any], ...] | None = None
     jobs: JobCounts | None = None
+    #: limits: per partition, the history policy's kill budget and what its limits did
+    budgets: tuple[Mapping[str, Any], ...] | None = None
     notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -77,6 +79,8 @@ class Report:
             out["methods"] = [dict(row) for row in self.methods]
         if self.jobs is not None:
             out["jobs"] = self.jobs.to_json()
+        if self.budgets is not None:
+            out["budgets"] = [dict(row) for row in self.budgets]
         return out
 
     @property

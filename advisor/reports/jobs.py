@@ -4,7 +4,11 @@ The advisor's word on a job comes from its advice row (the sbatch wrapper), else
 ``advisor:`` tag in its comment (slurm/job_submit.lua writes a tag but no advice row).  Whether
 the advisor's limit is the one Slurm enforced ("applied") comes from the tag's action; without
 a tag (slurmdbd keeps comments only with AccountingStoreFlags=job_comment) it is inferred from
-the limit Slurm reports.  The limit the job would have had *without* the advisor is what
+the limit Slurm reports.  An advice row read from a user's spool line is that user's own text
+(issue 31, N14: ten forged lines turned a user's report row from 0 advised jobs into 10, with a
+faked calibration): it counts only when the job's comment carries the advisor's tag with the
+same limit; otherwise the job is counted as ``unverified`` and judged by its tag alone, if
+any.  The limit the job would have had *without* the advisor is what
 "saved" is measured against: the job's own limit when the advisor only advised, else the
 user's ``--time`` that the advisor replaced (in the recorded argv), else, when the user gave
 none, the partition's DefaultTime (MaxTime when unset, as Slurm does).
@@ -63,6 +67,8 @@ class JobView:
     state: str
     end: str | None
     advice: AdvisorLimit | None = None
+    #: A spool line claimed advice for this job that its accounting record does not confirm.
+    unverified: bool = False
 
     @property
     def timed_out(self) -> bool:
@@ -116,9 +122,21 @@ def _without_s(row: Mapping[str, Any], tag: Tag | None, applied: bool) -> int | 
     return None
 
 
+def confirmed(row: Mapping[str, Any], tag: Tag | None) -> bool:
+    """Whether the job's advice row may be believed (a spool line needs the job's own tag).
+
+    The advisor wrote it into the cache, or the job's comment carries the tag the wrapper adds,
+    with the limit the row claims.
+    """
+    if row.get("advice_id") is None or row.get("advice_origin", "direct") != "spool":
+        return True
+    limit = row.get("advice_limit_s")
+    return tag is not None and limit is not None and tag.limit_min * 60 == int(limit)
+
+
 def advisor_limit(row: Mapping[str, Any], tag: Tag | None) -> AdvisorLimit | None:
     """The advisor's limit for a job row of advisor.store.reports.jobs_with_advice, if any."""
-    has_advice = row.get("advice_id") is not None
+    has_advice = row.get("advice_id") is not None and confirmed(row, tag)
     if has_advice and row.get("advice_limit_s") is not None:
         limit_s = int(row["advice_limit_s"])
     elif tag is not None and tag.limit_min > 0:
@@ -173,4 +191,5 @@ def job_view(row: Mapping[str, Any], class_of: Mapping[str, str]) -> JobView:
         state=row["state"],
         end=row.get("end"),
         advice=advisor_limit(row, tag),
+        unverified=not confirmed(row, tag),
     )

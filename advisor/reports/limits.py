@@ -1,4 +1,4 @@
-"""``advisor report limits``: requested against used time, and what the advisor's limits did.
+"""The limits report: requested against used time, and what the advisor's limits did.
 
 The figures of reportseff and the published efficiency reports, per group of jobs:
 TimeEff = used / requested time (reportseff's name; here over the group's totals, and the
@@ -12,7 +12,14 @@ only.  Then the same for the advisor's limits (advisor.reports.jobs: applied or 
   that would have been) where the limit without the advisor was higher or is unknown, and the
   core-hours they ran, or would have run, before the kill;
 * ``advised_no_baseline``: advised jobs whose limit without the advisor is unknown (left out
-  of saved_core_h).
+  of saved_core_h);
+* ``advised_unverified``: jobs a user's spool line claims advice for that the job's own record
+  does not confirm (no advisor tag with that limit): not counted as advised (issue 31, N14).
+
+And per partition, the history policy's kill budget (advisor.history.budget) against what its
+limits did since the budget was first kept, as accounting ingestion counted it: completed jobs,
+advised jobs that completed, jobs killed at an advised limit, and the realised rate
+``killed / (completed + killed)`` next to the promise.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from advisor.history.cache import load_budgets
 from advisor.reports.document import Report
 from advisor.reports.jobs import AdvisorLimit, JobView
 from advisor.reports.loading import Selection, load_jobs
@@ -36,6 +44,7 @@ FIGURES = (
     "jobs", "timeouts", "requested_h", "used_h", "time_eff", "median_time_eff", "core_h",
     "unused_core_h", "advised_jobs", "advised_applied", "advised_limit_h", "advised_time_eff",
     "advised_unused_core_h", "saved_core_h", "advised_kills", "lost_core_h", "advised_no_baseline",
+    "advised_unverified",
 )  # fmt: skip
 
 
@@ -88,6 +97,7 @@ def limit_figures(jobs: Sequence[JobView]) -> dict[str, Any]:
         "core_h": hours(sum(job.cpus * job.elapsed_s for job in jobs)),
         "unused_core_h": hours(sum(_unused_s(j.cpus, limit, j.elapsed_s) for j, limit in limited)),
         **_advised_figures(jobs),
+        "advised_unverified": sum(1 for job in jobs if job.unverified),
     }
 
 
@@ -118,4 +128,24 @@ def limits_report(
     head = grouped_document(
         "limits", rows, by=by, columns=FIGURES, filters=selection.echo(), shape=shape, now=now
     )
-    return LimitsReport(replace(head, total=limit_figures(jobs)), tuple(jobs))
+    budgets = budget_rows(store)
+    return LimitsReport(replace(head, total=limit_figures(jobs), budgets=budgets), tuple(jobs))
+
+
+def budget_rows(store: Store) -> tuple[dict[str, Any], ...]:
+    """Per partition: the kill budget, what the advised limits did, the realised rate (in %)."""
+    rows = []
+    for partition, budget in load_budgets(store).items():
+        realised = budget.realised
+        rows.append(
+            {
+                "partition": partition,
+                "budget_pct": 100 * budget.budget,
+                "completed": budget.completed,
+                "advised_completed": budget.advised_completed,
+                "killed": budget.killed,
+                "realised_pct": None if realised is None else 100 * realised,
+                "credit": budget.credit,
+            }
+        )
+    return tuple(rows)

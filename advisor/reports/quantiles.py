@@ -107,11 +107,11 @@ def _gap(
 
 def _from(forecast: Forecast, scale: float, size: float | None) -> Quantiles:
     return Quantiles(
-        forecast.p50_s * scale,
-        forecast.p90_s * scale,
-        forecast.p95_s * scale,
-        forecast.node_class,
-        size,
+        p50_s=forecast.p50_s * scale,
+        p90_s=forecast.p90_s * scale,
+        p95_s=forecast.p95_s * scale,
+        node_class=forecast.node_class,
+        input_bytes=size,
     )
 
 

@@ -20,6 +20,8 @@ ENVIRONMENT = {
     "time": "SBATCH_TIMELIMIT",
     "partition": "SBATCH_PARTITION",
     "job-name": "SBATCH_JOB_NAME",
+    "account": "SBATCH_ACCOUNT",
+    "qos": "SBATCH_QOS",
 }
 
 
@@ -43,6 +45,10 @@ class JobRequest(NamedTuple):
     job_name: Setting | None = None
     comment: Setting | None = None
     wrap: bool = False
+    #: --account and --qos: with the user, they choose the association and QoS whose MaxWall
+    #: bounds the limit (SiteLimits.job_bounds).
+    account: Setting | None = None
+    qos: Setting | None = None
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -101,6 +107,8 @@ def job_request(
         job_name=setting("job-name"),
         comment=setting("comment"),
         wrap=_last(command_line, "wrap") is not None,
+        account=setting("account"),
+        qos=setting("qos"),
     )
 
 
@@ -108,7 +116,8 @@ def task_name(explicit: str | None, request: JobRequest, script: str | None) -> 
     """``--advisor-task``, else the job name's task key, else what sbatch names the job: the script's name.
 
     The task key (advisor.taskkey) is a Nextflow job's process or a Snakemake job's rule (from
-    its comment), as accounting and the Lua plugin know the job; any other name as it is.
+    its comment, or from classic Snakemake's job script, which sbatch names the job after), as
+    accounting and the Lua plugin know the job; any other name as it is.
     """
     if explicit:
         return explicit
@@ -118,5 +127,5 @@ def task_name(explicit: str | None, request: JobRequest, script: str | None) -> 
     if request.wrap:
         return "wrap"
     if script:
-        return os.path.basename(script.rstrip("/"))
+        return task_key(os.path.basename(script.rstrip("/")))
     return None

@@ -31,6 +31,7 @@ from advisor.models.distributions import Predictive
 from advisor.models.loading import NodeContext, load_models, load_node_context
 from advisor.models.online import update_online
 from advisor.models.predict import NoFactorError, TaskModels, predict_task
+from advisor.progress import Progress
 from advisor.services.profile import ProfileRequest, Target, select_targets
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.records import JobRecord
@@ -211,12 +212,12 @@ def probe_class(
         return ClassOutcome(node_class, usable.node, usable.partition, error=error.one_line())
     if record is None:
         return ClassOutcome(
-            node_class, usable.node, usable.partition, job.job_id,
+            node_class=node_class, node=usable.node, partition=usable.partition, job_id=job.job_id,
             error=f"job {job.job_id}: no final accounting record within {RECORD_WAIT_S:g} s",
         )  # fmt: skip
     if record.state != "COMPLETED" or record.exit_code:
         return ClassOutcome(
-            node_class, usable.node, usable.partition, job.job_id,
+            node_class=node_class, node=usable.node, partition=usable.partition, job_id=job.job_id,
             error=_failure(record, request, output),
         )  # fmt: skip
     ran_on = record.nodes[0] if record.nodes else usable.node
@@ -235,9 +236,13 @@ def probe_class(
         observed_at=record.end.isoformat() if record.end else None,
     )
     return ClassOutcome(
-        node_class, ran_on, usable.partition, job.job_id, float(record.elapsed_s),
+        node_class=node_class,
+        node=ran_on,
+        partition=usable.partition,
+        job_id=job.job_id,
+        runtime_s=float(record.elapsed_s),
         observation=observation,
-    )  # fmt: skip
+    )
 
 
 def _prediction(
@@ -258,7 +263,7 @@ def calibrate(
     request: CalibrationRequest,
     *,
     sleep: Callable[[float], None] = time.sleep,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Progress | None = None,
 ) -> Calibration:
     """Probe every node class in parallel, store the runs, learn them (module docstring).
 
@@ -319,6 +324,6 @@ def calibrate(
         for observation in stored:
             model = update_online(store, observation)
             if model is not None and observation.node_class is not None:
-                learnt[observation.node_class] = model.predict(float(input_bytes), request.cores)
+                learnt[observation.node_class] = model
     final = tuple(replace(o, after=learnt.get(o.node_class)) for o in outcomes)
     return Calibration(request.task, input_bytes, final, models is not None)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.errors import InputError, SlurmError
 from advisor.slurm.backend import SlurmBackend
-from advisor.slurm.records import Node, Partition
+from advisor.slurm.conf import local_cluster_name
+from advisor.slurm.records import Node, Partition, SiteLimits
 from advisor.slurm.timefmt import format_duration
-from advisor.store.cluster import save_cluster
+from advisor.store.cluster import save_cluster, save_site_limits
 from advisor.store.connection import Store
 
 
@@ -25,10 +27,12 @@ class PartitionView:
     cpus: int
     memory_mb: int
     features: tuple[str, ...]
+    qos: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The partition as schemas/cluster.json has it."""
         return {
+            "qos": self.qos,
             "name": self.name,
             "default": self.default,
             "state": self.state,
@@ -47,11 +51,26 @@ class ClusterView:
 
     partitions: tuple[PartitionView, ...]
     nodes: tuple[Node, ...]
+    limits: SiteLimits | None = None
+    #: Why the QoS and associations could not be read (None: read, or not asked for).
+    limits_problem: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The document the command prints (schemas/cluster.json)."""
+        limits = self.limits
         return {
             "partitions": [p.to_json() for p in self.partitions],
+            "qos": None
+            if limits is None
+            else [{"name": q.name, "max_wall_s": q.max_wall_s} for q in limits.qos.values()],
+            "limits": None
+            if limits is None
+            else {
+                "known": limits.known,
+                "enforce": sorted(limits.enforce),
+                "associations": len(limits.associations),
+                "problem": self.limits_problem,
+            },
             "nodes": [
                 {**n._asdict(), "features": list(n.features), "partitions": list(n.partitions)}
                 for n in self.nodes
@@ -76,6 +95,7 @@ def cluster_view(partitions: list[Partition], nodes: list[Node]) -> ClusterView:
                 cpus=sum(node.cpus for node in members),
                 memory_mb=sum(node.memory_mb for node in members),
                 features=tuple(sorted({f for node in members for f in node.features})),
+                qos=part.qos,
             )
         )
     return ClusterView(tuple(rows), tuple(nodes))
@@ -84,6 +104,22 @@ def cluster_view(partitions: list[Partition], nodes: list[Node]) -> ClusterView:
 def fetch_cluster(backend: SlurmBackend) -> tuple[list[Partition], list[Node]]:
     """Ask Slurm for partitions and nodes."""
     return backend.partitions(), backend.nodes()
+
+
+def fetch_site_limits(backend: SlurmBackend) -> tuple[SiteLimits, str | None]:
+    """The QoS, the local cluster's associations and the default accounts, with enforcement.
+
+    A site without slurmdbd (sacctmgr fails) gets SiteLimits.unknown() and the reason: its
+    limits are then bounded by MaxTime only, and --advisor-explain says so.
+    """
+    try:
+        qos = {q.name: q for q in backend.qos()}
+        associations = tuple(backend.associations(local_cluster_name()))
+        accounts = backend.default_accounts()
+        enforce = backend.enforce()
+    except (SlurmError, InputError) as error:
+        return SiteLimits.unknown(), error.one_line()
+    return SiteLimits(qos, associations, accounts, True, enforce), None
 
 
 def limit_text(seconds: int | None) -> str:
@@ -96,7 +132,10 @@ def show_cluster(
 ) -> ClusterView:
     """Fetch the cluster; with save store the snapshot in the cache at db (opened only then)."""
     partitions, nodes = fetch_cluster(backend)
+    limits, problem = fetch_site_limits(backend)
     if save:
         with Store.open(db) as store:
             save_cluster(store, partitions, nodes)
-    return cluster_view(partitions, nodes)
+            save_site_limits(store, limits)
+    view = cluster_view(partitions, nodes)
+    return ClusterView(view.partitions, view.nodes, limits, problem)

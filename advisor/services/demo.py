@@ -18,16 +18,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.imports.json_files import read_cluster, read_task_runs
+from advisor.replay.engine import limit_series, replay
 from advisor.replay.jobs import replay_jobs
-from advisor.replay.run import limit_series, policies, replay, scores_report
 from advisor.services.cluster import PartitionView, cluster_view
 from advisor.services.learn import learn
+from advisor.services.replay import policies, scores_report
 from advisor.store import Store
 from advisor.store.cluster import load_nodes, load_partitions, save_cluster
 from advisor.store.observations import add_observations
 
 if TYPE_CHECKING:
-    from advisor.planner.plan import Plan
+    from advisor.planner.scheduling.plan import Plan
     from advisor.wrapper.explain import Explanation
 
 #: The sample job of part 2: task, candidate partitions (fast and slow nodes), input size.
@@ -230,7 +231,14 @@ def _build_cache(db_path: Path) -> tuple[int, tuple[PartitionView, ...], tuple[D
         view = cluster_view(load_partitions(store), load_nodes(store))
         learned = learn(store)
     models = tuple(
-        DemoModel(m.task, (m.reference, *m.classes), m.kind, m.pearson_r, m.cpu_weight, m.n_train)
+        DemoModel(
+            task=m.task,
+            node_classes=(m.reference, *m.classes),
+            kind=m.kind,
+            pearson_r=m.pearson_r,
+            cpu_weight=m.cpu_weight,
+            runs=m.n_train,
+        )
         for m in learned.task_models
     )
     return imported, view.partitions, models
@@ -297,10 +305,9 @@ def node_classes(plan: Plan) -> tuple[DemoClass, ...]:
 
 def _plan(db_path: Path, plots_dir: Path | None) -> DemoPlan:
     """HEFT on the cached cluster, and the first tasks' submit lines (advisor submit --dry-run)."""
+    from advisor.planner.cluster.reasons import placement_reasons
     from advisor.planner.gantt import save_gantt
-    from advisor.planner.planning import PlanRequest
-    from advisor.planner.reasons import placement_reasons
-    from advisor.services.plan import plan_workflows
+    from advisor.services.plan import PlanRequest, plan_workflows
     from advisor.services.submit import submit_workflow
     from advisor.users import current_user
 

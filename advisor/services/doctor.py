@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from advisor.errors import AdvisorError
-from advisor.slurm.conf import conf_settings, lua_export_path
+from advisor.slurm.conf import conf_file, conf_settings, lua_export_path
 from advisor.store.connection import SCHEMA_VERSION, SHARED_COPY, Store, db_location
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -45,7 +45,7 @@ class DoctorRequest:
     db: str | None = None
     published: str = PUBLISHED
     export: str = EXPORT
-    slurm_conf: str = "/etc/slurm/slurm.conf"
+    slurm_conf: str | None = None  # None: $SLURM_CONF, else Slurm's default, as Slurm reads it
     slurm_user: str = "slurm"
     max_export_age_s: float = 2 * 86400
     max_update_age_s: float = 86400
@@ -220,7 +220,7 @@ def _export(request: DoctorRequest) -> Check:
 
 def _plugin(request: DoctorRequest) -> Check:
     """JobSubmitPlugins=lua in slurm.conf, and the job_submit.lua beside it reading the export."""
-    conf = Path(request.slurm_conf)
+    conf = Path(request.slurm_conf or conf_file())
     try:
         plugins = conf_settings(conf).get("jobsubmitplugins", "")
     except OSError as error:

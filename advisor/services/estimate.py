@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import InputError
-from advisor.planner.build import Work, check_node_counts, task_loads
-from advisor.planner.estimators import Resources, estimates
-from advisor.planner.inputs import load_workflow
-from advisor.planner.platform import Platform, load_platform, parse_flops
+from advisor.planner.workflow.build import Work, check_node_counts, task_loads
+from advisor.planner.workflow.classic_estimates import Resources, estimates
+from advisor.planner.workflow.load import load_workflow
+from advisor.planner.workflow.platform import Platform, load_platform, parse_flops
 
 
 @dataclass(frozen=True)

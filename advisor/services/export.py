@@ -47,6 +47,8 @@ from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
 from advisor.output_target import check_output, open_target, write_file
 from advisor.slurm.conf import DEFAULT_CONF, conf_settings
+from advisor.slurm.records import DEFAULT_QOS, SiteLimits
+from advisor.store.cluster import load_site_limits
 from advisor.store.connection import Store
 from advisor.store.names import KEY_BYTES, NAME_SCHEME, key_id, name_key
 from advisor.store.task_models import load_user_models
@@ -82,6 +84,7 @@ def export_document(
     max_bytes: int = EXPORT_BYTES,
     left_out: tuple[int, int] = (0, 0),
     key: bytes = b"",
+    limits: SiteLimits | None = None,
 ) -> dict[str, Any]:
     """Per task (and optionally per user), each partition's limit in whole minutes.
 
@@ -104,10 +107,12 @@ def export_document(
             name: {
                 "max_time_min": p.max_time_s // 60 if p.max_time_s is not None else -1,
                 "default": p.is_default,
+                **({"qos": p.qos} if p.qos else {}),
             }
             for name, p in sorted(snapshot.partitions.items())
         },
         "tasks": tasks,
+        "limits": limits_document(limits or SiteLimits.unknown()),
     }
     mine = {user: limits for user, limits in (users or {}).items() if _utf8(user)}
     usable = sum(1 for limits in mine.values() for task in limits.tasks if _fits(task))
@@ -128,6 +133,43 @@ def export_document(
                 hint="a bound of the Lua plugin (advisor/services/export.py, EXPORT_BYTES)",
             )
         user_names //= 2
+
+
+def limits_document(limits: SiteLimits) -> dict[str, Any]:
+    """What job_submit.lua needs to keep a limit within QoS and association MaxWall.
+
+    Per user: the default account and, per account (and per partition where an association
+    names one), the association's MaxWall and the QoS a job without --qos gets (the same
+    choice as advisor.slurm.records.Association.job_qos, made here so the plugin only looks it up).  Users
+    and QoS are what sacctmgr shows every user by default; minutes, rounded down.
+    """
+    if not limits.known:
+        return {"known": False}
+    users: dict[str, Any] = {}
+    for a in limits.associations:
+        mine = users.setdefault(a.user, {"accounts": {}})
+        entry: dict[str, Any] = {"qos": a.job_qos()}
+        if a.max_wall_s is not None:
+            entry["max_wall_min"] = a.max_wall_s // 60
+        account = mine["accounts"].setdefault(a.account, {})
+        if a.partition:
+            account.setdefault("partitions", {})[a.partition] = entry
+        else:
+            account.update(entry)
+    for user, account in limits.default_accounts.items():
+        if user in users:
+            users[user]["default_account"] = account
+    return {
+        "known": True,
+        "associations_required": "associations" in limits.enforce,
+        "default_qos": DEFAULT_QOS,
+        "qos": {
+            q.name: {"max_wall_min": q.max_wall_s // 60}
+            for q in limits.qos.values()
+            if q.max_wall_s is not None
+        },
+        "associations": {user: users[user] for user in sorted(users) if _utf8(user)},
+    }
 
 
 def _users(users: Mapping[str, UserLimits], cap: int, key: bytes) -> tuple[dict[str, Any], int]:
@@ -194,6 +236,7 @@ def export_from_cache(
         history = export_limits(
             store, names_per_user=USER_NAMES, max_name_bytes=NAME_BYTES, skip=shared.tasks
         )
+        site = load_site_limits(store)
     max_min = {
         name: p.max_time_s // 60 if p.max_time_s is not None else None
         for name, p in shared.partitions.items()
@@ -215,7 +258,7 @@ def export_from_cache(
     }
     return export_document(
         shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users,
-        left_out=(history.unusable, history.over_cap), key=key,
+        left_out=(history.unusable, history.over_cap), key=key, limits=site,
     )  # fmt: skip
 
 

@@ -1,15 +1,29 @@
 """``advisor guard``: raise the limits the advisor tightened before a job reaches them.
 
-Each poll asks Slurm for every running job in one ``squeue --json`` call, picks those whose
-comment tag says policy ``guarded`` lowered them (action ``guarded``, the user's own request
-in ``req``), and raises the limit of each job with at most ``LEAD_S`` left by the next step of
-the schedule (advisor/guard_schedule.py, shared with the replay), never past the user's own
-request (the tag's, and the advice row's where the cache has one: the lower wins) nor the
-partition's MaxTime.  Nothing is kept between polls: the advised limit, the ceiling and the
-current limit all come from Slurm's state (and the cache) each time, so a guard killed at any
-point and started again carries on where it was.  Every poll ends with a heartbeat in the
-cache and in the export file, which tells ``advisor sbatch`` and job_submit.lua that lowering
-a user's own --time is safe now.
+Each poll asks Slurm for every running job in one ``squeue --json`` call and watches the jobs
+whose lowering a record users cannot edit vouches for: the ``advisor:`` tag that job_submit.lua
+wrote into the job's **AdminComment** when it lowered the user's own ``--time`` (only slurmctld's
+plugins and administrators can set that field), or the advice row the advisor itself wrote
+into the cache for that job of that user on this cluster (policy guarded, not a spool line).
+The job's own ``--comment`` is never trusted: its owner can write any tag into it at any time.
+
+A watched job with at most ``LEAD_S`` left is raised by the next step of the schedule
+(advisor/guard_schedule.py, shared with the replay), never past its ceiling: the smallest of
+the recorded request, the partition's MaxTime, the MaxWall of its QoS, of its partition's QoS
+and of its association (SiteLimits.job_bounds), and the start of the next reservation on its
+nodes.  An operator's raise skips every one of Slurm's own checks, so the guard makes them.
+
+Under load the raises of one poll run concurrently (``RAISE_WORKERS``), each with a deadline
+(``LEAD_S``, retries included), in order of time left with each user's jobs taken
+``USER_ROUND`` at a time, and at most ``USER_RAISES_PER_POLL`` per user per poll: one user's
+many due jobs cannot push another user's raise past its limit.
+
+Nothing about jobs is kept between polls: the advised limit, the ceiling and the current
+limit all come from Slurm's state (and the cache) each time, so a guard killed at any point and
+started again carries on where it was.  Every poll ends with a heartbeat in the cache and, with
+``--export``, in a small file beside the export (``heartbeat_file``), which tells ``advisor
+sbatch`` and job_submit.lua that lowering a user's own --time is safe now; the export itself is
+never rewritten, so slurmctld decodes it only when ``advisor export`` changes it.
 """
 
 from __future__ import annotations
@@ -19,25 +33,44 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from advisor.advice.tag import parse_tag
-from advisor.errors import AdvisorError, SlurmError
+from advisor.errors import AdvisorError, InputError, SlurmError
 from advisor.guard_schedule import LEAD_S, POLL_S, next_limit_s
 from advisor.lite import NamedTuple
 from advisor.slurm.backend import CliBackend
+from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.jobs import RunningJob, running_jobs, set_time_limit
-from advisor.slurm.runner import SlurmCommands
+from advisor.slurm.records import Bound, Partition, Reservation, SiteLimits
+from advisor.slurm.runner import RetryPolicy, SlurmCommands
 from advisor.slurm.timefmt import format_duration
-from advisor.store.advice import guarded_requests
+from advisor.store.advice import GuardedRequest, guarded_requests
+from advisor.store.cluster import load_site_limits
 from advisor.store.connection import Store
 from advisor.store.guard import Heartbeat, fresh_within_s, write_heartbeat
 
 #: The tag action of a job whose own --time policy guarded lowered.
 GUARDED = "guarded"
-#: Partition limits are read again after this long (they change rarely; one call when due).
+#: Partition, QoS and association limits are read again after this long (they change rarely;
+#: one call each when due).
 PARTITIONS_TTL_S = 300.0
+#: scontrol updates at once.  Most of one update's 3 ms (the test cluster) is starting the
+#: client; slurmctld serialises the updates under its job lock, so more workers buy little.
+RAISE_WORKERS = 8
+#: Each user's due jobs are taken this many at a time, in order of time left, before the next
+#: user's next ones: another user's job waits behind at most this many of one user's.
+USER_ROUND = 16
+#: At most this many raises per user per poll (the rest wait for the next poll, 10 s later, in
+#: front of that user's new ones): at 8 workers and a busy controller's 20 ms per update, a
+#: second and a quarter of one poll, while a genuine array of this many tasks due at once
+#: still gets through in the two polls its 25 s of lead leave.
+USER_RAISES_PER_POLL = 500
+#: Seconds one lookup of QoS, associations or reservations may take, without a retry: a tenth
+#: of what remains of a due job's limit, so a slurmdbd that hangs costs a poll little.
+LOOKUP_S = 2.5
 
 
 class Watched(NamedTuple):
@@ -46,6 +79,8 @@ class Watched(NamedTuple):
     job: RunningJob
     advised_s: int
     ceiling_s: int
+    #: What set the ceiling: the request, or the bound below it (for the log).
+    bound: str = "the request"
 
 
 class Extension(NamedTuple):
@@ -57,6 +92,8 @@ class Extension(NamedTuple):
     to_s: int
     left_s: float
     ceiling_s: int
+    #: Seconds the raise landed after the job's end (0: on time).
+    late_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """The raise as schemas/guard-output.json has it (limits in Slurm's duration form)."""
@@ -73,24 +110,72 @@ class Poll(NamedTuple):
     watched: int
     extensions: tuple[Extension, ...]
     failures: tuple[str, ...]
+    #: Due raises left for the next poll (USER_RAISES_PER_POLL).
+    deferred: int = 0
+
+
+def trusted_request(
+    job: RunningJob, recorded: Mapping[int, GuardedRequest]
+) -> GuardedRequest | None:
+    """What a record users cannot edit says the advisor lowered the job to, or None.
+
+    The plugin's tag in the AdminComment, and the advisor's own advice row; with both, the
+    lower request and the higher advised limit (the stricter reading).  Never ``--comment``.
+    """
+    found = []
+    tag = parse_tag(job.admin_comment) if job.admin_comment else None
+    if tag is not None and tag.action == GUARDED and tag.request_min and tag.limit_min >= 1:
+        found.append(GuardedRequest(tag.limit_min * 60, tag.request_min * 60))
+    if job.job_id in recorded:
+        found.append(recorded[job.job_id])
+    if not found:
+        return None
+    return GuardedRequest(max(f.advised_s for f in found), min(f.request_s for f in found))
+
+
+def reservation_bound(job: RunningJob, reservations: Sequence[Reservation]) -> Bound | None:
+    """The longest limit that keeps the job out of every later reservation on its nodes.
+
+    A job running inside a reservation may run to its end; any other reservation that holds
+    one of the job's nodes bounds the job at its start (as slurmctld's scheduler would have).
+    """
+    if job.end_epoch is None or job.limit_s is None:
+        return None
+    started = job.end_epoch - job.limit_s  # the start, moved by suspensions as the end is
+    nodes = set(job.nodes)
+    found = []
+    for resv in reservations:
+        if job.reservation and resv.name == job.reservation:
+            found.append(Bound(resv.end_epoch - started, f"reservation {resv.name} ends"))
+        elif resv.end_epoch > started and nodes.intersection(resv.nodes):
+            found.append(Bound(max(0, resv.start_epoch - started), f"reservation {resv.name}"))
+    return min(found, key=lambda b: b.limit_s, default=None)
 
 
 def watched_job(
-    job: RunningJob, requests: Mapping[int, int], max_time_s: Mapping[str, int | None]
+    job: RunningJob,
+    recorded: Mapping[int, GuardedRequest],
+    partitions: Mapping[str, Partition],
+    limits: SiteLimits | None = None,
+    reservations: Sequence[Reservation] = (),
 ) -> Watched | None:
-    """The job as the guard watches it, or None (not tightened by guarded, or no limit)."""
-    tag = parse_tag(job.comment)
-    if tag is None or tag.action != GUARDED or tag.request_min is None or tag.limit_min < 1:
+    """The job as the guard watches it, or None (no trusted record, or no limit)."""
+    request = trusted_request(job, recorded)
+    if request is None or job.limit_s is None or job.end_epoch is None:
         return None
-    if job.limit_s is None or job.end_epoch is None:
-        return None
-    ceiling = tag.request_min * 60
-    if job.job_id in requests:
-        ceiling = min(ceiling, requests[job.job_id])
-    cap = max_time_s.get(job.partition)
-    if cap is not None:
-        ceiling = min(ceiling, cap)
-    return Watched(job, tag.limit_min * 60, ceiling)
+    bounds = [Bound(request.request_s, "the request")]
+    part = partitions.get(job.partition)
+    found = (limits or SiteLimits.unknown()).job_bounds(
+        user=job.user, partition=job.partition,
+        max_time_s=part.max_time_s if part else None, partition_qos=part.qos if part else None,
+        account=job.account or None, qos=job.qos or None,
+    )  # fmt: skip
+    bounds.extend(found.bounds)
+    resv = reservation_bound(job, reservations)
+    if resv is not None:
+        bounds.append(resv)
+    tight = min(bounds, key=lambda b: b.limit_s)
+    return Watched(job, request.advised_s, tight.limit_s // 60 * 60, tight.source)
 
 
 def due_limit(watched: Watched, now: float) -> int | None:
@@ -103,8 +188,28 @@ def due_limit(watched: Watched, now: float) -> int | None:
     return next_limit_s(watched.advised_s, job.limit_s, watched.ceiling_s)
 
 
+def raise_order(due: Sequence[tuple[Watched, int]]) -> tuple[list[tuple[Watched, int]], int]:
+    """The due raises in the order they are made, and how many wait for the next poll.
+
+    Time left first, each user's jobs USER_ROUND at a time; past USER_RAISES_PER_POLL of one
+    user, the rest wait.
+    """
+    by_user: dict[str, list[tuple[Watched, int]]] = {}
+    for item in sorted(due, key=lambda d: (d[0].job.end_epoch or 0, d[0].job.job_id)):
+        by_user.setdefault(item[0].job.user, []).append(item)
+    ranked, deferred = [], 0
+    for items in by_user.values():
+        deferred += max(0, len(items) - USER_RAISES_PER_POLL)
+        for rank, item in enumerate(items[:USER_RAISES_PER_POLL]):
+            ranked.append(
+                (rank // USER_ROUND, item[0].job.end_epoch or 0, item[0].job.job_id, item)
+            )
+    ranked.sort(key=lambda r: r[:3])
+    return [r[3] for r in ranked], deferred
+
+
 class Guard:
-    """The guard's connections: Slurm, the cache, the export file; no state about jobs."""
+    """The guard's connections: Slurm, the cache, the heartbeat file; no state about jobs."""
 
     def __init__(
         self,
@@ -115,6 +220,7 @@ class Guard:
         log: Callable[[str], None] = lambda line: None,
         clock: Callable[[], float] = time.time,
         poll_s: int = POLL_S,
+        cluster: str | None = None,
     ) -> None:
         self.store = store
         self.commands = commands or SlurmCommands()
@@ -122,96 +228,161 @@ class Guard:
         self.log = log
         self.clock = clock
         self.poll_s = poll_s
-        self._max_time: tuple[float, dict[str, int | None]] | None = None
+        self.cluster = cluster if cluster is not None else local_cluster_name()
+        # A raise is worth making only before the job's limit: time-outs and retries end there.
+        self.raises = SlurmCommands(
+            self.commands.runner,
+            policy=RetryPolicy(attempts=3, max_delay_s=float(LEAD_S), max_wait_s=2.0),
+            timeout_s=float(LEAD_S),
+            sleep=self.commands.sleep,
+        )
+        # QoS, associations and reservations are asked once, briefly: a slurmdbd that does not
+        # answer must not make a poll late (the cache's copy stands in for sacctmgr).
+        self.lookups = SlurmCommands(
+            self.commands.runner, policy=RetryPolicy(attempts=1), timeout_s=LOOKUP_S,
+            sleep=self.commands.sleep,
+        )  # fmt: skip
+        self._limits: tuple[float, dict[str, Partition], SiteLimits] | None = None
 
-    def max_time_s(self) -> dict[str, int | None]:
-        """Each partition's MaxTime (read at most every PARTITIONS_TTL_S: limits, not state)."""
+    def limits(self) -> tuple[dict[str, Partition], SiteLimits]:
+        """Partitions, QoS and associations (read at most every PARTITIONS_TTL_S).
+
+        When sacctmgr cannot answer (slurmdbd down), the ones ``cluster --save`` stored.
+        """
+        from advisor.services.cluster import fetch_site_limits
+
         now = time.monotonic()
-        if self._max_time is None or now - self._max_time[0] > PARTITIONS_TTL_S:
-            found = CliBackend(self.commands).partitions()
-            self._max_time = (now, {p.name: p.max_time_s for p in found})
-        return self._max_time[1]
+        if self._limits is None or now - self._limits[0] > PARTITIONS_TTL_S:
+            partitions = {p.name: p for p in CliBackend(self.commands).partitions()}
+            site, problem = fetch_site_limits(CliBackend(self.lookups))
+            if problem is not None:
+                self.log(f"advisor guard: QoS and associations: {problem}; using the cache's")
+                with self.store.read():
+                    site = load_site_limits(self.store)
+            self._limits = (now, partitions, site)
+        return self._limits[1], self._limits[2]
+
+    def reservations(self) -> list[Reservation]:
+        """The reservations now (they come and go: read at every poll that has due jobs)."""
+        try:
+            return CliBackend(self.lookups).reservations()
+        except (SlurmError, InputError) as error:
+            self.log(f"advisor guard: reservations unreadable: {error.one_line()}")
+            return []
 
     def poll(self) -> Poll:
         """One look at Slurm, the raises it calls for, and the heartbeat."""
         jobs = running_jobs(self.commands)
-        tagged = [j for j in jobs if (t := parse_tag(j.comment)) and t.action == GUARDED]
         with self.store.read():
-            requests = guarded_requests(self.store, [j.job_id for j in tagged]) if tagged else {}
+            recorded = guarded_requests(
+                self.store, [(j.job_id, j.user) for j in jobs], self.cluster
+            )
         now = self.clock()
-        # MaxTime is read only when a job may be due: most polls are one squeue call.
-        close = [j for j in tagged if j.end_epoch is not None and j.end_epoch - now <= LEAD_S]
-        caps = self.max_time_s() if close else {}
-        watched = [w for j in tagged if (w := watched_job(j, requests, caps))]
-        extensions, failures = [], []
+        trusted = [j for j in jobs if trusted_request(j, recorded) is not None]
+        # Limits are read only when a job may be due: most polls are one squeue call.
+        close = [j for j in trusted if j.end_epoch is not None and j.end_epoch - now <= LEAD_S]
+        partitions, site = self.limits() if close else ({}, SiteLimits.unknown())
+        reservations = self.reservations() if close else []
+        watched = [
+            w for j in trusted if (w := watched_job(j, recorded, partitions, site, reservations))
+        ]
+        due = []
         for item in watched:
             target = due_limit(item, now)
-            if target is None or item.job.limit_s is None:
-                continue
-            try:
-                set_time_limit(self.commands, item.job.job_id, target)
-            except SlurmError as error:
-                failures.append(f"job {item.job.job_id}: {error.one_line()}")
-                self.log(f"advisor guard: job {item.job.job_id}: raise failed: {error.one_line()}")
-                continue
-            done = Extension(
-                item.job.job_id, item.job.user, item.job.limit_s, target,
-                (item.job.end_epoch or now) - now, item.ceiling_s,
-            )  # fmt: skip
-            extensions.append(done)
-            self.log(extension_line(done))
-        result = Poll(now, len(jobs), len(watched), tuple(extensions), tuple(failures))
+            if target is not None:
+                due.append((item, target))
+            elif item.job.end_epoch is not None and item.job.end_epoch - now <= LEAD_S:
+                self._held(item)
+        order, deferred = raise_order(due)
+        extensions, failures = self._raise(order, now)
+        if deferred:
+            self.log(f"advisor guard: {deferred} raise(s) of users past "
+                     f"{USER_RAISES_PER_POLL} this poll wait for the next")  # fmt: skip
+        result = Poll(now, len(jobs), len(watched), tuple(extensions), tuple(failures), deferred)
         self.beat(result)
         return result
 
+    def _held(self, item: Watched) -> None:
+        job = item.job
+        if (
+            job.limit_s is not None
+            and job.limit_s >= item.ceiling_s
+            and item.bound != "the request"
+        ):
+            self.log(
+                f"advisor guard: job {job.job_id} (user {job.user}): not raised past "
+                f"{format_duration(item.ceiling_s)} ({item.bound})"
+            )
+
+    def _raise(
+        self, order: Sequence[tuple[Watched, int]], now: float
+    ) -> tuple[list[Extension], list[str]]:
+        """Make the raises, RAISE_WORKERS at a time, started in order."""
+
+        def one(item: Watched, target: int) -> Extension | str:
+            job = item.job
+            try:
+                set_time_limit(self.raises, job.job_id, target)
+            except SlurmError as error:
+                return f"job {job.job_id}: {error.one_line()}"
+            done = self.clock()
+            end = job.end_epoch or now
+            return Extension(job.job_id, job.user, job.limit_s or 0, target, end - now,
+                             item.ceiling_s, max(0.0, done - end))  # fmt: skip
+
+        if not order:
+            return [], []
+        with ThreadPoolExecutor(max_workers=min(RAISE_WORKERS, len(order))) as pool:
+            results = list(pool.map(lambda pair: one(*pair), order))
+        extensions, failures = [], []
+        for result in results:
+            if isinstance(result, str):
+                failures.append(result)
+                self.log(f"advisor guard: {result.replace(':', ': raise failed:', 1)}")
+            else:
+                extensions.append(result)
+                self.log(extension_line(result))
+        return extensions, failures
+
     def beat(self, result: Poll) -> None:
-        """The heartbeat: in the cache, then in the export file (when there is one)."""
+        """The heartbeat: in the heartbeat file (with --export), then in the cache."""
         beat = Heartbeat(
             result.at_epoch, socket.gethostname(), os.getpid(), self.poll_s, result.watched,
             len(result.extensions),
         )  # fmt: skip
-        write_heartbeat(self.store, beat)
         if self.export is not None:
-            write_export_heartbeat(self.export, result.at_epoch, self.poll_s)
+            write_heartbeat_file(heartbeat_file(self.export), result.at_epoch, self.poll_s)
+        write_heartbeat(self.store, beat)
 
 
 def extension_line(done: Extension) -> str:
     """The log line of one raise."""
+    late = f"; {done.late_s:.1f} s after its end" if done.late_s else ""
     return (
         f"advisor guard: job {done.job_id} (user {done.user}): time limit "
         f"{format_duration(done.from_s)} -> {format_duration(done.to_s)} "
-        f"({done.left_s:.0f} s were left; ceiling {format_duration(done.ceiling_s)})"
+        f"({done.left_s:.0f} s were left; ceiling {format_duration(done.ceiling_s)}{late})"
     )
 
 
-def write_export_heartbeat(path: str, at_epoch: float, poll_s: int) -> None:
-    """Set the export's ``guard`` entry, keeping the rest; no file: nothing (no limits to apply).
+def heartbeat_file(export: str | os.PathLike[str]) -> Path:
+    """Where the guard beats for job_submit.lua: ``advisor-limits.json`` -> ``advisor-limits.guard.json``.
 
-    The file is replaced atomically; if ``advisor export`` replaced it meanwhile, the new
-    export is kept and gets its heartbeat at the next poll.
+    A file of its own, beside the export: the export is decoded by slurmctld whenever it is
+    replaced (up to 16 MiB), the heartbeat every 10 s (a few bytes).  job_submit.lua derives
+    the same name from its EXPORT_PATH.
     """
+    path = Path(export)
+    stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
+    return path.with_name(f"{stem}.guard.json")
+
+
+def write_heartbeat_file(path: str | os.PathLike[str], at_epoch: float, poll_s: int) -> None:
+    """Replace the heartbeat file atomically (schemas/guard-heartbeat.json), mode 0644."""
     from advisor.services.export import write_atomically
 
-    target = Path(path)
-    try:
-        before = target.stat()
-        doc = json.loads(target.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return
-    except (OSError, ValueError) as error:
-        raise AdvisorError(f"export {path}: cannot read it for the heartbeat: {error}") from None
-    if not isinstance(doc, dict):
-        raise AdvisorError(f"export {path}: not a limits file")
-    doc["guard"] = {
-        "heartbeat_epoch": int(at_epoch),
-        "poll_s": poll_s,
-        "fresh_s": fresh_within_s(poll_s),
-    }
-    text = json.dumps(doc, sort_keys=True, allow_nan=False) + "\n"
-    after = target.stat()
-    if (after.st_ino, after.st_mtime_ns) != (before.st_ino, before.st_mtime_ns):
-        return
-    write_atomically(target, text)
+    doc = {"heartbeat_epoch": int(at_epoch), "poll_s": poll_s, "fresh_s": fresh_within_s(poll_s)}
+    write_atomically(path, json.dumps(doc, sort_keys=True) + "\n")
 
 
 class GuardRun(NamedTuple):
@@ -274,5 +445,7 @@ def run_guard(
 
 
 __all__: Sequence[str] = (
-    "Extension", "Guard", "GuardRun", "Poll", "Watched", "due_limit", "run_guard", "watched_job",
+    "Extension", "Guard", "GuardRun", "Poll", "Watched", "due_limit", "heartbeat_file",
+    "raise_order", "reservation_bound", "run_guard", "trusted_request", "watched_job",
+    "write_heartbeat_file",
 )  # fmt: skip

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.profiling.imports import read_node_import
+from advisor.profiling.nodes_view import NodesView, load_nodes_view
 from advisor.profiling.recording import record_runs
-from advisor.profiling.view import NodesView, load_nodes_view
 from advisor.store.benchmarks import latest_scores
 from advisor.store.connection import Store
 

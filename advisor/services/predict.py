@@ -15,7 +15,7 @@ from advisor.inputs import total_uncompressed
 from advisor.models.loading import NodeContext, load_models, load_node_context
 from advisor.models.predict import ClassPrediction, NoFactorError, TaskModels, predict_task
 from advisor.models.queries import read_queries
-from advisor.models.reference import ReferenceModel
+from advisor.models.task_model import Reference
 from advisor.store.connection import Store
 from advisor.store.task_models import known_tasks, partition_nodes
 
@@ -23,7 +23,7 @@ from advisor.store.task_models import known_tasks, partition_nodes
 @dataclass(frozen=True)
 class _Loaded:
     models: TaskModels
-    reference: ReferenceModel
+    reference: Reference
 
     def predict(
         self,
@@ -34,8 +34,9 @@ class _Loaded:
         cores: int | None,
     ) -> ClassPrediction:
         return predict_task(
-            self.models, node_class, float(input_bytes), context.scores, method=method, cores=cores
-        )
+            self.models, node_class, float(input_bytes), context.scores, method=method,
+            cores=cores, assume=True,
+        )  # fmt: skip
 
 
 def _load(store: Store, task: str, user: str | None) -> _Loaded:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from advisor.errors import AdvisorError, InputError
 from advisor.profiling.bench import run_from_bench_output
 from advisor.profiling.recording import record_runs
+from advisor.progress import Progress
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.hostlist import expand_hostlist
 from advisor.slurm.records import Node, Partition
@@ -47,7 +48,7 @@ class ProfileRequest:
 
     argv: tuple[str, ...]
     partitions: tuple[str, ...] = ()
-    nodes: str | None = None
+    nodelist: str | None = None
     start_timeout_s: int = 60
     timeout_s: float = 180.0
 
@@ -105,7 +106,7 @@ def is_unavailable(state: str) -> bool:
 def select_targets(
     partitions: Sequence[Partition], nodes: Sequence[Node], request: ProfileRequest
 ) -> list[Target]:
-    """The nodes to profile: of the given partitions (default: all), narrowed to --nodes."""
+    """The nodes to profile: of the given partitions (default: all), narrowed to --nodelist."""
     by_part = {p.name: p for p in partitions}
     unknown = [name for name in request.partitions if name not in by_part]
     if unknown:
@@ -115,8 +116,8 @@ def select_targets(
         )
     chosen = [by_part[name] for name in request.partitions] or list(partitions)
     in_parts = list(dict.fromkeys(node for p in chosen for node in p.nodes))
-    names = list(expand_hostlist(request.nodes)) if request.nodes else in_parts
-    if request.nodes and request.partitions:
+    names = list(expand_hostlist(request.nodelist)) if request.nodelist else in_parts
+    if request.nodelist and request.partitions:
         names = [name for name in names if name in in_parts]
     by_node = {n.name: n for n in nodes}
     up_parts = [p for p in chosen if p.state.upper() == "UP"]
@@ -184,9 +185,6 @@ def profile_node(
         return NodeOutcome(target.node, target.partition, error=error.one_line())
 
 
-Progress = Callable[[NodeOutcome, int, int], None]
-
-
 @dataclass(frozen=True)
 class Profiled:
     """What ``advisor profile`` did, node by node (schemas/profile-output.json)."""
@@ -215,7 +213,7 @@ def profile_cluster(
     partitions, nodes = backend.partitions(), backend.nodes()
     targets = select_targets(partitions, nodes, request)
     if not targets:
-        raise InputError("no nodes selected", hint="check --partition and --nodes")
+        raise InputError("no nodes selected", hint="check --partition and --nodelist")
     token = secrets.token_hex(3)
     outcomes: list[NodeOutcome] = []
     with ThreadPoolExecutor(max_workers=len(targets)) as pool:
@@ -223,7 +221,7 @@ def profile_cluster(
         for future in as_completed(futures):
             outcomes.append(future.result())
             if progress:
-                progress(outcomes[-1], len(outcomes), len(targets))
+                progress(len(outcomes), len(targets))
     stored = [o for o in outcomes if o.run is not None]
     with store.write():
         save_cluster(store, partitions, nodes)

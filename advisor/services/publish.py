@@ -12,12 +12,16 @@ keeps ``sacct`` and ``squeue`` from showing a user other users' jobs), and their
 digests a dictionary recovered offline.  So the target is a directory of two kinds of file:
 
 * ``shared.db`` (mode 0644): what is no user's: partitions, nodes and their benchmark scores,
-  the task models (learned from the administrator's imports only), and the site's widening of
-  history limits (``history_site``'s ``widen``; its kill rate and job count are left out).
+  the task models (learned from the administrator's imports only), the class effects and the
+  site's calibration, each partition's kill budget and price of a kill (its counts of completed
+  and killed jobs are left out), the history cells' margins (not their scores, one per job),
+  the QoS limits, and per partition the summed risk of the jobs running under history limits
+  (all users' together: ``reserved_risk``, what the price of the next kill counts).
 * ``<uid>.db`` (the user's own, mode 0400, one per user with anything of theirs): that user's
   refinements of the task models, their history keys (job names in the clear: theirs), their
-  history-advised submissions of the in-flight horizon (no argv), the ids of those of their
-  jobs that ended, and how far their spool segments were ingested (inode and offset).
+  associations and default account, their history-advised submissions of the in-flight
+  horizon (no argv), the ids of those of their jobs that ended, and how far their spool
+  segments were ingested (inode and offset).
 
 So a user reads nothing about any other user's jobs, which is what ``sacct`` shows them at a site
 with ``PrivateData=jobs``.  ``Store.open`` of the directory opens ``shared.db`` and attaches the
@@ -43,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import AdvisorError, InputError
+from advisor.history.lookup import IN_FLIGHT_HORIZON
 from advisor.output_target import Target, open_directory
 from advisor.spool import public_mark, uid_of
 from advisor.store.connection import (
@@ -75,9 +80,19 @@ SHARED: dict[str, str] = {
     "bench_runs": "SELECT * FROM src.bench_runs",
     "bench_results": "SELECT * FROM src.bench_results",
     "task_models": "SELECT * FROM src.task_models",
-    # the widening is every user's limits' (policy.propose); the rate and count are not needed
-    "history_site": "(id, kill_rate, widen, jobs, updated_at) "
-    "SELECT id, 0, widen, 0, updated_at FROM src.history_site",
+    "class_effects": "SELECT * FROM src.class_effects",  # node classes and numbers
+    "site_model": "SELECT * FROM src.site_model",
+    # every user's limits' kill budget and price (policy.propose); the partition's counts of
+    # completed and killed jobs are not needed, nor the cells' scores (one per job): their
+    # margins per level are what a submission reads
+    "history_budget": "(partition, budget, log_price, credit, completed, killed, "
+    "advised_completed, updated_at) SELECT partition, budget, log_price, credit, 0, 0, 0, "
+    "updated_at FROM src.history_budget",
+    "history_cells": "(partition, cell, scores, quantiles, updated_at) "
+    "SELECT partition, cell, '[]', quantiles, updated_at FROM src.history_cells",
+    # the limits a wrapper's --time must stay within (each user's associations: their own file)
+    "qos_limits": "SELECT * FROM src.qos_limits",
+    "site_limits": "SELECT * FROM src.site_limits",
 }
 #: The user's history-advised submissions of the horizon (``:users`` their names, as JSON).
 _ADVISED = (
@@ -89,11 +104,16 @@ _ADVISED = (
 USER: dict[str, str] = {
     "user_task_models": "SELECT * FROM src.user_task_models WHERE user IN (SELECT value FROM "
     "json_each(:users)) AND task IN (SELECT task FROM src.task_models)",
-    "history_keys": "SELECT * FROM src.history_keys WHERE kind IN ('user+name', "
+    "history_keys": "SELECT * FROM src.history_keys WHERE kind IN ('user+name', 'user+family', "
     "'user+partition', 'user') AND user IN (SELECT value FROM json_each(:users))",
+    "associations": "SELECT * FROM src.associations WHERE user IN (SELECT value FROM "
+    "json_each(:users))",
+    "default_accounts": "SELECT * FROM src.default_accounts WHERE user IN (SELECT value FROM "
+    "json_each(:users))",
     # the tables below name their columns: a column a later migration adds gets its default
-    "advice": "(id, created_at, user, task, partition, policy, argv, cluster, job_id, outcome) "  # noqa: S608 - constant fragments
-    f"SELECT id, created_at, user, task, partition, policy, '[]', cluster, job_id, outcome FROM {_ADVISED}",
+    "advice": "(id, created_at, user, task, partition, quantile, policy, argv, cluster, job_id, "  # noqa: S608 - constant fragments
+    "outcome, request_s) SELECT id, created_at, user, task, partition, quantile, policy, '[]', "
+    f"cluster, job_id, outcome, request_s FROM {_ADVISED}",
     "accounting_jobs": "(cluster, job_id, job_id_raw, name, user, account, partition, nodes, cpus, "  # noqa: S608 - constant fragments
     "elapsed_s, state, comment, ingested_at) SELECT cluster, job_id, job_id_raw, '', '', '', '', "
     "'[]', 0, 0, '', '', '' FROM src.accounting_jobs WHERE job_id_raw IN (SELECT job_id FROM "
@@ -104,6 +124,7 @@ USER: dict[str, str] = {
 #: Whose rows there are: user names in the tables above (and uids in spool marks).
 _OWNERS = (
     "SELECT user FROM src.history_keys UNION SELECT user FROM src.user_task_models "
+    "UNION SELECT user FROM src.associations UNION SELECT user FROM src.default_accounts "
     "UNION SELECT user FROM src.advice WHERE policy = 'history' AND outcome = 'submitted' "
     "AND job_id IS NOT NULL AND created_at >= :since AND created_at <= :now"
 )
@@ -296,8 +317,9 @@ def _shared(
             db.execute(f"INSERT INTO main.{table} {select}")
         db.executemany(
             "INSERT INTO publication VALUES (?, ?)",
-            [("published_at", now), ("since", since), ("user_schema", json.dumps(user_schema))],
-        )
+            [("published_at", now), ("since", since), ("user_schema", json.dumps(user_schema)),
+             ("reserved_risk", json.dumps(_reserved(db, now)))],
+        )  # fmt: skip
 
     data = _filled(template, source, fill)
     check = sqlite3.connect(":memory:")
@@ -307,6 +329,29 @@ def _shared(
     finally:
         check.close()
     return data, models
+
+
+def _reserved(db: sqlite3.Connection, now: str) -> dict[str, list[float]]:
+    """Per partition ('' too): the summed risk of the jobs running under a history limit.
+
+    As advisor.history.cache.reserved_risk reads it from the cache, summed over every user at
+    publish time (rows dated ahead are no advice, as in a user's copy): [the risks recorded,
+    the jobs that recorded none].  A user's copy holds only
+    their own advice, and the price of a kill counts everyone's jobs at risk.
+    """
+    since = (datetime.fromisoformat(now) - IN_FLIGHT_HORIZON).isoformat()
+    rows = db.execute(
+        "SELECT p.name, COALESCE(SUM(1 - a.quantile), 0), COALESCE(SUM(a.quantile IS NULL), 0) "
+        "FROM (SELECT name FROM src.partitions UNION SELECT '') AS p JOIN src.advice AS a "
+        "ON instr(',' || a.partition || ',', ',' || p.name || ',') > 0 "
+        "WHERE a.created_at >= ? AND a.created_at <= ? AND a.policy = 'history' "
+        "AND a.outcome = 'submitted' "
+        "AND a.job_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM src.accounting_jobs AS j "
+        "WHERE j.job_id_raw = a.job_id AND (a.cluster IS NULL OR j.cluster = a.cluster)) "
+        "GROUP BY p.name",
+        (since, now),
+    )
+    return {str(name): [float(known), float(unknown)] for name, known, unknown in rows}
 
 
 def _owners(

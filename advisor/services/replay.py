@@ -1,14 +1,17 @@
 """``advisor replay``: read a log, replay it through every policy, (simulate the queue,) score.
 
 The log is an SWF file, a saved sacct dump or the cluster's own accounting read live
-(advisor.replay.site_jobs); the rules of the replay are advisor.replay.run's, the queue
-simulation advisor.replay.schedule's.  Returns a ``Replayed``, whose ``to_json`` is
-schemas/replay-output.json.
+(advisor.replay.site_jobs); the rules of the replay are advisor.replay.engine's, the policies
+the history policy (advisor.replay.advised), the guarded one (advisor.replay.guarded) and the
+baselines (advisor.replay.baselines), the queue simulation advisor.replay.schedule's.  With
+``budgets`` the history policy is replayed once more per kill budget, so a site sees the
+trade-off between kills and freed time on its own history.  Returns a ``Replayed``, whose
+``to_json`` is schemas/replay-output.json.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,17 +19,27 @@ from typing import Any
 
 from advisor.accounting.sacct_file import DumpFormat
 from advisor.errors import UsageError
+from advisor.history.policy import DEFAULT_BUDGET, DEFAULT_CONFIG, PolicyConfig
+from advisor.progress import Bars, Progress
+from advisor.replay.advised import AdvisorPolicy
+from advisor.replay.baselines import UserRequest, ave2, max5
+from advisor.replay.engine import (
+    GROUPS,
+    GuardRaises,
+    ReplayFigures,
+    ReplayPolicy,
+    Score,
+    replay_figures,
+)
+from advisor.replay.engine import limit_series as _limit_series
+from advisor.replay.engine import replay as _replay
+from advisor.replay.guarded import GuardedPolicy
 from advisor.replay.jobs import ReplayJob
-from advisor.replay.run import GROUPS, GuardRaises, ReplayFigures, policies, replay_figures
-from advisor.replay.run import limit_series as _limit_series
-from advisor.replay.run import replay as _replay
 from advisor.replay.schedule import Machine, Schedule
 from advisor.slurm.backend import SlurmBackend
 
+
 #: A progress bar for a named phase ("replay", "schedule"): a context giving ``(done, total)``.
-Bars = Callable[[str], AbstractContextManager[Callable[[int, int], None] | None]]
-
-
 def _no_bar(_label: str) -> AbstractContextManager[None]:
     return nullcontext()
 
@@ -45,8 +58,13 @@ class ReplayRequest:
     by: str | None = None
     schedule: bool = False
     procs: int | None = None
-    #: the cache whose cluster snapshot gives a sacct log's processors (--schedule)
+    #: the cache whose cluster snapshot gives a sacct log's processors (--schedule): --db, else
+    #: $ADVISOR_DB, else the default cache, if it exists
     db: str | None = None
+    #: the history policy's kill budget (a share, 0.01 = 1 %)
+    budget: float = DEFAULT_BUDGET
+    #: also replay the history policy at each of these budgets
+    budgets: tuple[float, ...] = ()
     #: draw the limits against the runtimes, under the users' limits and the advisor's
     plot: str | None = None
 
@@ -72,6 +90,27 @@ class LogSource:
 
 
 @dataclass(frozen=True)
+class BudgetFigures:
+    """The history policy replayed at one kill budget: what it killed and what it freed."""
+
+    budget_pct: float
+    killed_completed_pct: float
+    killed_measured_pct: float
+    freed_pct: float
+    changed_pct: float
+
+    def to_json(self) -> dict[str, float]:
+        """One entry of the ``budgets`` list of schemas/replay-output.json."""
+        return {
+            "budget_pct": self.budget_pct,
+            "killed_completed_pct": self.killed_completed_pct,
+            "killed_measured_pct": self.killed_measured_pct,
+            "freed_pct": self.freed_pct,
+            "changed_pct": self.changed_pct,
+        }
+
+
+@dataclass(frozen=True)
 class Replayed:
     """The replay's result: its source, every policy's figures, and the schedule's."""
 
@@ -80,6 +119,9 @@ class Replayed:
     schedule: Schedule | None = None
     #: the picture drawn (request.plot), if any
     plotted: str | None = None
+    #: the history policy's kill budget, and its figures at each of request.budgets
+    budget_pct: float = 100 * DEFAULT_BUDGET
+    budgets: tuple[BudgetFigures, ...] = ()
 
     def policy_figures(self, name: str) -> dict[str, Any]:
         """One policy's figures as JSON, with the schedule's beside them."""
@@ -89,10 +131,12 @@ class Replayed:
 
     def to_json(self) -> dict[str, Any]:
         """schemas/replay-output.json."""
-        out = {**self.scores.to_json(), **self.source.to_json()}
+        out = {**self.scores.to_json(), **self.source.to_json(), "budget_pct": self.budget_pct}
         if self.schedule is not None:
             out["policies"] = {name: self.policy_figures(name) for name in out["policies"]}
             out["schedule"] = self.schedule.to_json()
+        if self.budgets:
+            out["budgets"] = [entry.to_json() for entry in self.budgets]
         return out
 
     @property
@@ -105,10 +149,56 @@ class Replayed:
         }
 
 
+def policies(config: PolicyConfig = DEFAULT_CONFIG) -> list[ReplayPolicy]:
+    """The advisor, the advisor with the guard, and the baselines, in the order of the output."""
+    return [AdvisorPolicy(config), GuardedPolicy(), UserRequest(), ave2(1), ave2(3), max5(3)]
+
+
+def replay_report(
+    jobs: list[ReplayJob],
+    *,
+    source: str,
+    config: PolicyConfig = DEFAULT_CONFIG,
+    progress: Progress | None = None,
+    by: str | None = None,
+) -> ReplayFigures:
+    """Every policy's figures on the jobs (schemas/replay-output.json's); by: their groups."""
+    group = GROUPS[by] if by else None
+    scores = _replay(jobs, policies(config), progress=progress, group=group)
+    return replay_figures(jobs, scores, source=source, by=by)
+
+
+def budget_figures(
+    jobs: list[ReplayJob], budgets: tuple[float, ...], *, bars: Bars = _no_bar
+) -> tuple[BudgetFigures, ...]:
+    """The history policy replayed once per kill budget (each a share: 0.01 = 1 %)."""
+    out = []
+    for budget in budgets:
+        with bars(f"budget {100 * budget:g} %") as bar:
+            policy = AdvisorPolicy(DEFAULT_CONFIG._replace(budget=budget))
+            figures = _replay(jobs, [policy], progress=bar)[policy.name].result()
+        out.append(
+            BudgetFigures(
+                budget_pct=100 * budget,
+                killed_completed_pct=figures.killed_completed_pct,
+                killed_measured_pct=figures.killed_measured_pct,
+                freed_pct=figures.freed_pct,
+                changed_pct=figures.changed_pct,
+            )
+        )
+    return tuple(out)
+
+
 def _check_request(request: ReplayRequest) -> None:
-    """Refuse --procs without --schedule, and an SWF log with sacct's options."""
+    """Refuse --procs without --schedule, an SWF log with sacct's options, a budget out of range."""
     if request.procs and not request.schedule:
         raise UsageError("advisor replay: --procs is for --schedule", hint="add --schedule")
+    for budget in (request.budget, *request.budgets):
+        if not 0 < budget < 1:
+            raise UsageError(
+                f"advisor replay: a kill budget of {100 * budget:g} % is not between 0 and 100 %",
+                hint="e.g. --kill-budget 1 or --budgets 0.1,0.5,1,2 (percent)",
+            )
     if request.log and (request.sacct_file or request.since or request.until):
         raise UsageError(
             "advisor replay: an SWF log takes no --sacct-file, --since or --until",
@@ -152,7 +242,15 @@ def _read_jobs(
 
 
 def _machine(request: ReplayRequest, jobs: list[ReplayJob]) -> Machine:
+    """--procs, else an SWF log's header, else the cache's cluster snapshot, else the log's peak.
+
+    The cache is where every command finds it (--db, else $ADVISOR_DB, else the default); a
+    cache that does not exist is no error here: the replay needs none.
+    """
+    import os
+
     from advisor.replay.schedule import sacct_machine, swf_machine
+    from advisor.store.connection import Store, db_location
 
     if request.procs:
         return Machine(request.procs, "--procs")
@@ -160,7 +258,11 @@ def _machine(request: ReplayRequest, jobs: list[ReplayJob]) -> Machine:
         from advisor.accounting.swf import swf_header
 
         return swf_machine(swf_header(request.log), jobs)
-    return sacct_machine(jobs, request.db)
+    location = db_location(request.db)
+    if not os.path.isfile(location):
+        return sacct_machine(jobs, None)
+    with Store.open(location, readonly=True) as store:
+        return sacct_machine(jobs, store)
 
 
 def replay(
@@ -176,7 +278,7 @@ def replay(
 
         pyplot()  # without matplotlib, stop before the work
     jobs, source = _read_jobs(request, backend)
-    contenders = policies()
+    contenders = policies(DEFAULT_CONFIG._replace(budget=request.budget))
     names = [p.name for p in contenders]
     keep = names if request.schedule else ("user", "advisor") if request.plot else ()
     group = GROUPS[request.by] if request.by else None
@@ -195,4 +297,19 @@ def replay(
 
         title = f"replay of {source.log}"
         save_limit_series(_limit_series(jobs, scores), request.plot, title=title)
-    return Replayed(source, figures, schedule, request.plot)
+    budgets = budget_figures(jobs, request.budgets, bars=bars) if request.budgets else ()
+    return Replayed(
+        source=source,
+        scores=figures,
+        schedule=schedule,
+        plotted=request.plot,
+        budget_pct=100 * request.budget,
+        budgets=budgets,
+    )
+
+
+def scores_report(
+    jobs: list[ReplayJob], scores: dict[str, Score], *, source: str, by: str | None = None
+) -> dict[str, Any]:
+    """replay_figures as JSON, for a caller that embeds it in its own document (advisor demo)."""
+    return replay_figures(jobs, scores, source=source, by=by).to_json()

@@ -8,11 +8,11 @@ notes a reader needs are added and the pictures asked for are drawn (advisor.rep
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from advisor.progress import Bars
 from advisor.reports import accuracy as accuracy_module
 from advisor.reports import limits as limits_module
 from advisor.reports.classes import nodes_report
@@ -22,10 +22,8 @@ from advisor.reports.models import models_report
 from advisor.reports.shaping import Shape
 from advisor.store.connection import Store
 
+
 #: A progress bar for a named phase: a context giving ``(done, total)``.
-Bars = Callable[[str], AbstractContextManager[Callable[[int, int], None] | None]]
-
-
 def _no_bar(_label: str) -> AbstractContextManager[None]:
     return nullcontext()
 

@@ -28,10 +28,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from advisor.accounting.ingest import Ingested, Ingestor, skip_counts
+from advisor.accounting.ingest import Ingested, ingestor_for, skip_counts
 from advisor.accounting.retention import DEFAULT_RETENTION, Pruned, Retention, prune
 from advisor.accounting.sacct_file import DumpFormat
-from advisor.accounting.saved import MAX_WARNINGS, Progress, update_from_file
+from advisor.accounting.saved import MAX_WARNINGS, update_from_file
 from advisor.accounting.spool import ingest_spool
 from advisor.accounting.windows import (
     DEFAULT_WINDOW,
@@ -44,6 +44,7 @@ from advisor.accounting.windows import (
     plan_windows,
 )
 from advisor.errors import AdvisorError, InputError, SlurmError
+from advisor.progress import Progress
 from advisor.slurm.backend import SlurmBackend
 from advisor.slurm.timestamps import local_time
 from advisor.store.accounting import get_watermark, set_watermark
@@ -130,11 +131,14 @@ def update(
     progress: Progress | None = None,
     retention: Retention = DEFAULT_RETENTION,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    kill_budget: float | None = None,
 ) -> UpdateResult:
     """Bring in the spool (when given), ingest the file (sacct_file or swf) or sacct, prune.
 
     Pruning deletes what is past the retention (advice rows, history keys:
-    accounting.retention).  backend: asked for the sacct windows when no file is given.  InputError when the spool
+    accounting.retention).  backend: asked for the sacct windows when no file is given;
+    kill_budget: the kill budget every partition gets from now on (None: each keeps its own, a
+    new one the default).  InputError when the spool
     cannot be read at all, after the accounting part was stored.
     """
     spooled, unread = None, None
@@ -147,10 +151,10 @@ def update(
     if sacct_file or swf:
         kind = "sacct" if sacct_file else "swf"
         data = update_from_file(store, sacct_file or swf or "", kind=kind, dump=dump,
-                                strict=strict, progress=progress)  # fmt: skip
+                                strict=strict, progress=progress, kill_budget=kill_budget)  # fmt: skip
     else:
         data = update_from_sacct(store, backend, since=since, until=until, window=window,
-                                 progress=progress, strict=strict)  # fmt: skip
+                                 progress=progress, strict=strict, kill_budget=kill_budget)  # fmt: skip
     pruned = prune(store, retention, now=now())
     if unread is not None:
         raise InputError(f"{unread.message} (the accounting part of the update was stored)")
@@ -180,11 +184,13 @@ def update_from_sacct(
     progress: Progress | None = None,
     strict: bool = False,
     budget: Budget | None = None,
+    kill_budget: float | None = None,
 ) -> Ingested:
     """Ingest every window from the watermark (or --since) to --until (default: now − settle).
 
     With ``strict``, a record that cannot be read fails its window (nothing of it stored).
-    budget: what one sacct call may cost before its window is halved (windows.Budget).
+    budget: what one sacct call may cost before its window is halved (windows.Budget);
+    kill_budget: the kill budget every partition gets from now on (None: each keeps its own).
     """
     stored_mark = _parse_when(get_watermark(store, WATERMARK_SOURCE), "stored watermark")
     start = _parse_when(since, "--since") or stored_mark
@@ -196,7 +202,7 @@ def update_from_sacct(
     # a window that reaches past now would move the watermark over jobs that have not ended
     end = min(_parse_when(until, "--until") or now() - SETTLE, now()).replace(microsecond=0)
     windows = plan_windows(start, end, window)
-    ingestor = Ingestor(store)
+    ingestor = ingestor_for(store, kill_budget)
     done: list[WindowDone] = []
     skipped: Counter[str] = Counter()
     warnings: list[str] = []

@@ -14,8 +14,25 @@ from datetime import datetime
 from typing import NamedTuple, Protocol
 
 from advisor.errors import InputError, SlurmCommandError
+from advisor.slurm.limits import (
+    ASSOC_FIELDS,
+    QOS_FIELDS,
+    USER_FIELDS,
+    parse_associations,
+    parse_default_accounts,
+    parse_qos,
+    parse_reservations,
+)
 from advisor.slurm.parsers import parse_job_id, parse_nodes, parse_partitions, parse_test_only
-from advisor.slurm.records import JobRecord, Node, Partition, StartEstimate
+from advisor.slurm.records import (
+    Association,
+    JobRecord,
+    Node,
+    Partition,
+    Qos,
+    Reservation,
+    StartEstimate,
+)
 from advisor.slurm.runner import (
     AmbiguousSubmitError,
     CommandResult,
@@ -48,6 +65,26 @@ class SlurmBackend(Protocol):
 
     def nodes(self) -> list[Node]:
         """Nodes with CPUs, memory and features."""
+        ...
+
+    def qos(self) -> list[Qos]:
+        """Every QoS with its MaxWall."""
+        ...
+
+    def associations(self, cluster: str | None) -> list[Association]:
+        """The users' associations on cluster, parents' limits inherited."""
+        ...
+
+    def default_accounts(self) -> dict[str, str]:
+        """Each user's default account."""
+        ...
+
+    def enforce(self) -> frozenset[str]:
+        """AccountingStorageEnforce's words."""
+        ...
+
+    def reservations(self) -> list[Reservation]:
+        """Advance reservations."""
         ...
 
     def submit(self, sbatch_args: Sequence[str]) -> int:
@@ -99,6 +136,38 @@ class CliBackend:
     def nodes(self) -> list[Node]:
         """Nodes from ``scontrol show node -o``."""
         return parse_nodes(self.commands.run(["scontrol", "show", "node", "-o"]).stdout)
+
+    def qos(self) -> list[Qos]:
+        """Every QoS with its MaxWall (``sacctmgr show qos``)."""
+        return parse_qos(self._sacctmgr("qos", QOS_FIELDS))
+
+    def associations(self, cluster: str | None) -> list[Association]:
+        """The users' associations on cluster (None: every cluster's), parents' limits inherited."""
+        where = [f"cluster={cluster}"] if cluster else []
+        return parse_associations(self._sacctmgr("assoc", ASSOC_FIELDS, *where))
+
+    def default_accounts(self) -> dict[str, str]:
+        """Each user's default account (``sacctmgr show user``)."""
+        return parse_default_accounts(self._sacctmgr("user", USER_FIELDS))
+
+    def reservations(self) -> list[Reservation]:
+        """Advance reservations from ``scontrol show reservation -o``."""
+        return parse_reservations(
+            self.commands.run(["scontrol", "show", "reservation", "-o"]).stdout
+        )
+
+    def enforce(self) -> frozenset[str]:
+        """AccountingStorageEnforce's words (``scontrol show config``); empty when not set."""
+        for line in self.commands.run(["scontrol", "show", "config"]).stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "AccountingStorageEnforce":
+                words = {word.strip().lower() for word in value.split(",")}
+                return frozenset(w for w in words if w and w != "none")
+        return frozenset()
+
+    def _sacctmgr(self, entity: str, fields: Sequence[str], *where: str) -> str:
+        argv = ["sacctmgr", "--noheader", "--parsable2", "show", entity, *where]
+        return self.commands.run([*argv, f"format={','.join(fields)}"]).stdout
 
     def submit(self, sbatch_args: Sequence[str]) -> int:
         """``sbatch --parsable``; the job id it printed."""

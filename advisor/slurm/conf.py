@@ -24,7 +24,7 @@ DEFAULT_CONF = "/etc/slurm/slurm.conf"
 _CLUSTER = re.compile(r"\s*ClusterName\s*=\s*(\S+)", re.IGNORECASE)
 
 
-def _conf_file(environ: Mapping[str, str] | None) -> str:
+def conf_file(environ: Mapping[str, str] | None = None) -> str:
     """``$SLURM_CONF``, else Slurm's default location."""
     environ = os.environ if environ is None else environ
     return environ.get("SLURM_CONF") or DEFAULT_CONF
@@ -33,7 +33,7 @@ def _conf_file(environ: Mapping[str, str] | None) -> str:
 def local_cluster_name(environ: Mapping[str, str] | None = None) -> str | None:
     """ClusterName of the local slurm.conf, or None (no file, unreadable, or not set)."""
     try:
-        with open(_conf_file(environ), encoding="utf-8", errors="replace") as handle:
+        with open(conf_file(environ), encoding="utf-8", errors="replace") as handle:
             text = handle.read()
     except OSError:
         return None

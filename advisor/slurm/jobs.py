@@ -15,12 +15,17 @@ from typing import Any
 
 from advisor.errors import InputError
 from advisor.lite import NamedTuple
+from advisor.slurm.hostlist import expand_hostlist
 from advisor.slurm.runner import SlurmCommands
 from advisor.slurm.timefmt import format_duration
 
 
 class RunningJob(NamedTuple):
-    """A running job as the guard sees it (times in seconds; the limit None when unlimited)."""
+    """A running job as the guard sees it (times in seconds; the limit None when unlimited).
+
+    comment is the job owner's to edit at any time; admin_comment only an administrator's and
+    slurmctld's own plugins' (scontrol(1): "Can only be set by a Slurm administrator").
+    """
 
     job_id: int
     user: str
@@ -29,6 +34,11 @@ class RunningJob(NamedTuple):
     start_epoch: int
     end_epoch: int | None
     comment: str
+    admin_comment: str = ""
+    account: str = ""
+    qos: str = ""
+    nodes: tuple[str, ...] = ()
+    reservation: str = ""
 
 
 def _number(value: Any, field: str, where: str) -> int | None:
@@ -48,6 +58,20 @@ def _states(value: Any) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     return ()
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _nodes(value: Any, where: str) -> tuple[str, ...]:
+    """The job's node list (a hostlist expression) expanded; unreadable: an InputError."""
+    if not isinstance(value, str) or not value.strip():
+        return ()
+    try:
+        return expand_hostlist(value)
+    except InputError as error:
+        raise InputError(f"squeue --json: {where}: nodes: {error.message}") from None
 
 
 #: Slurm's INFINITE for a time limit in minutes (22.05 prints it as a plain number).
@@ -78,6 +102,8 @@ def parse_running_jobs(text: str) -> list[RunningJob]:
             limit_min = None
         end = _number(job.get("end_time"), "end_time", where) if limit_min is not None else None
         comment = job.get("comment")
+        admin = job.get("admin_comment")
+        nodes = job.get("nodes")
         found.append(
             RunningJob(
                 job_id=job_id,
@@ -87,6 +113,11 @@ def parse_running_jobs(text: str) -> list[RunningJob]:
                 start_epoch=start,
                 end_epoch=end,
                 comment=comment if isinstance(comment, str) else "",
+                admin_comment=admin if isinstance(admin, str) else "",
+                account=_text(job.get("account")),
+                qos=_text(job.get("qos")),
+                nodes=_nodes(nodes, where),
+                reservation=_text(job.get("resv_name")),
             )
         )
     return found

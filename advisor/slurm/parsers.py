@@ -74,9 +74,16 @@ def parse_partitions(text: str) -> list[Partition]:
                 is_default=pairs.get("Default", "NO").upper() == "YES",
                 state=pairs.get("State", ""),
                 total_cpus=_int(total, "TotalCPUs", where) if total else None,
+                qos=_partition_qos(pairs.get("QoS")),
             )
         )
     return partitions
+
+
+def _partition_qos(value: str | None) -> str | None:
+    """``QoS=N/A`` (none) or the QoS's name."""
+    value = (value or "").strip()
+    return None if value in {"", "N/A", "(null)"} else value
 
 
 def _names(value: str | None) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from advisor.lite import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
 
     from advisor.slurm.timefmt import NoLimit
@@ -40,6 +41,8 @@ class Partition(NamedTuple):
     is_default: bool
     state: str
     total_cpus: int | None = None
+    #: The partition's ``QOS=`` (its limits apply to every job in it), or None.
+    qos: str | None = None
 
 
 class Node(NamedTuple):
@@ -85,6 +88,148 @@ class JobRecord(NamedTuple):
     def is_final(self) -> bool:
         """True once slurmdbd has the whole record (final state and a partition)."""
         return self.state in FINAL_STATES and bool(self.partition) and self.end is not None
+
+
+#: The QoS slurmctld gives a job whose association names no default and several QoS.
+DEFAULT_QOS = "normal"
+
+
+class Qos(NamedTuple):
+    """A QoS and its per-job wall-clock limit (None: no limit)."""
+
+    name: str
+    max_wall_s: int | None
+    #: Flag OverPartQOS: this QoS's limits win over the partition's QoS.
+    over_partition_qos: bool = False
+
+
+class Association(NamedTuple):
+    """A user's association (cluster, account, optionally partition) and its limits."""
+
+    cluster: str
+    account: str
+    user: str
+    partition: str
+    max_wall_s: int | None
+    #: The QoS the association may use, and its default QoS ('' when none is set).
+    qos: tuple[str, ...]
+    default_qos: str
+
+    def job_qos(self, requested: str | None = None) -> str:
+        """A job's QoS: --qos, else the default, else the only one, else normal (slurmctld's)."""
+        if requested:
+            return requested
+        if self.default_qos:
+            return self.default_qos
+        return self.qos[0] if len(self.qos) == 1 else DEFAULT_QOS
+
+
+class Reservation(NamedTuple):
+    """An advance reservation: its nodes and when it holds them (epoch seconds)."""
+
+    name: str
+    start_epoch: int
+    end_epoch: int
+    nodes: tuple[str, ...]
+    flags: tuple[str, ...]
+
+
+class Bound(NamedTuple):
+    """One bound on a job's limit, in seconds, and what it is (for --advisor-explain)."""
+
+    limit_s: int
+    source: str
+
+
+class JobBounds(NamedTuple):
+    """Every bound that applies to a job, and why none could be found (problem)."""
+
+    bounds: tuple[Bound, ...]
+    #: Set when the job has no association Slurm would accept (it is refused or pends).
+    problem: str | None = None
+
+    @property
+    def tightest(self) -> Bound | None:
+        """The smallest bound (ties: the first named), or None when none applies."""
+        return min(self.bounds, key=lambda b: b.limit_s, default=None)
+
+    @property
+    def limit_s(self) -> int | None:
+        """The smallest bound in seconds, floored to whole minutes (Slurm's unit)."""
+        tight = self.tightest
+        return None if tight is None else tight.limit_s // 60 * 60
+
+
+class SiteLimits(NamedTuple):
+    """What ``advisor cluster --save`` read of the QoS and associations.
+
+    known is False when they could not be read (no slurmdbd, no accounting): then only MaxTime
+    bounds a limit, and the explanation says so.
+    """
+
+    qos: Mapping[str, Qos]
+    associations: tuple[Association, ...]
+    default_accounts: Mapping[str, str]
+    known: bool = True
+    #: AccountingStorageEnforce's words: with 'associations', a job without one is refused.
+    enforce: frozenset[str] = frozenset()
+
+    @classmethod
+    def unknown(cls) -> SiteLimits:
+        """No QoS or association data."""
+        return cls({}, (), {}, False)
+
+    def association_of(
+        self, user: str, account: str | None, partition: str | None
+    ) -> Association | None:
+        """The association slurmctld gives a job: (user, account, partition), else (user, account)."""
+        account = account or self.default_accounts.get(user)
+        mine = [a for a in self.associations if a.user == user and a.account == account]
+        specific = [a for a in mine if partition and a.partition == partition]
+        general = [a for a in mine if not a.partition]
+        found = specific or general
+        return found[0] if found else None
+
+    def job_bounds(
+        self,
+        *,
+        user: str,
+        partition: str,
+        max_time_s: int | None,
+        partition_qos: str | None = None,
+        account: str | None = None,
+        qos: str | None = None,
+    ) -> JobBounds:
+        """The longest limit Slurm lets a job have in a partition, bound by bound.
+
+        The smallest of: the partition's MaxTime; the MaxWall of the job's association (user,
+        account — --account else the user's default — and the partition where an association
+        names one; the parents' limits inherited, as sacctmgr shows them); the MaxWall of its
+        QoS (Association.job_qos) and of the partition's QOS=.  Slurm itself lets a QoS MaxWall
+        override the association's, and an OverPartQOS QoS the partition's: the smallest of
+        all is never more than Slurm allows, and an operator's raise (the guard's) skips
+        Slurm's own checks, so the bound must hold by itself.
+        """
+        bounds = []
+        if max_time_s is not None:
+            bounds.append(Bound(max_time_s, f"partition {partition} MaxTime"))
+        if not self.known:
+            return JobBounds(tuple(bounds))
+        association = self.association_of(user, account, partition)
+        if association is None and "associations" in self.enforce:
+            which = account or self.default_accounts.get(user) or "(no default account)"
+            return JobBounds(tuple(bounds), f"no association for user {user} in account {which}")
+        if association is not None and association.max_wall_s is not None:
+            where = f"{association.account}/{association.user}"
+            if association.partition:
+                where += f"/{association.partition}"
+            bounds.append(Bound(association.max_wall_s, f"association {where} MaxWall"))
+        job_qos = association.job_qos(qos) if association is not None else qos or DEFAULT_QOS
+        for name, what in ((job_qos, "QoS"), (partition_qos, "partition QoS")):
+            record = self.qos.get(name) if name else None
+            if record is not None and record.max_wall_s is not None:
+                bounds.append(Bound(record.max_wall_s, f"{what} {name} MaxWall"))
+        return JobBounds(tuple(bounds), None)
 
 
 class StartEstimate(NamedTuple):

@@ -62,7 +62,7 @@ TRANSIENT_MARKERS: tuple[str, ...] = (
 
 
 #: The tools whose output the advisor parses: they run in ``query_environment``.
-QUERY_TOOLS = frozenset({"sacct", "scontrol", "sinfo", "squeue"})
+QUERY_TOOLS = frozenset({"sacct", "sacctmgr", "scontrol", "sinfo", "squeue"})
 #: Variables that change what those tools print: sacct(1) "ENVIRONMENT VARIABLES" (and
 #: SACCT_FORMAT, which sacct reads as well), and every SACCT_/SINFO_/SQUEUE_ default.
 #: SLURM_CONF stays: it says which cluster to ask.

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 
     #: What became of a submission (the advice table's outcome column; advisor.spool.OUTCOMES).
     Outcome = Literal["submitted", "failed", "fallback", "dry-run"]
+    #: Where an advice row came from: written into the cache by the advisor itself (a wrapper
+    #: or ``advisor submit`` that can write the cache), or read from a user's spool line, which
+    #: that user's wrapper wrote and that user can forge (a row of their own jobs only).
+    Origin = Literal["direct", "spool"]
 
 
 class Advice(NamedTuple):
@@ -44,14 +48,22 @@ class Advice(NamedTuple):
     request_s: int | None = None
 
 
-def record_advice(store: Store, advice: Advice, *, created_at: str | None = None) -> int:
+#: The advice table's origin values (Origin).
+ORIGINS = ("direct", "spool")
+
+
+def record_advice(
+    store: Store, advice: Advice, *, created_at: str | None = None, origin: Origin = "direct"
+) -> int:
     """Store one decision (made at created_at, default now); its row id."""
+    if origin not in ORIGINS:
+        raise ValueError(f"advice origin {origin!r} is not one of {ORIGINS}")
     with store.write():
         cursor = store.conn.execute(
             """INSERT INTO advice (created_at, user, task, partition, node_class, predicted_s,
                  quantile, limit_s, policy, argv, cluster, job_id, outcome, input_bytes,
-                 p50_s, p90_s, p95_s, request_s)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                 p50_s, p90_s, p95_s, request_s, origin)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 created_at or utc_now(),
                 advice.user,
@@ -71,6 +83,7 @@ def record_advice(store: Store, advice: Advice, *, created_at: str | None = None
                 advice.p90_s,
                 advice.p95_s,
                 advice.request_s,
+                origin,
             ),
         )
         return int(cursor.lastrowid or 0)
@@ -102,15 +115,35 @@ def _text(value: str | None) -> str | None:
     return None if value is None else storable(value)
 
 
-def guarded_requests(store: Store, job_ids: Iterable[int]) -> dict[int, int]:
-    """Per job id: the user's own request, recorded when policy guarded lowered its limit."""
+class GuardedRequest(NamedTuple):
+    """What the advisor itself recorded lowering a job to (policy guarded): its limits (seconds)."""
+
+    advised_s: int
+    request_s: int
+
+
+def guarded_requests(
+    store: Store, jobs: Iterable[tuple[int, str]], cluster: str | None
+) -> dict[int, GuardedRequest]:
+    """Per job id: the guarded advice the advisor itself recorded for that job of that user.
+
+    Only rows the advisor wrote into the cache count (origin 'direct'), of the job's own user
+    and of this cluster: a spool line is its user's own text, and a row of another user or
+    cluster with the same job id is another job.  The newest row of a job wins.
+    """
+    pairs = sorted(set(jobs))
+    if cluster is None or not pairs:
+        return {}
     rows = store.conn.execute(
-        "SELECT job_id, MIN(request_s) FROM advice "
-        "WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'submitted' "
-        "AND request_s IS NOT NULL GROUP BY job_id",
-        (json.dumps(sorted(set(job_ids))),),
+        "SELECT a.job_id, a.limit_s, a.request_s FROM advice a "
+        "JOIN json_each(?) j ON a.job_id = json_extract(j.value, '$[0]') "
+        "AND a.user = json_extract(j.value, '$[1]') "
+        "WHERE a.cluster = ? AND a.origin = 'direct' AND a.outcome = 'submitted' "
+        "AND a.policy = 'guarded' AND a.request_s IS NOT NULL AND a.limit_s IS NOT NULL "
+        "ORDER BY a.id",
+        (json.dumps(pairs), cluster),
     )
-    return {int(job_id): int(request_s) for job_id, request_s in rows}
+    return {int(job): GuardedRequest(int(limit), int(request)) for job, limit, request in rows}
 
 
 def prune_advice(store: Store, *, before: str, after: str) -> int:

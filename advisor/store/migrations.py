@@ -228,7 +228,94 @@ MIGRATIONS: tuple[str, ...] = (
     );
     ALTER TABLE advice ADD COLUMN request_s INTEGER;
     """,
-    # 7: bounded advice (issue 31, N6): the guard and accounting look advice up by job id alone
+    # 7: the limits Slurm enforces beside MaxTime (issue 30), as `advisor cluster --save` read
+    # them: every QoS's MaxWall, the users' associations (parents' limits inherited) and their
+    # default accounts, and each partition's QOS=.  site_limits says whether they were read at
+    # all (no slurmdbd: only MaxTime bounds a limit).  Advice rows say where they came from: a
+    # spool line is what a user's wrapper wrote, which that user may forge (issue 31, N14).
+    """
+    ALTER TABLE partitions ADD COLUMN qos TEXT;
+    CREATE TABLE qos_limits (
+        name TEXT PRIMARY KEY,
+        max_wall_s INTEGER CHECK (max_wall_s IS NULL OR max_wall_s >= 0),
+        over_partition_qos INTEGER NOT NULL CHECK (over_partition_qos IN (0, 1))
+    );
+    CREATE TABLE associations (
+        cluster TEXT NOT NULL,
+        account TEXT NOT NULL,
+        user TEXT NOT NULL,
+        partition TEXT NOT NULL,             -- '' for the account-wide association
+        max_wall_s INTEGER CHECK (max_wall_s IS NULL OR max_wall_s >= 0),
+        qos TEXT NOT NULL,                   -- JSON list of the QoS it may use
+        default_qos TEXT NOT NULL,           -- '' when none is set
+        PRIMARY KEY (cluster, account, user, partition)
+    );
+    CREATE TABLE default_accounts (
+        user TEXT PRIMARY KEY,
+        account TEXT NOT NULL
+    );
+    CREATE TABLE site_limits (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        known INTEGER NOT NULL CHECK (known IN (0, 1)),
+        enforce TEXT NOT NULL,               -- AccountingStorageEnforce, e.g. 'associations,limits,qos'
+        updated_at TEXT NOT NULL
+    );
+    ALTER TABLE advice ADD COLUMN origin TEXT NOT NULL DEFAULT 'direct'
+        CHECK (origin IN ('direct', 'spool'));
+    """,
+    # 8: the runtime models on the log scale (issue 29).  The site's class effects (node
+    # factors learnt from runs, per reference and class) and its calibration (typical spread,
+    # conformal multipliers).  The older models' rows are dropped: their params describe a
+    # raw-scale model no reader understands now; 'advisor learn' refits them from the
+    # observations, which stay.
+    """
+    CREATE TABLE class_effects (
+        reference TEXT NOT NULL,
+        node_class TEXT NOT NULL,
+        params TEXT NOT NULL,                -- JSON object of numbers
+        tasks INTEGER NOT NULL CHECK (tasks >= 0),
+        runs INTEGER NOT NULL CHECK (runs >= 0),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (reference, node_class)
+    );
+    CREATE TABLE site_model (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        params TEXT NOT NULL,                -- JSON object of numbers
+        updated_at TEXT NOT NULL
+    );
+    DELETE FROM task_models WHERE method IN ('lotaru', 'online');
+    DELETE FROM user_task_models;
+    """,
+    # 9: the kill budget held by feedback (issue 30, advisor.history.policy).  Per partition the
+    # promise and what the advised limits did (history_budget); per score cell the latest
+    # scores of completed jobs and the margins they give per risk level (history_cells).  The
+    # site-wide circuit breaker (history_site) and the per-key at-risk cap (history_keys.cap)
+    # give way to them; a key's kills are now every kill at an advised limit among its jobs.
+    # An index finds the recent advice rows of history limits (the jobs that may still run).
+    """
+    CREATE TABLE history_budget (
+        partition TEXT PRIMARY KEY,          -- '' for jobs without a partition
+        budget REAL NOT NULL CHECK (budget > 0 AND budget < 1),
+        log_price REAL NOT NULL,             -- log of the price of a kill (s of freed time)
+        credit REAL NOT NULL,                -- kills the budget still allows
+        completed INTEGER NOT NULL CHECK (completed >= 0),
+        killed INTEGER NOT NULL CHECK (killed >= 0),
+        advised_completed INTEGER NOT NULL CHECK (advised_completed >= 0),
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE history_cells (
+        partition TEXT NOT NULL,
+        cell TEXT NOT NULL,                  -- a key kind ('user+name'...), or 'request<Ns' (a band)
+        scores TEXT NOT NULL,                -- JSON list of numbers, oldest first, bounded
+        quantiles TEXT NOT NULL,             -- JSON list, one margin per risk level (null: none)
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (partition, cell)
+    );
+    DROP TABLE history_site;
+    ALTER TABLE history_keys DROP COLUMN cap;
+    CREATE INDEX advice_policy ON advice (policy, created_at);
+    """,
+    # 10: bounded advice (issue 31, N6): the guard and accounting look advice up by job id alone
     # (applied_limits, guarded_requests: a scan of the whole table, 0.73 s at 5 M rows), and
     # the update deletes rows past their retention by time.
     """

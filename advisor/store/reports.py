@@ -47,7 +47,7 @@ SELECT j.cluster, j.job_id, j.name, j.user, j.account, j.partition, j.nodes, j.c
        a.id AS advice_id, a.task AS advice_task, a.node_class AS advice_node_class,
        a.predicted_s, a.quantile, a.limit_s AS advice_limit_s, a.policy, a.argv, a.outcome,
        a.input_bytes AS advice_input_bytes, a.p50_s AS advice_p50_s, a.p90_s AS advice_p90_s,
-       a.p95_s AS advice_p95_s,
+       a.p95_s AS advice_p95_s, a.origin AS advice_origin,
        COALESCE(p.default_time_s, p.max_time_s) AS partition_default_time_s
   FROM accounting_jobs j
   LEFT JOIN latest a

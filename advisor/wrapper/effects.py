@@ -57,12 +57,17 @@ def load_snapshot(db: str | None, task: str, user: str) -> Snapshot:
 
 
 def history(
-    db: str | None, user: str, job_name: str, partitions: Sequence[str]
+    db: str | None,
+    user: str,
+    job_name: str,
+    partitions: Sequence[str],
+    request_s: int | None = None,
 ) -> dict[str, tuple[int, str] | None]:
     """The history policy's (limit_s, why) per partition, in one read-only pass.
 
+    request_s: the user's own --time (None: the partition's MaxTime is what is lowered).
     Through a published copy this user's advice is in the spool, not yet in the copy: the
-    policy's at-risk budget counts those submissions from the user's own spool file.
+    policy counts those submissions from the user's own spool file as running.
     """
     from advisor.history.lookup import history_limit
     from advisor.spool import SPOOL_ENV, read_own_lines
@@ -75,7 +80,9 @@ def history(
         if spool and not _writable(store.path):
             unrecorded = read_own_lines(spool, lambda source: get_watermark(store, source))
         return {
-            name: history_limit(store, user, job_name, name, unrecorded=unrecorded)
+            name: history_limit(
+                store, user, job_name, name, request_s=request_s, unrecorded=unrecorded
+            )
             for name in partitions
         }
 
@@ -117,7 +124,9 @@ def run_sbatch(
         code = error.returncode if error.returncode is not None else 127
         return CommandResult(tuple(full), code, "", stderr)
     except Exception as error:  # sbatch may have run: report, never submit again
-        text = str(error).replace("\n", " ")
+        from advisor.text import printable
+
+        text = printable(str(error))
         stderr = f"advisor: error: running sbatch failed ({type(error).__name__}: {text}); check squeue before submitting again\n"
         return CommandResult(tuple(full), 1, "", stderr)
 

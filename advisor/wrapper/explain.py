@@ -148,15 +148,40 @@ def explanation(advice: JobAdvice | None, argv: Sequence[str], warning: str | No
     """What --advisor-explain shows of the advice (None: the wrapper fell back, with warning)."""
     full = ("sbatch", *argv)
     if advice is None:
-        fallback = Decision("fallback", None, None, warning or "")
-        return Explanation(None, None, None, None, None, None, None, None, (), fallback, None,
-                           (), (), full)  # fmt: skip
+        fallback = Decision(action="fallback", time_s=None, time_min_s=None, reason=warning or "")
+        return Explanation(
+            task=None,
+            input_bytes=None,
+            input_origin=None,
+            policy=None,
+            quantile=None,
+            margin=None,
+            user_time=None,
+            basis=None,
+            partitions=(),
+            decision=fallback,
+            picked=None,
+            estimates=(),
+            added=(),
+            argv=full,
+        )
     options = advice.options
     return Explanation(
-        advice.task, advice.input_bytes, advice.input_origin, options.policy, options.quantile,
-        options.margin, advice.request.time, advice.basis, advice.limits, advice.decision, advice.picked,
-        advice.estimates, advice.added, full,
-    )  # fmt: skip
+        task=advice.task,
+        input_bytes=advice.input_bytes,
+        input_origin=advice.input_origin,
+        policy=options.policy,
+        quantile=options.quantile,
+        margin=options.margin,
+        user_time=advice.request.time,
+        basis=advice.basis,
+        partitions=advice.limits,
+        decision=advice.decision,
+        picked=advice.picked,
+        estimates=advice.estimates,
+        added=advice.added,
+        argv=full,
+    )
 
 
 def explanation_rows(explained: Explanation) -> list[dict[str, Any]]:

@@ -28,7 +28,15 @@ class InsituPredictor(NamedTuple):
         """The makespan (plus the warm-up excess seen in the file) as every quantile."""
         value = self.expected_s
         return Forecast(
-            node_class, value, value, value, value, quantile, value, self.steady_steps, "insitu"
+            node_class=node_class,
+            mean_s=value,
+            p50_s=value,
+            p90_s=value,
+            p95_s=value,
+            quantile=quantile,
+            quantile_s=value,
+            runs=self.steady_steps,
+            source="insitu",
         )
 
 

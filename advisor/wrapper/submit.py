@@ -44,8 +44,11 @@ class SideEffects(NamedTuple):
     input_bytes: Callable[[Sequence[str]], int]
     #: (db, task, user): the models as this user sees them.
     load_snapshot: Callable[[str | None, str, str], Snapshot]
-    #: (db, user, job name, partitions): the history policy's (limit_s, why) per partition.
-    history: Callable[[str | None, str, str, Sequence[str]], Mapping[str, tuple[int, str] | None]]
+    #: (db, user, job name, partitions, the user's --time in s): the history policy's
+    #: (limit_s, why) per partition.
+    history: Callable[
+        [str | None, str, str, Sequence[str], int | None], Mapping[str, tuple[int, str] | None]
+    ]
     run_sbatch: Callable[[Sequence[str], str | None, bool], CommandResult]
     estimate_start: Callable[[Sequence[str]], StartEstimate]
     record: Callable[[str | None, Advice], None]
@@ -74,9 +77,10 @@ class Submitted(NamedTuple):
 
 def one_line(error: BaseException) -> str:
     """An exception as one line of text (user data may hold newlines)."""
+    from advisor.text import printable
+
     text = getattr(error, "one_line", None)
-    message = text() if callable(text) else f"{type(error).__name__}: {error}"
-    return str(message).replace("\r", "\\r").replace("\n", "\\n")
+    return printable(str(text() if callable(text) else f"{type(error).__name__}: {error}"))
 
 
 def warning_text(reason: str) -> str:
@@ -86,7 +90,14 @@ def warning_text(reason: str) -> str:
 
 def _unadvised(cmd: CommandLine, request: JobRequest, task: str | None, reason: str) -> JobAdvice:
     return JobAdvice(
-        task, None, cmd.advisor, request, (), Decision("none", None, None, reason), (), cmd.original
+        task=task,
+        input_bytes=None,
+        options=cmd.advisor,
+        request=request,
+        limits=(),
+        decision=Decision(action="none", time_s=None, time_min_s=None, reason=reason),
+        added=(),
+        argv=cmd.original,
     )
 
 
@@ -196,7 +207,7 @@ def _from_history(
     partitions = candidate_partitions(request, snapshot)
     if job_name is None or not partitions:
         return _unadvised(cmd, request, task, f"no model for task {task!r}")
-    found = side.history(cmd.advisor.db, user, job_name, partitions)
+    found = side.history(cmd.advisor.db, user, job_name, partitions, _request_s(request))
     if not any(found.values()):
         return _unadvised(
             cmd, request, task, f"no model for task {task!r} and no history of {job_name!r}"
@@ -205,6 +216,14 @@ def _from_history(
     if cmd.advisor.pick == "earliest":
         result = _noted(result, "--advisor-pick needs a task model")
     return result
+
+
+def _request_s(request: JobRequest) -> int | None:
+    """The user's own --time in seconds (None: none, unlimited, or unreadable)."""
+    from advisor.advice.limits import user_limit_s
+
+    found = user_limit_s(request.time.value) if request.time is not None else None
+    return found if isinstance(found, int) and found > 0 else None
 
 
 def prepare(cmd: CommandLine, side: SideEffects) -> Prepared:
@@ -250,7 +269,11 @@ def submit(cmd: CommandLine, prepared: Prepared, side: SideEffects) -> Submitted
     result = side.run_sbatch(prepared.argv, prepared.stdin, waits)
     if prepared.advice is None:
         return Submitted(
-            result, prepared.argv, "fallback", job_id_of(result.stdout), prepared.warning
+            result=result,
+            argv=prepared.argv,
+            outcome="fallback",
+            job_id=job_id_of(result.stdout),
+            warning=prepared.warning,
         )
     added = prepared.argv != cmd.original
     # A rejection caused by an added option must not cost the job: sbatch creates no job when
@@ -261,14 +284,16 @@ def submit(cmd: CommandLine, prepared: Prepared, side: SideEffects) -> Submitted
         first = result.stderr.strip().splitlines()[-1:] or [f"exit code {result.returncode}"]
         retry = side.run_sbatch(cmd.original, prepared.stdin, waits)
         return Submitted(
-            retry,
-            cmd.original,
-            "fallback",
-            job_id_of(retry.stdout),
-            warning_text(f"sbatch rejected the advised options ({first[0].strip()})"),
+            result=retry,
+            argv=cmd.original,
+            outcome="fallback",
+            job_id=job_id_of(retry.stdout),
+            warning=warning_text(f"sbatch rejected the advised options ({first[0].strip()})"),
         )
     outcome: Outcome = "submitted" if result.returncode == 0 else "failed"
-    return Submitted(result, prepared.argv, outcome, job_id_of(result.stdout))
+    return Submitted(
+        result=result, argv=prepared.argv, outcome=outcome, job_id=job_id_of(result.stdout)
+    )
 
 
 def advice_record(

@@ -2,7 +2,8 @@
 complete -c advisor -f
 complete -c advisor -s h -l help
 complete -c advisor -l db -r -F
-complete -c advisor -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -l parsable
 complete -c advisor -l quiet
 complete -c advisor -l version
 complete -c advisor -s v -l verbose
@@ -15,7 +16,7 @@ complete -c advisor -n __fish_use_subcommand -a runs -d 'import task runs (Lotar
 complete -c advisor -n __fish_use_subcommand -a learn -d 'fit the runtime models from the runs in the cache'
 complete -c advisor -n __fish_use_subcommand -a predict -d 'predict a task'"'"'s runtime per node class'
 complete -c advisor -n __fish_use_subcommand -a calibrate -d 'run a task once on every node class and learn the runs'
-complete -c advisor -n __fish_use_subcommand -a evaluate -d 'prediction error and interval coverage on Lotaru-style traces'
+complete -c advisor -n __fish_use_subcommand -a evaluate -d 'prediction error and interval coverage on Lotaru-style traces or a runs file'
 complete -c advisor -n __fish_use_subcommand -a plan -d 'plan a workflow (HEFT, PEFT or FDWS) and estimate its makespan'
 complete -c advisor -n __fish_use_subcommand -a estimate -d 'classic makespan estimates (naive, naive concurrent, level-by-level critical path)'
 complete -c advisor -n __fish_use_subcommand -a submit -d 'plan a workflow on the cluster and submit it, one sbatch per task'
@@ -31,16 +32,19 @@ complete -c advisor -n __fish_use_subcommand -a doctor -d 'check the site set-up
 complete -c advisor -n __fish_use_subcommand -a completion -d 'print a shell completion script (bash, zsh, fish)'
 complete -c advisor -n '__fish_seen_subcommand_from demo' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from demo' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from demo' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from demo' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from demo' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from demo' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from cluster' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from cluster' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from cluster' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -l save
 complete -c advisor -n '__fish_seen_subcommand_from bench' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from bench' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from bench' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from bench' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l dir -r -F
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l quick
@@ -48,10 +52,11 @@ complete -c advisor -n '__fish_seen_subcommand_from bench' -l tool -r -f -a 'bui
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l store
 complete -c advisor -n '__fish_seen_subcommand_from profile' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from profile' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from profile' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from profile' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l partition -r -f -a '(advisor completion --partitions 2>/dev/null)'
-complete -c advisor -n '__fish_seen_subcommand_from profile' -l nodes -r -f
+complete -c advisor -n '__fish_seen_subcommand_from profile' -s w -l nodelist -r -f
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l full
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l dir -r -F
 complete -c advisor -n '__fish_seen_subcommand_from profile' -l start-timeout -r -f
@@ -59,37 +64,44 @@ complete -c advisor -n '__fish_seen_subcommand_from profile' -l timeout -r -f
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and not __fish_seen_subcommand_from import' -a import -d 'store benchmark scores measured elsewhere'
 complete -c advisor -n '__fish_seen_subcommand_from nodes' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from nodes' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from nodes' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from nodes' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from nodes' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from nodes' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from nodes' -l reference -r -f
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -F
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from nodes; and __fish_seen_subcommand_from import' -l reference -r -f
 complete -c advisor -n '__fish_seen_subcommand_from runs; and not __fish_seen_subcommand_from import' -a import -d 'import run files; all files in one transaction, re-importing replaces'
 complete -c advisor -n '__fish_seen_subcommand_from runs' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from runs' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from runs' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from runs' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from runs' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from runs' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -F
 complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -s h -l help
-complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l format -r -f -a 'lotaru nextflow json'
-complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l label -r -f
 complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l output-format -r -f -a 'table json csv asciidoc colon_grid double_grid double_outline fancy_grid fancy_outline github grid heavy_grid heavy_outline html jira latex latex_booktabs latex_longtable latex_raw mediawiki mixed_grid mixed_outline moinmoin orgtbl outline pipe plain presto pretty psql rounded_grid rounded_outline rst simple simple_grid simple_outline textile tsv unsafehtml youtrack'
+complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l quiet
+complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l input-format -r -f -a 'lotaru nextflow json'
+complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l label -r -f
+complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l node-class -r -f
 complete -c advisor -n '__fish_seen_subcommand_from runs; and __fish_seen_subcommand_from import' -l workflow -r -F
 complete -c advisor -n '__fish_seen_subcommand_from learn' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from learn' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from learn' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from learn' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from learn' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from learn' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from learn' -l reference -r -f
 complete -c advisor -n '__fish_seen_subcommand_from learn' -l seed -r -f
 complete -c advisor -n '__fish_seen_subcommand_from predict' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from predict' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from predict' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from predict' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from predict' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from predict' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from predict' -l task -r -f
 complete -c advisor -n '__fish_seen_subcommand_from predict' -l input-bytes -r -f
@@ -103,7 +115,8 @@ complete -c advisor -n '__fish_seen_subcommand_from predict' -l method -r -f -a 
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -F
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l command -r -f
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l input -r -F
@@ -114,9 +127,14 @@ complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l cores -r -f
 complete -c advisor -n '__fish_seen_subcommand_from calibrate' -l dir -r -F
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l traces -r -F
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l runs -r -F
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l train -r -f
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l target -r -f
+complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l probe
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l calibrate
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l reference -r -f
 complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l test-rows -r -f -a 'shared all'
@@ -124,7 +142,8 @@ complete -c advisor -n '__fish_seen_subcommand_from evaluate' -l seed -r -f
 complete -c advisor -n '__fish_seen_subcommand_from plan' -F
 complete -c advisor -n '__fish_seen_subcommand_from plan' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from plan' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from plan' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from plan' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l algorithm -r -f -a 'fdws heft peft'
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l cv -r -f
@@ -138,22 +157,24 @@ complete -c advisor -n '__fish_seen_subcommand_from plan' -l shared-fs
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l quantile -r -f
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l margin -r -f
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l arrivals -r -f
-complete -c advisor -n '__fish_seen_subcommand_from plan' -l nodes -r -f
+complete -c advisor -n '__fish_seen_subcommand_from plan' -s N -l nodes -r -f
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l cores -r -f
 complete -c advisor -n '__fish_seen_subcommand_from plan' -l gantt -r -F
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -F
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from estimate' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from estimate' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from estimate' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l platform -r -F
-complete -c advisor -n '__fish_seen_subcommand_from estimate' -l nodes -r -f
+complete -c advisor -n '__fish_seen_subcommand_from estimate' -s N -l nodes -r -f
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l cores -r -f
 complete -c advisor -n '__fish_seen_subcommand_from estimate' -l flops-per-unit -r -f
 complete -c advisor -n '__fish_seen_subcommand_from submit' -F
 complete -c advisor -n '__fish_seen_subcommand_from submit' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from submit' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from submit' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from submit' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from submit' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from submit' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from submit' -l dry-run
 complete -c advisor -n '__fish_seen_subcommand_from submit' -l status -r -f
@@ -171,7 +192,8 @@ complete -c advisor -n '__fish_seen_subcommand_from submit' -l margin -r -f
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -F
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from insitu' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from insitu' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from insitu' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -l steps -r -F
 complete -c advisor -n '__fish_seen_subcommand_from insitu' -l first -r -f
@@ -193,7 +215,8 @@ complete -c advisor -n '__fish_seen_subcommand_from sbatch' -l advisor-explain
 complete -c advisor -n '__fish_seen_subcommand_from sbatch' -s p -l partition -r -f -a '(advisor completion --partitions 2>/dev/null)'
 complete -c advisor -n '__fish_seen_subcommand_from export' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from export' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from export' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from export' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from export' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from export' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from export' -l out -r -F
 complete -c advisor -n '__fish_seen_subcommand_from export' -l group -r -f
@@ -201,7 +224,8 @@ complete -c advisor -n '__fish_seen_subcommand_from export' -l quantile -r -f
 complete -c advisor -n '__fish_seen_subcommand_from export' -l margin -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from update' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from update' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from update' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from update' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from update' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from update' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l until -r -f
@@ -215,6 +239,7 @@ complete -c advisor -n '__fish_seen_subcommand_from update' -l time-format -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l trust-names
 complete -c advisor -n '__fish_seen_subcommand_from update' -l strict
 complete -c advisor -n '__fish_seen_subcommand_from update' -l spool -r -F
+complete -c advisor -n '__fish_seen_subcommand_from update' -l kill-budget -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l keep-advice -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l keep-history -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l advice-per-day -r -f
@@ -222,12 +247,15 @@ complete -c advisor -n '__fish_seen_subcommand_from update' -l names-per-user -r
 complete -c advisor -n '__fish_seen_subcommand_from replay' -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from replay' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l sacct-file -r -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l until -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l by -r -f -a 'partition user'
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l kill-budget -r -f
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l budgets -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l plot -r -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l schedule
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l procs -r -f
@@ -243,11 +271,13 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_
 complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits nodes models' -a models -d 'task models: observations, Pearson r, CPU weight, last update'
 complete -c advisor -n '__fish_seen_subcommand_from report' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from report' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from report' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l until -r -f
@@ -261,7 +291,8 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from accuracy' -l by -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l since -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l until -r -f
@@ -275,7 +306,8 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l by -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l sort -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l reverse
@@ -284,7 +316,8 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l task -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l sort -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l reverse
@@ -292,18 +325,21 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from models' -l task -r -f
 complete -c advisor -n '__fish_seen_subcommand_from publish' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from publish' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from publish' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from publish' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from publish' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from publish' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from publish' -l out -r -F
 complete -c advisor -n '__fish_seen_subcommand_from guard' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from guard' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from guard' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from guard' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from guard' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from guard' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from guard' -l once
 complete -c advisor -n '__fish_seen_subcommand_from guard' -l export -r -F
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from doctor' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from doctor' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l published -r -F
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l export -r -F
@@ -314,5 +350,6 @@ complete -c advisor -n '__fish_seen_subcommand_from doctor' -l max-export-age -r
 complete -c advisor -n '__fish_seen_subcommand_from completion' -F
 complete -c advisor -n '__fish_seen_subcommand_from completion' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from completion' -l db -r -F
-complete -c advisor -n '__fish_seen_subcommand_from completion' -l format -r -f -a 'table json csv github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from completion' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from completion' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from completion' -l quiet

@@ -12,7 +12,7 @@ _advisor() {
         word="${COMP_WORDS[i]}"
         if (( skip )); then skip=0; [[ "${COMP_WORDS[i-1]}" == --db ]] && _advisor_db="$word"; continue; fi
         case "$word" in
-            --advice-per-day|--advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--group|--input|--input-bytes|--keep-advice|--keep-history|--label|--margin|--max-export-age|--max-update-age|--method|--names-per-user|--node|--node-class|--nodes|--out|--output-format|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--until|--user|--window|--workflow|-p) skip=1;;
+            --advice-per-day|--advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--budgets|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--group|--input|--input-bytes|--input-format|--keep-advice|--keep-history|--kill-budget|--label|--margin|--max-export-age|--max-update-age|--method|--names-per-user|--node|--node-class|--nodelist|--nodes|--out|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--runs|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--target|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--train|--until|--user|--window|--workflow|-N|-p|-w) skip=1;;
             -*) ;;
             *) case " $(_advisor_subs "$path") " in
                    *" $word "*) path="${path:+$path }$word";;
@@ -21,103 +21,103 @@ _advisor() {
     done
     case "$path" in
     '')
-      opts='--db --format --help --quiet --verbose --version -h -v'; subs='demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish guard doctor completion'; files=0
+      opts='--db --format --help --parsable --quiet --verbose --version -h -v'; subs='demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish guard doctor completion'; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     demo)
-      opts='--db --format --help --quiet --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --parsable --quiet --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     cluster)
-      opts='--db --format --help --quiet --save --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --parsable --quiet --save --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     bench)
-      opts='--db --dir --format --help --quick --quiet --store --tool --verbose --version -h -v'; subs=''; files=0
+      opts='--db --dir --format --help --parsable --quick --quiet --store --tool --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --dir) value=@file;;
         --tool) value='builtin sysbench fio';;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     profile)
-      opts='--db --dir --format --full --help --nodes --partition --quiet --start-timeout --timeout --verbose --version -h -v'; subs=''; files=0
+      opts='--db --dir --format --full --help --nodelist --parsable --partition --quiet --start-timeout --timeout --verbose --version -h -v -w'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --partition) value=@partition;;
-        --nodes) value=@value;;
+        -w|--nodelist) value=@value;;
         --dir) value=@file;;
         --start-timeout) value=@value;;
         --timeout) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     nodes)
-      opts='--db --format --help --quiet --reference --verbose --version -h -v'; subs=import; files=0
+      opts='--db --format --help --parsable --quiet --reference --verbose --version -h -v'; subs=import; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --reference) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     'nodes import')
-      opts='--db --format --help --quiet --reference --verbose --version -h -v'; subs=''; files=1
+      opts='--db --format --help --parsable --quiet --reference --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --reference) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     runs)
-      opts='--db --format --help --quiet --verbose --version -h -v'; subs=import; files=0
+      opts='--db --format --help --parsable --quiet --verbose --version -h -v'; subs=import; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     'runs import')
-      opts='--db --format --help --label --node-class --output-format --quiet --verbose --version --workflow -h -v'; subs=''; files=1
+      opts='--db --format --help --input-format --label --node-class --parsable --quiet --verbose --version --workflow -h -v'; subs=''; files=1
       case "$prev" in
-        --format) value='lotaru nextflow json';;
-        --label) value=@value;;
         --db) value=@file;;
-        --output-format) value='table json csv asciidoc colon_grid double_grid double_outline fancy_grid fancy_outline github grid heavy_grid heavy_outline html jira latex latex_booktabs latex_longtable latex_raw mediawiki mixed_grid mixed_outline moinmoin orgtbl outline pipe plain presto pretty psql rounded_grid rounded_outline rst simple simple_grid simple_outline textile tsv unsafehtml youtrack';;
+        --input-format) value='lotaru nextflow json';;
+        --label) value=@value;;
+        --format) value='table json csv parsable github grid tsv';;
         --node-class) value=@value;;
         --workflow) value=@file;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     learn)
-      opts='--db --format --help --quiet --reference --seed --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --parsable --quiet --reference --seed --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --reference) value=@value;;
         --seed) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     predict)
-      opts='--cores --db --format --help --input --input-bytes --method --node --partition --queries --quiet --task --user --verbose --version -h -v'; subs=''; files=0
+      opts='--cores --db --format --help --input --input-bytes --method --node --parsable --partition --queries --quiet --task --user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --task) value=@value;;
         --input-bytes) value=@value;;
         --input) value=@file;;
@@ -128,13 +128,13 @@ _advisor() {
         --user) value=@value;;
         --method) value='lotaru paper naive online-m online-p';;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     calibrate)
-      opts='--command --cores --db --dir --format --help --input --partition --quiet --time-limit --timeout --verbose --version -h -v'; subs=''; files=1
+      opts='--command --cores --db --dir --format --help --input --parsable --partition --quiet --time-limit --timeout --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --command) value=@value;;
         --input) value=@file;;
         --partition) value=@partition;;
@@ -143,25 +143,28 @@ _advisor() {
         --cores) value=@value;;
         --dir) value=@file;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     evaluate)
-      opts='--calibrate --db --format --help --quiet --reference --seed --test-rows --traces --verbose --version -h -v'; subs=''; files=0
+      opts='--calibrate --db --format --help --parsable --probe --quiet --reference --runs --seed --target --test-rows --traces --train --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --traces) value=@file;;
+        --runs) value=@file;;
+        --train) value=@value;;
+        --target) value=@value;;
         --reference) value=@value;;
         --test-rows) value='shared all';;
         --seed) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     plan)
-      opts='--algorithm --arrivals --bandwidth --cores --cv --db --flops-per-unit --format --gantt --help --margin --nodes --partition --platform --quantile --quiet --samples --seed --shared-fs --verbose --version -h -v'; subs=''; files=1
+      opts='--algorithm --arrivals --bandwidth --cores --cv --db --flops-per-unit --format --gantt --help --margin --nodes --parsable --partition --platform --quantile --quiet --samples --seed --shared-fs --verbose --version -N -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --algorithm) value='fdws heft peft';;
         --cv) value=@value;;
         --samples) value=@value;;
@@ -173,29 +176,29 @@ _advisor() {
         --quantile) value=@value;;
         --margin) value=@value;;
         --arrivals) value=@value;;
-        --nodes) value=@value;;
+        -N|--nodes) value=@value;;
         --cores) value=@value;;
         --gantt) value=@file;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     estimate)
-      opts='--cores --db --flops-per-unit --format --help --nodes --platform --quiet --verbose --version -h -v'; subs=''; files=1
+      opts='--cores --db --flops-per-unit --format --help --nodes --parsable --platform --quiet --verbose --version -N -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --platform) value=@file;;
-        --nodes) value=@value;;
+        -N|--nodes) value=@value;;
         --cores) value=@value;;
         --flops-per-unit) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     submit)
-      opts='--algorithm --bandwidth --cv --db --dry-run --flops-per-unit --format --help --margin --partition --platform --quantile --quiet --samples --seed --shared-fs --status --verbose --version -h -v'; subs=''; files=1
+      opts='--algorithm --bandwidth --cv --db --dry-run --flops-per-unit --format --help --margin --parsable --partition --platform --quantile --quiet --samples --seed --shared-fs --status --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --status) value=@value;;
         --algorithm) value='fdws heft peft';;
         --cv) value=@value;;
@@ -208,22 +211,22 @@ _advisor() {
         --quantile) value=@value;;
         --margin) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     insitu)
-      opts='--balance-tolerance --buffer --db --first --format --help --quiet --steps --verbose --version -h -v'; subs=''; files=1
+      opts='--balance-tolerance --buffer --db --first --format --help --parsable --quiet --steps --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --steps) value=@file;;
         --first) value=@value;;
         --buffer) value=@value;;
         --balance-tolerance) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     sbatch)
-      opts='--advisor-db --advisor-dry-run --advisor-explain --advisor-format --advisor-input --advisor-insitu --advisor-margin --advisor-pick --advisor-policy --advisor-quantile --advisor-steps --advisor-task --db --format --help --partition --quiet --verbose --version -h -p -v'; subs=''; files=1
+      opts='--advisor-db --advisor-dry-run --advisor-explain --advisor-format --advisor-input --advisor-insitu --advisor-margin --advisor-pick --advisor-policy --advisor-quantile --advisor-steps --advisor-task --db --format --help --parsable --partition --quiet --verbose --version -h -p -v'; subs=''; files=1
       case "$prev" in
         --advisor-task) value=@value;;
         --advisor-input) value=@file;;
@@ -237,25 +240,25 @@ _advisor() {
         --advisor-steps) value=@value;;
         -p|--partition) value=@partition;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     export)
-      opts='--db --format --group --help --margin --out --quantile --quiet --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --group --help --margin --out --parsable --quantile --quiet --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --out) value=@file;;
         --group) value=@value;;
         --quantile) value=@value;;
         --margin) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     update)
-      opts='--advice-per-day --cluster --db --delimiter --fields --format --help --keep-advice --keep-history --names-per-user --quiet --sacct-file --since --spool --strict --swf --time-format --trust-names --until --verbose --version --window -h -v'; subs=''; files=0
+      opts='--advice-per-day --cluster --db --delimiter --fields --format --help --keep-advice --keep-history --kill-budget --names-per-user --parsable --quiet --sacct-file --since --spool --strict --swf --time-format --trust-names --until --verbose --version --window -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --since) value=@value;;
         --until) value=@value;;
         --window) value=@value;;
@@ -266,22 +269,25 @@ _advisor() {
         --cluster) value=@value;;
         --time-format) value=@value;;
         --spool) value=@file;;
+        --kill-budget) value=@value;;
         --keep-advice) value=@value;;
         --keep-history) value=@value;;
         --advice-per-day) value=@value;;
         --names-per-user) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     replay)
-      opts='--by --cluster --db --delimiter --fields --format --help --plot --procs --quiet --sacct-file --schedule --since --strict --time-format --trust-names --until --verbose --version -h -v'; subs=''; files=1
+      opts='--budgets --by --cluster --db --delimiter --fields --format --help --kill-budget --parsable --plot --procs --quiet --sacct-file --schedule --since --strict --time-format --trust-names --until --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --sacct-file) value=@file;;
         --since) value=@value;;
         --until) value=@value;;
         --by) value='partition user';;
+        --kill-budget) value=@value;;
+        --budgets) value=@value;;
         --plot) value=@file;;
         --procs) value=@value;;
         --delimiter) value=@value;;
@@ -289,21 +295,21 @@ _advisor() {
         --cluster) value=@value;;
         --time-format) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     report)
-      opts='--db --format --help --quiet --verbose --version -h -v'; subs='accuracy limits nodes models'; files=0
+      opts='--db --format --help --parsable --quiet --verbose --version -h -v'; subs='accuracy limits nodes models'; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     'report accuracy')
-      opts='--by --db --format --help --partition --plot --quiet --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
+      opts='--by --db --format --help --parsable --partition --plot --quiet --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --since) value=@value;;
         --until) value=@value;;
         --user) value=@value;;
@@ -314,13 +320,13 @@ _advisor() {
         --top) value=@value;;
         --by) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     'report limits')
-      opts='--by --db --format --help --partition --plot --quiet --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
+      opts='--by --db --format --help --parsable --partition --plot --quiet --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --since) value=@value;;
         --until) value=@value;;
         --user) value=@value;;
@@ -331,54 +337,54 @@ _advisor() {
         --top) value=@value;;
         --by) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     'report nodes')
-      opts='--db --format --help --partition --quiet --reverse --sort --task --top --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --parsable --partition --quiet --reverse --sort --task --top --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --sort) value=@value;;
         --top) value=@value;;
         --partition) value=@partition;;
         --task) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     'report models')
-      opts='--db --format --help --quiet --reverse --sort --task --top --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --parsable --quiet --reverse --sort --task --top --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --sort) value=@value;;
         --top) value=@value;;
         --task) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     publish)
-      opts='--db --format --help --out --quiet --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --out --parsable --quiet --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --out) value=@file;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     guard)
-      opts='--db --export --format --help --once --quiet --verbose --version -h -v'; subs=''; files=0
+      opts='--db --export --format --help --once --parsable --quiet --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --export) value=@file;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     doctor)
-      opts='--db --export --format --help --max-export-age --max-update-age --published --quiet --slurm-conf --slurm-user --verbose --version -h -v'; subs=''; files=0
+      opts='--db --export --format --help --max-export-age --max-update-age --parsable --published --quiet --slurm-conf --slurm-user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --published) value=@file;;
         --export) value=@file;;
         --slurm-conf) value=@file;;
@@ -386,15 +392,15 @@ _advisor() {
         --max-update-age) value=@value;;
         --max-export-age) value=@value;;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     completion)
-      opts='--db --format --help --quiet --verbose --version -h -v'; subs=''; files=1
+      opts='--db --format --help --parsable --quiet --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
         --db) value=@file;;
-        --format) value='table json csv github grid tsv';;
+        --format) value='table json csv parsable github grid tsv';;
       esac;;
     esac
     case "$value" in

@@ -18,7 +18,7 @@ from advisor.accounting.saved import update_from_file
 from advisor.accounting.swf import parse_swf_line, read_swf
 from advisor.errors import InputError
 from advisor.replay.jobs import replay_jobs
-from advisor.replay.run import replay_report
+from advisor.services.replay import replay_report
 from advisor.services.update import update_from_sacct
 from advisor.slurm.backend import CliBackend, sacct_delimiter
 from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct, parse_sacct_line

@@ -57,21 +57,21 @@ def _fork(**changes: object) -> str:
 
 #: (name, command words before the file, file name, file content).  Every one is malformed.
 CASES: list[tuple[str, list[str], str, str | bytes]] = [
-    ("nextflow size", ["runs", "import", "--format", "nextflow"], "trace.txt",
+    ("nextflow size", ["runs", "import", "--input-format", "nextflow"], "trace.txt",
      TRACE[0] + "\n" + TRACE[1].replace("1.2 GB", "1" * 400 + " GB")),
-    ("nextflow bytes", ["runs", "import", "--format", "nextflow"], "trace.txt",
+    ("nextflow bytes", ["runs", "import", "--input-format", "nextflow"], "trace.txt",
      (TRACE[0] + "\n").encode() + b"\xff\xfe\x00" + TRACE[1].encode()),
-    ("lotaru size", ["runs", "import", "--format", "lotaru"], "runs.csv",
+    ("lotaru size", ["runs", "import", "--input-format", "lotaru"], "runs.csv",
      LOTARU[0] + "\n" + LOTARU[1].replace(",8330435694,", ",1e300,")),
-    ("json runtime", ["runs", "import", "--format", "json"], "runs.json",
+    ("json runtime", ["runs", "import", "--input-format", "json"], "runs.json",
      '{"runs": [{"task": "a", "runtime_s": 1e400}]}'),
-    ("json size", ["runs", "import", "--format", "json"], "runs.json",
+    ("json size", ["runs", "import", "--input-format", "json"], "runs.json",
      '{"runs": [{"task": "a", "runtime_s": 1, "input_bytes": 18446744073709551616}]}'),
-    ("json digits", ["runs", "import", "--format", "json"], "runs.json",
+    ("json digits", ["runs", "import", "--input-format", "json"], "runs.json",
      '{"runs": [{"task": "a", "runtime_s": ' + "1" * 5000 + "}]}"),
-    ("json surrogate", ["runs", "import", "--format", "json"], "runs.json",
+    ("json surrogate", ["runs", "import", "--input-format", "json"], "runs.json",
      '{"runs": [{"task": "\\udcff", "runtime_s": 1}]}'),
-    ("json nesting", ["runs", "import", "--format", "json"], "runs.json", "[" * 100_000),
+    ("json nesting", ["runs", "import", "--input-format", "json"], "runs.json", "[" * 100_000),
     ("nodes NaN", ["nodes", "import"], "nodes.json",
      '{"nodes": [{"name": "a", "scores": {"cpu_single_events_s": NaN}}]}'),
     ("plan cycle", ["plan"], "wf.json", _fork(parents=["right"])),
@@ -105,7 +105,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cache holding valid runs, so 'nothing written' can be checked against real rows."""
     db = tmp_path_factory.mktemp("cli") / "cache.db"
     good = TEST_DATA / "imports" / "trace.txt"
-    assert main(["runs", "import", "--format", "nextflow", "--db", str(db), str(good)]) == 0
+    assert main(["runs", "import", "--input-format", "nextflow", "--db", str(db), str(good)]) == 0
     return db
 
 
@@ -171,7 +171,8 @@ def test_a_bad_file_among_good_ones_imports_nothing(
     bad = write(tmp_path / "bad.json", '{"runs": [{"task": "new", "runtime_s": 1e400}]}')
     before = _rows(cache)
     assert (
-        main(["runs", "import", "--format", "json", str(good), str(bad), "--db", str(cache)]) == 2
+        main(["runs", "import", "--input-format", "json", str(good), str(bad), "--db", str(cache)])
+        == 2
     )
     assert str(bad) in capsys.readouterr().err
     assert _rows(cache) == before
@@ -224,11 +225,11 @@ _json = st.binary(max_size=80)
 
 #: (command words with {file} where the file goes, else at the end; file name; content).
 FILE_COMMANDS: dict[str, tuple[list[str], str, st.SearchStrategy[str | bytes]]] = {
-    "runs import nextflow": (["runs", "import", "--format", "nextflow"], "trace.txt",
+    "runs import nextflow": (["runs", "import", "--input-format", "nextflow"], "trace.txt",
                              st.one_of(table(TRACE, "\t"), with_bytes(TRACE))),
-    "runs import lotaru": (["runs", "import", "--format", "lotaru"], "runs.csv",
+    "runs import lotaru": (["runs", "import", "--input-format", "lotaru"], "runs.csv",
                            st.one_of(table(LOTARU, ","), with_bytes(LOTARU))),
-    "runs import json": (["runs", "import", "--format", "json"], "runs.json",
+    "runs import json": (["runs", "import", "--input-format", "json"], "runs.json",
                          st.one_of(mutated_json(TASK_RUNS), _json)),
     "nodes import": (["nodes", "import"], "nodes.json",
                      st.one_of(mutated_json(NODE_IMPORTS, NODE_KEYS), _json)),
@@ -264,8 +265,8 @@ OPTION_COMMANDS: dict[str, tuple[list[str], list[str], tuple[str, ...]]] = {
     "predict": (["predict", "--task", KNOWN_TASK, "--input-bytes=1000"], [], ("--input-bytes", "--cores", "--node", "--partition", "--task")),
     "plan": (["plan", "--samples", "3"], [FORK_PATH], ("--cv", "--seed", "--arrivals", "--bandwidth", "--nodes", "--cores", "--flops-per-unit", "--algorithm")),
     "estimate": (["estimate", "--platform", "summit", "--nodes=2", "--cores=2"], [FORK_PATH], ("--nodes", "--cores", "--flops-per-unit")),
-    "runs import nextflow": (["runs", "import", "--format", "nextflow"], [TRACE_PATH], ("--node-class", "--workflow", "--label")),
-    "runs import lotaru": (["runs", "import", "--format", "lotaru"], [LOTARU_PATH], ("--label",)),
+    "runs import nextflow": (["runs", "import", "--input-format", "nextflow"], [TRACE_PATH], ("--node-class", "--workflow", "--label")),
+    "runs import lotaru": (["runs", "import", "--input-format", "lotaru"], [LOTARU_PATH], ("--label",)),
     "nodes": (["nodes"], [], ("--reference",)),
 }  # fmt: skip
 
@@ -278,8 +279,8 @@ def learned(tmp_path_factory: pytest.TempPathFactory) -> Path:
         str(TEST_DATA / "imports" / f"lotaru_{m}_eager_excerpt.csv")
         for m in ("local", "wallyRedCpu")
     ]
-    for words in (["runs", "import", "--format", "nextflow", str(TEST_DATA / "imports" / "trace.txt")],
-                  ["runs", "import", "--format", "lotaru", *lotaru], ["learn"]):  # fmt: skip
+    for words in (["runs", "import", "--input-format", "nextflow", str(TEST_DATA / "imports" / "trace.txt")],
+                  ["runs", "import", "--input-format", "lotaru", *lotaru], ["learn"]):  # fmt: skip
         with contextlib.redirect_stdout(io.StringIO()):
             assert main([*words, "--db", str(db)]) == 0
     return db

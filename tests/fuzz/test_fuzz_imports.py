@@ -58,7 +58,7 @@ def imported(store: Store, read: Callable[[Path], list[Observation]], path: Path
 
 
 def lotaru_runs(path: Path) -> list[Observation]:
-    """What ``runs import --format lotaru`` stores."""
+    """What ``runs import --input-format lotaru`` stores."""
     return [run.observation for run in read_lotaru_csv(path)]
 
 

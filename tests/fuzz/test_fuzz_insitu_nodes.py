@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from advisor.errors import InputError
 from advisor.insitu.steps import read_steps
 from advisor.profiling.imports import read_node_import
+from advisor.profiling.nodes_view import nodes_view
 from advisor.profiling.recording import record_runs
-from advisor.profiling.view import nodes_view
 from advisor.store import Store
 from advisor.store.benchmarks import BenchRun
 from tests.helpers.hostile import (

@@ -1,7 +1,8 @@
-"""Time and grouping options: ``report --since/--until/--by`` and ``update --since/--until``.
+"""Time and grouping options: ``--since/--until`` (advisor.timespec), ``report --by``.
 
-Both take dates, dates and times (with or without an offset) and, for reports, spans back
-from now; whatever a user types must give a moment or a one-line usage error naming the option.
+Every command takes dates, dates and times (with or without an offset), ``now``, sacct's
+``now-7days`` and spans back from now; whatever a user types must give a moment or a one-line
+usage error naming the option.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from hypothesis import strategies as st
 from advisor.accounting.ingest import Ingested
 from advisor.errors import InputError
 from advisor.reports import accuracy, limits
-from advisor.reports.period import parse_moment
 from advisor.reports.shaping import parse_by
 from advisor.services.update import update_from_sacct
 from advisor.slurm.records import JobRecord
 from advisor.slurm.sacct_text import SacctRows
 from advisor.store import Store
+from advisor.timespec import parse_moment
 from tests.helpers.hostile import HOSTILE_STRINGS, budget, field, outcome, rejected
 
 pytestmark = pytest.mark.fuzz
@@ -43,12 +44,18 @@ iso_text = st.one_of(
                      "9999-12-31T23:59-01:00", "2026-02-30", "2026-11-29T24:00", "now", "NOW"]),
 )  # fmt: skip
 spans = st.from_regex(r"\s?[0-9٣]{1,8}\s?[mhdwMHDWy]\s?", fullmatch=True)
-moments = st.one_of(iso_text, spans, field)
+#: sacct's relative form (sacct(1), -S): now[{+|-}COUNT[UNIT]], near misses included.
+relative = st.from_regex(
+    r"\s?[nN][oO][wW]\s?[+\-]\s?[0-9٣]{1,11}\s?(s|sec|min|m|h|hours?|days?|w|weeks|y|)\s?",
+    fullmatch=True,
+)
+moments = st.one_of(iso_text, spans, relative, field)
 
 
 @budget(500)
 @given(text=moments)
 @example(text="999999w")
+@example(text="now-999999999weeks")
 @example(text="0001-01-01T00:00+01:00")
 @example(text="9999-12-31T23:59-01:00")
 def test_report_moments(text: str) -> None:
@@ -56,8 +63,7 @@ def test_report_moments(text: str) -> None:
     if isinstance(result, InputError):
         assert result.message.startswith("--since ")
     else:
-        parsed = datetime.fromisoformat(result)
-        assert parsed.tzinfo is None and parsed.microsecond == 0
+        assert result.tzinfo is None and result.microsecond == 0
 
 
 _keys = st.sampled_from([*accuracy.GROUP_KEYS, *limits.GROUP_KEYS, *HOSTILE_STRINGS])

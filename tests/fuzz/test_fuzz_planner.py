@@ -15,10 +15,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from advisor.errors import InputError, InvalidWorkflowError
-from advisor.planner.model import Task, Workflow
-from advisor.planner.planning import PlanRequest
-from advisor.planner.platform import load_platform, parse_flops
-from advisor.services.plan import Planned, plan_workflows
+from advisor.planner.workflow.platform import load_platform, parse_flops
+from advisor.planner.workflow.workflow import Task, Workflow
+from advisor.services.plan import Planned, PlanRequest, plan_workflows
 from tests.helpers.hostile import budget, field, mutated_json, outcome, rejected, write
 from tests.helpers.hostile_files import PLATFORMS, PROBLEM_KEYS, PROBLEMS, WF_KEYS, WORKFLOWS
 from tests.helpers.paths import TEST_DATA

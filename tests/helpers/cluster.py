@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -105,3 +106,35 @@ def run_status(cache: Path, run_id: int, *, finish_s: float, poll_s: float) -> d
         if status["finished"] or time.monotonic() > deadline:
             return status
         time.sleep(poll_s)
+
+
+def require_cluster() -> None:
+    """Skip without ADVISOR_TEST_CLUSTER=1; fail (not skip) when it is set and Slurm does not answer."""
+    import os
+
+    import pytest
+
+    if os.environ.get("ADVISOR_TEST_CLUSTER") != "1":
+        pytest.skip("the real test cluster is not running (use tests/run.sh)")
+    if shutil.which("scontrol") is None:
+        pytest.fail("ADVISOR_TEST_CLUSTER=1 but scontrol is not installed")
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, check=False)
+    if "UP" not in ping.stdout:
+        pytest.fail(
+            f"ADVISOR_TEST_CLUSTER=1 but slurmctld does not answer: {ping.stdout}{ping.stderr}"
+        )
+
+
+def live_cache_at(path: Path) -> Path:
+    """A cache at path of the live cluster's snapshot, nodes grouped into classes by hardware."""
+    from advisor.profiling.classes import refresh_node_classes
+    from advisor.services.cluster import fetch_cluster
+    from advisor.slurm.backend import CliBackend
+    from advisor.store.cluster import save_cluster
+    from advisor.store.connection import Store
+
+    partitions, nodes = fetch_cluster(CliBackend())
+    with Store.open(path) as store:
+        save_cluster(store, partitions, nodes)
+        refresh_node_classes(store)
+    return path

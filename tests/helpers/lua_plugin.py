@@ -28,7 +28,7 @@ TEST_KEY = bytes(range(32))
 HEAD = {"version": 3, "names": NAME_SCHEME, "key_id": key_id(TEST_KEY)}
 
 DRIVER = r"""
-slurm = { SUCCESS = 0, ERROR = -1, NO_VAL = 4294967294 }
+slurm = { SUCCESS = 0, ERROR = -1, NO_VAL = 4294967294, ESLURM_ACCESS_DENIED = 2002 }
 local logs = {}
 function slurm.log_user(fmt, ...) logs[#logs + 1] = "user: " .. string.format(fmt, ...) end
 function slurm.log_error(fmt, ...) logs[#logs + 1] = "error: " .. string.format(fmt, ...) end
@@ -45,13 +45,24 @@ for line in io.lines() do
   elseif case.delete then
     os.remove(export)
   end
+  if case.guard_text then
+    local path = export:gsub("%.json$", "") .. ".guard.json"
+    local f = assert(io.open(path .. ".tmp", "wb")); f:write(case.guard_text); f:close()
+    assert(os.rename(path .. ".tmp", path))
+  end
   logs = {}
-  local job = case.job
-  if job.time_limit == nil then job.time_limit = slurm.NO_VAL end
-  if job.time_min == nil then job.time_min = slurm.NO_VAL end
-  local rc = slurm_job_submit(job, case.parts, case.uid or 0)
-  print(cjson.encode({ rc = rc, time_limit = job.time_limit, time_min = job.time_min,
-                       comment = job.comment or "", logs = table.concat(logs, "\n") }))
+  if case.modify then
+    local rc = slurm_job_modify(case.modify, case.record or {}, case.parts or {}, case.uid or 1000)
+    print(cjson.encode({ rc = rc, logs = table.concat(logs, "\n") }))
+  else
+    local job = case.job
+    if job.time_limit == nil then job.time_limit = slurm.NO_VAL end
+    if job.time_min == nil then job.time_min = slurm.NO_VAL end
+    local rc = slurm_job_submit(job, case.parts, case.uid or 0)
+    print(cjson.encode({ rc = rc, time_limit = job.time_limit, time_min = job.time_min,
+                         comment = job.comment or "", admin_comment = job.admin_comment or "",
+                         logs = table.concat(logs, "\n") }))
+  end
 end
 """
 

@@ -1,20 +1,26 @@
-"""Where the repository, its test data and the shared development data are."""
+"""Where the repository and its test data are."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_DATA = REPO / "tests" / "data"
-
-
-def shared_data_dir() -> Path:
-    """The project's development data (../shared/data), or ADVISOR_SHARED_DATA."""
-    return Path(os.environ.get("ADVISOR_SHARED_DATA", REPO.parent / "shared" / "data"))
-
-
-LOGS = {
-    "kth": "traces/KTH-SP2-1996-2.1-cln.swf",
-    "curie": "traces/CEA-Curie-2011-sample30k.swf",
+#: The two whole Parallel Workloads Archive logs, xz-compressed (tests/data/traces/README.md);
+#: tests use them unpacked through the ``pwa_logs`` fixture (tests/conftest.py).
+PWA = TEST_DATA / "traces" / "pwa"
+PWA_LOGS = {
+    "kth": "KTH-SP2-1996-2.1-cln.swf",
+    "curie": "CEA-Curie-2011-sample30k.swf",
 }
+
+
+def unpack_pwa_logs(folder: Path) -> dict[str, Path]:
+    """The PWA logs unpacked into folder, by key of PWA_LOGS."""
+    import lzma
+
+    logs = {}
+    for key, name in PWA_LOGS.items():
+        logs[key] = folder / name
+        logs[key].write_bytes(lzma.decompress((PWA / f"{name}.xz").read_bytes()))
+    return logs

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from advisor.planner.plan import Plan
-from advisor.planner.planning import PlanRequest
-from advisor.planner.problem import Node, Problem, WorkflowInfo
-from advisor.planner.ranks import critical_path_s
+from advisor.planner.scheduling.plan import Plan
+from advisor.planner.scheduling.problem import Node, Problem, WorkflowInfo
+from advisor.planner.scheduling.ranks import critical_path_s
+from advisor.services.plan import PlanRequest
 from advisor.services.submit import submit_workflow
 from advisor.slurm.records import JobRecord
 from advisor.slurm.runner import CommandResult

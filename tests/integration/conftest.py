@@ -5,14 +5,14 @@ from __future__ import annotations
 import filecmp
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.helpers.cluster import PLUGIN, remove_export
+from tests.helpers.cluster import EXPORT, PLUGIN, remove_export
+from tests.helpers.cluster_fixtures import live_cache, slurm_cluster  # noqa: F401 (fixtures)
+from tests.helpers.cluster_turns import lock_dir, needs, turn
 from tests.helpers.paths import REPO
 
 
@@ -22,35 +22,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster() -> None:
-    """Fails (not skips) when the cluster was asked for but does not answer."""
-    if os.environ.get("ADVISOR_TEST_CLUSTER") != "1":
-        pytest.skip("the real test cluster is not running (use tests/run.sh)")
-    if shutil.which("scontrol") is None:
-        pytest.fail("ADVISOR_TEST_CLUSTER=1 but scontrol is not installed")
-    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, check=False)
-    if "UP" not in ping.stdout:
-        pytest.fail(
-            f"ADVISOR_TEST_CLUSTER=1 but slurmctld does not answer: {ping.stdout}{ping.stderr}"
-        )
-
-
-@pytest.fixture(scope="module")
-def live_cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache of the live cluster's snapshot, nodes grouped into classes by their hardware."""
-    from advisor.profiling.classes import refresh_node_classes
-    from advisor.services.cluster import fetch_cluster
-    from advisor.slurm.backend import CliBackend
-    from advisor.store.cluster import save_cluster
-    from advisor.store.connection import Store
-
-    path = tmp_path_factory.mktemp("live") / "cache.db"
-    partitions, nodes = fetch_cluster(CliBackend())
-    with Store.open(path) as store:
-        save_cluster(store, partitions, nodes)
-        refresh_node_classes(store)
-    return path
+@pytest.fixture(scope="module", autouse=True)
+def cluster_turn(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """The module's turn on the cluster (tests/helpers/cluster_turns.py), held while it runs."""
+    with turn(needs(request.node), lock_dir(tmp_path_factory)):
+        yield
 
 
 @pytest.fixture
@@ -61,3 +39,4 @@ def plugin_and_export() -> Iterator[None]:
         time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
     yield
     remove_export()
+    EXPORT.with_name("advisor-limits.guard.json").unlink(missing_ok=True)  # the guard's heartbeat

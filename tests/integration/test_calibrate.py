@@ -24,7 +24,8 @@ from advisor.store.node_classes import load_node_classes
 from advisor.store.observations import load_observations
 from advisor.validate import validate
 
-pytestmark = pytest.mark.integration
+# cluster_turns: its probes must start at once
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(uses=("daemons",), owns=("nodes",))]
 
 TASK = "calib-sleep"
 
@@ -52,7 +53,7 @@ def profiled(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> P
             stacklevel=1,
         )
         again = advisor(
-            db, "profile", "--nodes", ",".join(failed), "--format", "json", "--dir", str(tmp)
+            db, "profile", "--nodelist", ",".join(failed), "--format", "json", "--dir", str(tmp)
         )
         assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout)["failed"] == 0, again.stdout + again.stderr
@@ -66,7 +67,10 @@ def profiled(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> P
         for i in range(8)
     ]  # fmt: skip
     (tmp / "runs.json").write_text(json.dumps({"runs": runs}))
-    assert advisor(db, "runs", "import", str(tmp / "runs.json"), "--format", "json").returncode == 0
+    assert (
+        advisor(db, "runs", "import", str(tmp / "runs.json"), "--input-format", "json").returncode
+        == 0
+    )
     assert advisor(db, "learn").returncode == 0
     return db
 
@@ -112,13 +116,16 @@ def test_one_probe_per_class_is_stored_and_moves_the_predictions(
         [(cpu, size), (fat, size)]
     )
     after = _predict(profiled, size)
-    # the model predicted ~1.1 s at 1 MB; the probes took >= 4 s: both classes move most of the
-    # way to them (the reference class too: its coefficients allow the discrepancy)
-    for node_class in (cpu, fat):
-        assert after[node_class]["source"] == "online" and after[node_class]["runs_on_class"] == 1
+    # the model predicted ~1.1 s at 1 MB; the probes took >= 4 s.  f1's class, carried from c1's
+    # by its benchmarks, moves most of the way (one run says how fast the class is for this
+    # task); c1's class learns its probe as a ninth run of the reference, which moves it toward
+    # the probe, but not most of the way against eight runs that agree with each other.
+    assert after[fat]["source"] == "online" and after[fat]["runs_on_class"] == 1
+    assert after[cpu]["source"] == "reference"
+    for node_class, share in ((fat, 0.4), (cpu, 1.0)):
         run = rows[node_class]["runtime_s"]
         gap_before = abs(before[node_class]["predicted_s"] - run)
-        assert abs(after[node_class]["predicted_s"] - run) < 0.4 * gap_before
+        assert abs(after[node_class]["predicted_s"] - run) < share * gap_before
         assert after[node_class]["predicted_s"] == pytest.approx(
             rows[node_class]["predicted_after_s"], rel=1e-9
         )

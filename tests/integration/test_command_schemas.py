@@ -20,7 +20,8 @@ import pytest
 from advisor.cli.commands import COMMANDS
 from advisor.validate import validate
 
-pytestmark = pytest.mark.integration
+# cluster_turns: profile and calibrate cases: srun on every node, probes on time
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(uses=("daemons",), owns=("nodes",))]
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "advisor" / "sample"
@@ -28,18 +29,17 @@ DATA = REPO / "tests" / "data"
 #: Commands whose output is not a JSON document.
 NOT_JSON = frozenset({"completion"})
 
-#: (case, argv after ``advisor --db {db}``, schema, what it needs: "demo" cache, "live" cluster,
-#: "shared" data).  ``{tmp}`` is the case's directory, ``{sample}``/``{data}``/``{shared}`` the
-#: bundled samples, the test data and ../shared/data.
+#: (case, argv after ``advisor --db {db}``, schema, what it needs: "demo" cache, "live" cluster).
+#: ``{tmp}`` is the case's directory, ``{sample}``/``{data}`` the bundled samples and the test data.
 CASES: list[tuple[str, str, str, str]] = [
     ("demo", "--format json demo", "demo-output", ""),
     ("nodes", "--format json nodes", "nodes-output", "demo"),
-    ("runs-import", "runs import --format json --output-format json {sample}/task-runs.json",
+    ("runs-import", "runs import --input-format json --format json {sample}/task-runs.json",
      "runs-import-output", "demo"),
     ("learn", "--format json learn", "learn-output", "demo"),
     ("predict", "--format json predict --task bwa --input-bytes 4000000000", "predict-output",
      "demo"),
-    ("evaluate", "--format json evaluate --traces {shared}/lotaru", "evaluate-output", "shared"),
+    ("evaluate", "--format json evaluate --traces {data}/lotaru-format", "evaluate-output", ""),
     ("plan", "--format json plan {sample}/workflow.json", "plan-output", "demo"),
     ("estimate", "--format json estimate {data}/workflows/diamond-1.3.json --platform summit "
      "--nodes 1 --cores 2 --flops-per-unit 61.542Gf", "estimate-output", ""),
@@ -58,7 +58,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("doctor", "--format json doctor", "doctor-output", "demo"),
     ("bench", "--format json bench --quick --dir {tmp}", "bench-output", ""),
     ("cluster", "--format json cluster", "cluster", "live"),
-    ("profile", "--format json profile --nodes c1,f1 --dir {tmp}", "profile-output", "live"),
+    ("profile", "--format json profile --nodelist c1,f1 --dir {tmp}", "profile-output", "live"),
     ("calibrate", "--format json calibrate schema-sleep --command 'sleep 1' --input {tmp}/small.txt "
      "--partition cpu --time-limit 2 --dir {tmp}", "calibrate-output", "live"),
     ("guard", "--format json guard --once", "guard-output", "live"),
@@ -93,14 +93,14 @@ def _live_cache(db: Path, tmp: Path) -> None:
     """A cache of the live cluster with a model of schema-sleep learnt on c1's class."""
     assert (
         advisor(
-            "--db", str(db), "profile", "--nodes", "c1,f1", "--dir", str(tmp), cwd=tmp
+            "--db", str(db), "profile", "--nodelist", "c1,f1", "--dir", str(tmp), cwd=tmp
         ).returncode
         == 0
     )
     runs = [{"task": "schema-sleep", "node": "c1", "input_bytes": 1_000_000 * 2**i,
              "runtime_s": 1.0 + 0.1 * 2**i} for i in range(6)]  # fmt: skip
     (tmp / "runs.json").write_text(json.dumps({"runs": runs}))
-    assert advisor("--db", str(db), "runs", "import", "--format", "json", str(tmp / "runs.json"),
+    assert advisor("--db", str(db), "runs", "import", "--input-format", "json", str(tmp / "runs.json"),
                    cwd=tmp).returncode == 0  # fmt: skip
     assert advisor("--db", str(db), "learn", cwd=tmp).returncode == 0
 
@@ -121,11 +121,10 @@ def test_the_json_output_follows_its_schema(
         request.getfixturevalue("slurm_cluster")
         if case == "calibrate":
             _live_cache(db, tmp_path)
-    shared = request.getfixturevalue("shared_data") if needs == "shared" else REPO
     (tmp_path / "reads.fastq").write_bytes(b"@r\nACGT\n+\nIIII\n" * 1000)
     (tmp_path / "job.sh").write_text("#!/bin/sh\nsleep 1\n")
     (tmp_path / "small.txt").write_bytes(b"ACGT" * 250_000)
-    words = shlex.split(argv.format(tmp=tmp_path, sample=SAMPLE, data=DATA, shared=shared))
+    words = shlex.split(argv.format(tmp=tmp_path, sample=SAMPLE, data=DATA))
     done = advisor("--db", str(db), *words, cwd=tmp_path)
     # doctor exits 1 when a check fails (the demo cache has no plugin, export or update timer)
     assert done.returncode in ((0, 1) if case == "doctor" else (0,)), done.stderr

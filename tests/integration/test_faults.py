@@ -419,9 +419,9 @@ def _killed_then_rerun(
 
 
 @pytest.fixture(scope="module")
-def swf_slice(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def swf_slice(pwa_logs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The first 15,000 jobs of the KTH SP2 log (three batches, about a second to ingest)."""
-    lines = (shared_data / "traces" / "KTH-SP2-1996-2.1-cln.swf").read_text().splitlines()
+    lines = pwa_logs["kth"].read_text().splitlines()
     header = [line for line in lines if line.startswith(";")]
     jobs = [line for line in lines if line.strip() and not line.startswith(";")][:15000]
     path = tmp_path_factory.mktemp("swf") / "kth-15000.swf"

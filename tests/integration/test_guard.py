@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from advisor.services.cluster import fetch_cluster
-from advisor.services.guard import write_export_heartbeat
+from advisor.services.guard import heartbeat_file, write_heartbeat_file
 from advisor.services.learn import learn
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.timefmt import parse_duration
@@ -211,7 +211,10 @@ def test_the_plugin_lowers_a_given_time_only_while_the_guard_beats(
     assert done.returncode == 0, done.stderr
     guard = GuardProcess(cache, tmp_path / "guard.log", "--export", str(EXPORT))
     guards.append(guard)
-    assert "guard" in json.loads(EXPORT.read_text())
+    beat = json.loads(
+        heartbeat_file(EXPORT).read_text()
+    )  # beside the export, which stays as it was
+    assert beat["poll_s"] == 10 and "guard" not in json.loads(EXPORT.read_text())
     plain = ("sbatch", "-H", "-J", TASK, "-p", "cpu", "-t", "5", "--mem=100M",
              "--output=/dev/null", "--wrap", "true")  # fmt: skip
     lowered = run(*plain)
@@ -219,12 +222,14 @@ def test_the_plugin_lowers_a_given_time_only_while_the_guard_beats(
     try:
         view = show(job)
         assert parse_duration(view["TimeLimit"]) == 60, lowered.stderr
-        assert view["Comment"] == f"advisor:lua,action=guarded,limit=1,task={TASK},req=5"
+        record = f"advisor:lua,action=guarded,limit=1,task={TASK},req=5"
+        assert view["Comment"] == record
+        assert view["AdminComment"] == record  # what the guard trusts: users cannot set it
         assert "lowered to 1 min" in lowered.stderr
     finally:
         run("scancel", job)
     guard.stop()
-    write_export_heartbeat(str(EXPORT), time.time() - 120, 10)  # a guard dead for two minutes
+    write_heartbeat_file(heartbeat_file(EXPORT), time.time() - 120, 10)  # dead for two minutes
     time.sleep(1.1)
     kept = run(*plain)
     job = int(kept.stdout.split()[-1])

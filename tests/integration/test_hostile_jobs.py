@@ -27,7 +27,8 @@ from advisor.validate import validate
 from tests.helpers.cluster import EXPORT, PLUGIN, install_export, remove_export, show
 from tests.helpers.paths import REPO
 
-pytestmark = pytest.mark.slow
+# cluster_turns: writes the plugin's export
+pytestmark = [pytest.mark.slow, pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))]
 
 TASK = f"hj-{secrets.token_hex(3)}"
 TAG = f"advisor:lua,action=set,limit=15,task={TASK}"

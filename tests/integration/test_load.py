@@ -22,14 +22,14 @@ PER_SUBMITTER = 40
 
 @pytest.fixture(scope="module")
 def loaded(
-    slurm_cluster: None, shared_data: Path, tmp_path_factory: pytest.TempPathFactory
+    slurm_cluster: None, pwa_logs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, int]:
     folder = tmp_path_factory.mktemp("load")
     task = f"load-{secrets.token_hex(3)}"
     cache = train_cache(folder / "cache.db", task)
     result = run_load(
         cache, task, name=f"{task}-test", submitters=SUBMITTERS, per_submitter=PER_SUBMITTER,
-        swf=shared_data / "traces" / "KTH-SP2-1996-2.1-cln.swf", folder=folder,
+        swf=pwa_logs["kth"], folder=folder,
     )  # fmt: skip
     return result.counts()
 

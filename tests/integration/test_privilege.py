@@ -35,10 +35,10 @@ import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.advice.snapshot import load_snapshot
-from advisor.history.cache import save_key_states, save_site
+from advisor.history.cache import save_key_states
 from advisor.history.keys import HistoryKey
 from advisor.history.lookup import history_limit
-from advisor.history.policy import KeyState, SiteBudget
+from advisor.history.policy import KeyState
 from advisor.services.cluster import fetch_cluster
 from advisor.services.export import UserLimits, export_document
 from advisor.services.publish import publish_copies
@@ -61,9 +61,11 @@ from tests.helpers.cluster import (
     remove_export,
     show,
 )
+from tests.helpers.jobs import earned
 from tests.helpers.paths import REPO
 
-pytestmark = pytest.mark.slow
+# cluster_turns: writes the plugin's export
+pytestmark = [pytest.mark.slow, pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))]
 
 TASK = f"pv-{secrets.token_hex(3)}"
 BIG = f"{TASK}-big"  # in the export with limits far above every MaxTime
@@ -318,6 +320,7 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
     )
     assert advisor("--db", working, "update", "--sacct-file", dump).returncode == 0
     with Store.open(working) as store:
+        earned(store, "cpu")
         argv = [
             f"--export=ALL,{planted['token']}",
             "-J",
@@ -488,7 +491,6 @@ def test_readers_never_see_half_a_transaction(site: Site) -> None:
             with store.write():
                 save_key_states(store, {HistoryKey("user+name", WRITER, f"{generation}-{i}", ""):
                                         KeyState() for i in range(10)})  # fmt: skip
-                save_site(store, SiteBudget(0.0, 1.0, generation))
             publish_copies(store, site.copy)
     results = [json.loads(process.communicate(timeout=60)[0]) for process in readers]
     assert generation >= 10
@@ -562,6 +564,8 @@ def test_the_plugin_gives_each_user_their_own_entry_or_the_tasks_limit(
     "name",
     ["root", "users", "tasks", "nobody", "partitions", f"root.tasks.{TASK}",
      f"users/root/tasks/{TASK}", 'users["root"]', f"{TASK} ", TASK.upper(), f"{TASK}\\"],
+    # ids without the run's random TASK: every xdist worker must collect the same test ids
+    ids=lambda name: name.replace(TASK, "TASK").replace(TASK.upper(), "TASK.upper()"),
 )  # fmt: skip
 def test_job_names_that_look_like_keys_get_no_limit(
     site: Site, exported: dict[str, int], name: str

@@ -19,7 +19,8 @@ from advisor.store import Store
 from advisor.store.node_classes import load_node_classes, run_count
 from advisor.validate import validate
 
-pytestmark = pytest.mark.integration
+# cluster_turns: drains a node
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(uses=("daemons",), owns=("nodes",))]
 
 
 def advisor(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -95,7 +96,7 @@ def test_profile_stores_one_fresh_result_per_node_and_nodes_shows_them(
         classes = load_node_classes(store)
     assert classes == {name: rows[name]["node_class"] for name in ("c1", "c2", "f1")}
 
-    again = advisor(db, "profile", "--nodes", "c1", "--format", "json", "--dir", str(tmp_path))
+    again = advisor(db, "profile", "--nodelist", "c1", "--format", "json", "--dir", str(tmp_path))
     assert again.returncode == 0, again.stderr
     with Store.open(db) as store:
         assert run_count(store) == 4  # history is kept
@@ -105,14 +106,14 @@ def test_profile_stores_one_fresh_result_per_node_and_nodes_shows_them(
 def test_a_node_that_does_not_exist_fails_alone(slurm_cluster: None, tmp_path: Path) -> None:
     db = tmp_path / "cache.db"
     done = advisor(
-        db, "profile", "--nodes", "c2,nosuch", "--format", "json", "--dir", str(tmp_path)
+        db, "profile", "--nodelist", "c2,nosuch", "--format", "json", "--dir", str(tmp_path)
     )
     assert done.returncode == 0, done.stderr
     status = {n["node"]: (n["status"], n["error"]) for n in json.loads(done.stdout)["nodes"]}
     assert status == {"c2": ("stored", None), "nosuch": ("failed", "not a node of this cluster")}
     assert "nosuch" in done.stderr
 
-    alone = advisor(db, "profile", "--nodes", "nosuch")
+    alone = advisor(db, "profile", "--nodelist", "nosuch")
     assert alone.returncode == 1
     assert "nosuch: not a node of this cluster" in alone.stderr
 

@@ -27,6 +27,8 @@ from advisor.slurm.parsers import SACCT_FIELDS
 from tests.helpers.captures import record
 from tests.helpers.cluster import ADVISOR, final_in_sacct, sh
 
+# cluster_turns: none (it runs alone): its live replay reads a window of time, every job in it
+
 HEX = secrets.token_hex(3)
 WAIT_S = 240
 #: What sacct prints does not depend on the caller's environment (SLURM_TIME_FORMAT, SACCT_FORMAT).

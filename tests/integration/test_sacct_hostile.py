@@ -26,6 +26,9 @@ import pytest
 from tests.helpers.cluster import ADVISOR, sh
 from tests.helpers.hostile import SEPARATORS
 
+# cluster_turns: its own jobs under a random token
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+
 TOKEN = secrets.token_hex(3)
 #: What a site or a user may have set that changes what sacct prints (sacct(1), SACCT_FORMAT).
 HOSTILE_ENV = {

@@ -44,6 +44,9 @@ from tests.helpers.sbatch_oracle import (
     wrapper_reads,
 )
 
+# cluster_turns: held jobs of its own
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+
 #: What sbatch prints when getopt refuses a #PBS/#BSUB word (an unknown option, a missing value
 #: or a word that is no option).
 GETOPT_REFUSES_RE = re.compile(r"Unrecognized command line parameter|Invalid argument:")

@@ -11,6 +11,9 @@ import pytest
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.records import JobRecord
 
+# cluster_turns: its own jobs
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+
 # name -> (sbatch arguments, expected partition, expected state)
 JOBS: dict[str, tuple[list[str], str, str]] = {
     "ok-cpu": (["-p", "cpu", "-t", "00:05:00", "--wrap", "sleep 2"], "cpu", "COMPLETED"),

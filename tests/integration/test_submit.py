@@ -19,6 +19,9 @@ from advisor.validate import validate
 from tests.helpers.cluster import ADVISOR, run_status
 from tests.helpers.paths import REPO
 
+# cluster_turns: its own workflow's jobs
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+
 WORKFLOW = REPO / "tests" / "data" / "workflows" / "forkjoin-sleep-1.5.json"
 FINISH_S = 240  # ten short jobs, three dependency levels; the cluster may be busy
 
@@ -108,7 +111,7 @@ def test_the_workflow_runs_in_dependency_order_on_the_planned_partitions(
 def _window(status: dict[str, Any]) -> tuple[Any, Any]:
     from datetime import datetime, timedelta
 
-    from advisor.planner.run_status import local_time
+    from advisor.services.submit import local_time
 
     start = local_time(status["submitted_at"]) - timedelta(minutes=5)
     return start, datetime.now() + timedelta(minutes=5)

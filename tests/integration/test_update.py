@@ -30,6 +30,9 @@ from advisor.store import Store
 from tests.helpers.caches import cache_content, train
 from tests.helpers.cluster import ADVISOR, final_in_sacct, sh
 
+# cluster_turns: its own jobs under a random name
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+
 TASK = f"up-{secrets.token_hex(3)}"
 WAIT_S = 240
 
@@ -162,6 +165,19 @@ def test_running_update_twice_changes_nothing(ingested: dict[str, Any]) -> None:
     )
     assert again["stored"] == 0 and again["already_stored"] == ingested["first"]["stored"]
     assert cache_content(cache) == before
+
+
+def test_spans_back_from_now_read_the_same_jobs_as_iso_times(ingested: dict[str, Any]) -> None:
+    # update --since took ISO times only, while replay and report also took 7d (issue 32): one
+    # grammar now, sacct's own now-N<unit> form included.
+    minutes = int((datetime.now() - ingested["since"]).total_seconds() // 60) + 2
+    for since, until in ((f"{minutes}m", ingested["until"].isoformat()),
+                         (f"now-{minutes}minutes", ingested["until"].isoformat())):  # fmt: skip
+        cache = ingested["folder"] / f"span-{since}.db"
+        update(cache, "--since", since, "--until", until)
+        states = _states(cache)
+        assert all(states.get(job) == _states(ingested["cache"])[job]
+                   for job in (*ingested["jobs"]["completed"], ingested["jobs"]["timeout"]))  # fmt: skip
 
 
 def test_sigkill_in_the_middle_then_again_gives_the_same_cache(finished: dict[str, Any]) -> None:

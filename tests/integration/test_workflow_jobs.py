@@ -1,12 +1,14 @@
 """Workflow managers' jobs on the real cluster learn and get limits per task, with no wrapper.
 
-Jobs named as Nextflow's grid executor names them (``nf-<process with : as _>_(<tag>)``) and as
+Jobs named as Nextflow's grid executor names them (``nf-<process with : as _>_(<tag>)``), as
 snakemake-executor-plugin-slurm submits them (the run's UUID as name, ``rule_<rule>_wildcards_
-<values>`` as comment) are submitted with plain sbatch; ``advisor update`` must make them
-observations of their process and rule, and then ``advisor sbatch`` and slurm/job_submit.lua
-must give a new job of the same process or rule that task's limit: the history policy's
-(five completed runs of about 2 s: 2 s + 1 h = 61 min) and, for a process whose model was
-learned from a Nextflow trace (``runs import --format nextflow``), the model's.
+<values>`` as comment) and as classic Snakemake's ``--cluster sbatch`` does (a job script named
+``snakejob.<rule>.<jobid>.sh``, which sbatch names the job after) are submitted with plain
+sbatch; ``advisor update`` must make them observations of their process and rule, and then
+``advisor sbatch`` and slurm/job_submit.lua must give a new job of the same process or rule
+that task's limit: the history policy's (the partition's kill budget set as a site's months of
+calm jobs would leave it, tests.helpers.jobs.earned) and, for a process whose model was
+learned from a Nextflow trace (``runs import --input-format nextflow``), the model's.
 
 Names carry a random part, so neither other users' jobs nor the limits file this module
 writes to /etc/slurm touch anyone else.  With ADVISOR_RECORD_FIXTURES=1 the sacct records
@@ -31,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from advisor.history.lookup import history_limit
 from advisor.services.cluster import fetch_cluster
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
@@ -51,12 +54,17 @@ from tests.helpers.cluster import (
     sh,
     show,
 )
+from tests.helpers.jobs import earned
 from tests.helpers.paths import REPO
+
+# cluster_turns: writes the plugin's export
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))
 
 HEX = secrets.token_hex(3)
 PROCESS = f"WF{HEX}:QC:FASTQC"  # the history policy's
 MODELLED = f"WF{HEX}:ALIGN:BWA"  # a model from a Nextflow trace
 RULE = f"bwa_map_{HEX}"
+CLASSIC = f"call_{HEX}"  # a classic Snakemake rule
 RUN = str(uuid.uuid4())
 PROCESS_KEY, MODELLED_KEY = (p.replace(":", "_") for p in (PROCESS, MODELLED))
 WAIT_S = 120
@@ -72,6 +80,14 @@ def submit(*options: str) -> int:
     done = sh("sbatch", "--parsable", *COMMON, *options)
     assert done.returncode == 0, done.stderr
     return int(done.stdout.strip().split(";")[0])
+
+
+def snakejob(folder: Path, rule: str, jobid: int) -> Path:
+    """A job script as classic Snakemake writes it (--jobname's default snakejob.{name}.{jobid}.sh)."""
+    path = folder / secrets.token_hex(4) / f"snakejob.{rule}.{jobid}.sh"
+    path.parent.mkdir()
+    path.write_text("#!/bin/sh\n# properties = {}\nsleep 1\n")
+    return path
 
 
 def command_run(folder: Path, name: str) -> Path:
@@ -105,7 +121,7 @@ def ingested(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> d
     """The jobs (by shape), all finished and ingested into a cache that knows MODELLED."""
     folder = tmp_path_factory.mktemp("workflow")
     cache = train(folder / "cache.db", f"wf-{HEX}", *fetch_cluster(CliBackend()))
-    for step in (("runs", "import", str(trace(folder)), "--format", "nextflow", "--node-class", "small"),
+    for step in (("runs", "import", str(trace(folder)), "--input-format", "nextflow", "--node-class", "small"),
                  ("learn",)):  # fmt: skip
         done = advisor(cache, *step)
         assert done.returncode == 0, done.stderr
@@ -129,6 +145,8 @@ def ingested(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> d
             for i in range(5)
         ],
         "modelled": [submit("-t", "10", "-J", nf_name(MODELLED, "s1"), "--wrap", "sleep 1")],
+        # classic Snakemake: sbatch names the job after the job script it is given
+        "classic": [submit("-t", "5", str(snakejob(folder, CLASSIC, i))) for i in range(5)],
     }
     # the fifth run as Nextflow really submits it: the name in the script's #SBATCH line
     jobs["nextflow"].append(submit("-t", "5", str(command_run(folder, nf_name(PROCESS, "4")))))
@@ -161,7 +179,18 @@ def ingested(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> d
     done = advisor(cache, "--format", "json", "update", "--since", since.isoformat(),
                    "--until", until.isoformat())  # fmt: skip
     assert done.returncode == 0, done.stderr
+    with Store.open(cache) as store:
+        earned(store, "cpu")
     return {"cache": cache, "jobs": jobs, "update": json.loads(done.stdout), "folder": folder}
+
+
+def history_min(cache: Path, key: str) -> int:
+    """The history policy's limit of the user's next job of this task in cpu, in minutes."""
+    user = pwd.getpwuid(os.getuid()).pw_name
+    with Store.open(cache, readonly=True) as store:
+        found = history_limit(store, user, key, "cpu")
+    assert found is not None
+    return found[0] // 60
 
 
 def _tasks(cache: Path, jobs: list[int]) -> list[tuple[str, str]]:
@@ -179,14 +208,15 @@ def test_nextflow_and_snakemake_jobs_become_observations_of_their_process_and_ru
     assert _tasks(cache, jobs["nextflow"]) == [(PROCESS_KEY, "COMPLETED")] * 5
     assert _tasks(cache, jobs["snakemake"]) == [(RULE, "COMPLETED")] * 5
     assert _tasks(cache, jobs["modelled"]) == [(MODELLED_KEY, "COMPLETED")]
+    assert _tasks(cache, jobs["classic"]) == [(CLASSIC, "COMPLETED")] * 5
     # the process's job taught the model learned from its trace
     assert ingested["update"]["model_updates"] >= 1
     with Store.open(cache, readonly=True) as store:
         keys = store.query(
-            "SELECT name FROM history_keys WHERE kind = 'user+name' AND name IN (?, ?)",
-            (PROCESS_KEY, RULE),
+            "SELECT name FROM history_keys WHERE kind = 'user+name' AND name IN (?, ?, ?)",
+            (PROCESS_KEY, RULE, CLASSIC),
         )
-    assert sorted(row["name"] for row in keys) == sorted([PROCESS_KEY, RULE])
+    assert sorted(row["name"] for row in keys) == sorted([PROCESS_KEY, RULE, CLASSIC])
 
 
 def _held(*argv: str) -> tuple[dict[str, str], str]:
@@ -201,25 +231,34 @@ def _held(*argv: str) -> tuple[dict[str, str], str]:
 
 
 def _advised(cache: Path, folder: Path, *options: str) -> tuple[dict[str, str], str]:
-    """Submit held through advisor sbatch, on a copy of the cache."""
-    mine = folder / f"{secrets.token_hex(4)}.db"  # one advised job per key may be at risk at once
+    """Submit held through advisor sbatch, on a copy of the cache (each job counts as running)."""
+    mine = folder / f"{secrets.token_hex(4)}.db"
     shutil.copy(cache, mine)
     return _held(*ADVISOR, "--db", str(mine), "sbatch", "-H", *COMMON, *options)
 
 
 def test_the_wrapper_gives_their_jobs_the_tasks_history_limit(ingested: dict[str, Any]) -> None:
     cache, folder = ingested["cache"], ingested["folder"]
-    tag = f"advisor:history,action=set,limit=61,task={PROCESS_KEY}"
+    minutes = history_min(cache, PROCESS_KEY)
+    tag = f"advisor:history,action=set,limit={minutes},task={PROCESS_KEY}"
     for options in (
         ("-J", nf_name(PROCESS, "sample_99"), "--wrap", "sleep 1"),
         (str(command_run(folder, nf_name(PROCESS, "17"))),),
     ):
         info, stderr = _advised(cache, folder, *options)
-        assert (info["TimeLimit"], info["Comment"], stderr) == ("01:01:00", tag, "")
+        assert (info["TimeLimit"], info["Comment"], stderr) == (
+            format_duration(minutes * 60), tag, "",
+        )  # fmt: skip
+    minutes = history_min(cache, RULE)
     comment = f"rule_{RULE}_wildcards_sample9_lane-2"
     info, _ = _advised(cache, folder, "-J", str(uuid.uuid4()), "--comment", comment, "--wrap", "x")
-    assert info["TimeLimit"] == "01:01:00"
-    assert info["Comment"] == f"{comment} advisor:history,action=set,limit=61,task={RULE}"
+    assert info["TimeLimit"] == format_duration(minutes * 60)
+    assert info["Comment"] == f"{comment} advisor:history,action=set,limit={minutes},task={RULE}"
+    minutes = history_min(cache, CLASSIC)
+    info, _ = _advised(cache, folder, str(snakejob(folder, CLASSIC, 99)))
+    assert info["JobName"] == f"snakejob.{CLASSIC}.99.sh"
+    assert info["TimeLimit"] == format_duration(minutes * 60)
+    assert info["Comment"] == f"advisor:history,action=set,limit={minutes},task={CLASSIC}"
 
 
 def test_the_wrapper_gives_a_traced_process_its_models_limit(ingested: dict[str, Any]) -> None:
@@ -258,11 +297,17 @@ def test_the_plugin_gives_their_jobs_the_tasks_limit(exported: dict[str, Any]) -
         or exported["tasks"][MODELLED_KEY]
     )
     model_min = model["partitions"]["cpu"]["limit_min"]
+
+    def history(key: str) -> int:
+        return int(mine[name_key(user, key)]["partitions"]["cpu"]["limit_min"])
+
     cases = [
-        (("-J", nf_name(PROCESS, "sample_42"), "--wrap", "sleep 1"), "", 61, PROCESS_KEY),
+        (("-J", nf_name(PROCESS, "sample_42"), "--wrap", "sleep 1"), "", history(PROCESS_KEY),
+         PROCESS_KEY),
         (("-J", nf_name(MODELLED, "s7"), "--wrap", "sleep 1"), "", model_min, MODELLED_KEY),
         (("-J", str(uuid.uuid4()), "--comment", f"rule_{RULE}_wildcards_x", "--wrap", "sleep 1"),
-         f"rule_{RULE}_wildcards_x ", 61, RULE),
+         f"rule_{RULE}_wildcards_x ", history(RULE), RULE),
+        (("-J", f"snakejob.{CLASSIC}.42.sh", "--wrap", "sleep 1"), "", history(CLASSIC), CLASSIC),
     ]  # fmt: skip
     for options, comment, minutes, key in cases:
         info, stderr = _held("sbatch", "-H", *COMMON, *options)

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
+from advisor.history.lookup import history_limit
 from advisor.services.cluster import fetch_cluster
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
@@ -37,6 +38,7 @@ from advisor.wrapper import effects
 from advisor.wrapper.command import main as sbatch_main
 from tests.helpers.caches import train
 from tests.helpers.cluster import ADVISOR, EXPORT, cancel, cluster_sh, job_id, show
+from tests.helpers.jobs import earned
 
 TASK = f"wt-{secrets.token_hex(3)}"
 WAIT_S = 60
@@ -198,7 +200,8 @@ def test_arguments_reach_the_job_unchanged(cache: Path, job_script: Path, tmp_pa
 def test_a_job_name_without_model_gets_its_history_limit(
     cache: Path, job_script: Path, tmp_path: Path
 ) -> None:
-    """Five completed 600 s runs of the name in accounting: 600 s + 1 h = 70 min, on Slurm."""
+    """Five completed 600 s runs of the name in accounting and a partition whose kill budget has
+    earned its margins: the history policy's limit, on Slurm."""
     me = pwd.getpwuid(os.getuid()).pw_name
     name = f"{TASK}-history"
     start = datetime(2026, 1, 1)
@@ -216,18 +219,23 @@ def test_a_job_name_without_model_gets_its_history_limit(
     shutil.copy(cache, mine)
     done = run(*ADVISOR, "--db", str(mine), "update", "--sacct-file", str(dump))
     assert done.returncode == 0, done.stderr
+    with Store.open(mine) as store:
+        earned(store, "cpu")
+        found = history_limit(store, me, name, "cpu")
+    assert found is not None
+    limit = found[0]
     submitted = advisor_sbatch(mine, "-H", "-J", name, "-p", "cpu", str(job_script), "/dev/null")
     assert submitted.returncode == 0 and submitted.stderr == "", submitted.stderr
     job = job_id(submitted.stdout)
     try:
         info = show(job)
-        assert info["TimeLimit"] == "01:10:00"
-        assert info["Comment"] == f"advisor:history,action=set,limit=70,task={name}"
+        assert info["TimeLimit"] == format_duration(limit)
+        assert info["Comment"] == f"advisor:history,action=set,limit={limit // 60},task={name}"
     finally:
         cancel(job)
     with Store.open(mine, readonly=True) as store:
         rows = store.query("SELECT policy, task, limit_s FROM advice WHERE job_id = ?", (job,))
-    assert rows == [{"policy": "history", "task": name, "limit_s": 4200}]  # counts as in flight
+    assert rows == [{"policy": "history", "task": name, "limit_s": limit}]  # counts as running
 
 
 def _fail_open(cache_arg: Path, job_script: Path, prefix: tuple[str, ...] = ()) -> None:

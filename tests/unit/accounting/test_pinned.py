@@ -6,13 +6,22 @@ tests.unit.accounting.test_pinned --write`` by the per-record path before the bu
 issue #15: first by commit b09c208, then again by main at 3834a00 (whose hostile-user rules
 changed what is stored: recorded advice for the site budget, no model taught by a job without
 a user, the censored rule, the 'paper' models), run from a copy of that tree (and the empty
-guard_heartbeat table of migration 6 added by hand: no update writes it).  The
-cases go through everything an update does: jobs, observations, history key states and the
-site budget, the task models (COMPLETED runs online, TIMEOUTs censored) and per-user models,
+guard_heartbeat table of migration 6 added by hand: no update writes it; and by hand again for
+migration 7, the empty qos_limits, associations, default_accounts and site_limits tables and the
+partition row's new qos column, NULL: the digest of the rows without it was the pinned one), and
+once more for issue 29's log-scale models (migration 8): compared with the file before, only the
+model tables (task_models, user_task_models, the new class_effects and site_model) and the count
+of censored updates differ (4 on the excerpts as before, 120 -> 147 on the whole logs); for
+the offsets' loads (ten numbers where three were): only user_task_models differs; and for
+issue 30's kill budget (migration 9): history_budget and history_cells instead of history_site,
+name-family keys, no at-risk cap, every other table's digest unchanged, and the reported cluster
+of a dump the one its rows name.  The cases go through everything an update does: jobs,
+observations, history key states, score cells and kill budgets, the task models (COMPLETED runs
+online, TIMEOUTs censored) and per-user models,
 on the SWF excerpts, the public projects' recordings, the test cluster's recordings, and a
 site dump built from the real KTH SP2 and CEA Curie jobs (runtimes, limits, states, users,
 times) with job names, nodes and advisor tags; the ``full`` case uses the whole logs
-(../shared/data/traces).
+(tests/data/traces/pwa).
 """
 
 from __future__ import annotations
@@ -43,13 +52,13 @@ from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import add_observations
 from tests.helpers.caches import cache_content
 from tests.helpers.captures import capture
-from tests.helpers.paths import TEST_DATA, shared_data_dir
+from tests.helpers.paths import TEST_DATA, unpack_pwa_logs
 from tests.helpers.public_recordings import PUBLIC, RECORDINGS
 
 PINNED = TEST_DATA / "pinned" / "update.json"
 TRACES = TEST_DATA / "traces"
 EXCERPTS = (TRACES / "kth-sp2-excerpt.swf", TRACES / "cea-curie-excerpt.swf")
-FULL_LOGS = ("KTH-SP2-1996-2.1-cln.swf", "CEA-Curie-2011-sample30k.swf")
+FULL_LOGS = ("kth", "curie")  # keys of the pwa_logs fixture, in this order
 #: The test cluster's recordings (tests/data/slurm), read as saved dumps (with --fields for the
 #: --noheader ones).
 CLUSTER_RECORDINGS: dict[str, dict[str, Any]] = {
@@ -180,8 +189,8 @@ def case_excerpts(tmp_path: Path) -> dict[str, Any]:
     return updates(tmp_path, inputs + recordings(tmp_path))
 
 
-def case_full(tmp_path: Path, shared: Path) -> dict[str, Any]:
-    logs = tuple(shared / "traces" / name for name in FULL_LOGS)
+def case_full(tmp_path: Path, pwa_logs: dict[str, Path]) -> dict[str, Any]:
+    logs = tuple(pwa_logs[key] for key in FULL_LOGS)
     dump = write_dump(tmp_path / "site.txt", site_jobs(logs))
     return updates(tmp_path, [(log, "swf", {}) for log in logs] + [(dump, "sacct", {})])
 
@@ -190,8 +199,10 @@ def test_excerpts_and_recordings_give_the_pinned_cache(tmp_path: Path) -> None:
     assert case_excerpts(tmp_path) == json.loads(PINNED.read_text())["excerpts"]
 
 
-def test_the_whole_real_logs_give_the_pinned_cache(tmp_path: Path, shared_data: Path) -> None:
-    assert case_full(tmp_path, shared_data) == json.loads(PINNED.read_text())["full"]
+def test_the_whole_real_logs_give_the_pinned_cache(
+    tmp_path: Path, pwa_logs: dict[str, Path]
+) -> None:
+    assert case_full(tmp_path, pwa_logs) == json.loads(PINNED.read_text())["full"]
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
@@ -200,7 +211,7 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
         pinned = {
             "excerpts": case_excerpts(Path(first)),
-            "full": case_full(Path(second), shared_data_dir()),
+            "full": case_full(Path(second), unpack_pwa_logs(Path(first))),
         }
     PINNED.parent.mkdir(exist_ok=True)
     PINNED.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")

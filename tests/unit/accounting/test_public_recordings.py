@@ -63,6 +63,14 @@ def test_each_recording_loads_or_is_refused_in_one_line(tmp_path: Path, name: st
     assert len(stored(tmp_path)) == expected.stored
 
 
+def test_a_dump_is_reported_under_the_cluster_its_rows_name(tmp_path: Path) -> None:
+    # Regression (issue 30): the report named the local cluster (here 'public', as --cluster
+    # or slurm.conf would give it) although every row names narval, and stores them so.
+    result = ingest(tmp_path, "sarc-22.05.9.json")
+    assert {row["cluster"] for row in stored(tmp_path).values()} == {"narval"}
+    assert result.cluster == "narval"
+
+
 def test_json_figures_of_22_05_9_array_task_on_four_nodes(tmp_path: Path) -> None:
     ingest(tmp_path, "sarc-22.05.9.json")
     (job,) = stored(tmp_path).values()

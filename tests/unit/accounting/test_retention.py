@@ -25,8 +25,14 @@ from advisor.services.update import update
 from advisor.slurm.backend import CliBackend
 from advisor.spool import user_dir
 from advisor.store import Store
-from advisor.store.advice import Advice, applied_limits, guarded_requests, record_advice
-from tests.helpers.jobs import finished
+from advisor.store.advice import (
+    Advice,
+    GuardedRequest,
+    applied_limits,
+    guarded_requests,
+    record_advice,
+)
+from tests.helpers.jobs import earned, finished
 from tests.helpers.paths import TEST_DATA
 
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
@@ -111,7 +117,7 @@ def test_the_update_deletes_advice_past_the_retention_and_any_dated_ahead(tmp_pa
 
 def test_stale_history_keys_go_and_each_user_keeps_the_newest_names(tmp_path: Path) -> None:
     with Store.open(tmp_path / "c.db") as store:
-        state = KeyState(((60.0, False),) * 5, 1.0, 5, 0)
+        state = KeyState(((60.0, False),) * 5, 5, 0)
         for number in range(300):  # one user's many names, one per sample
             save_key_states(
                 store, {HistoryKey("user+name", "mallory", f"run_S{number:04d}"): state}
@@ -137,17 +143,16 @@ def test_the_export_reads_each_users_most_used_names_only(tmp_path: Path) -> Non
     with Store.open(tmp_path / "c.db") as store:
         keys = {
             HistoryKey("user+name", "mallory", f"sample-{n}"): KeyState(
-                ((100.0, False),) * 5, 1.0, 5 + n % 7, 0
+                ((100.0, False),) * 5, 5 + n % 7, 0
             )
             for n in range(3000)
         }
-        keys[HistoryKey("user+name", "mallory", "few")] = KeyState(((9.0, False),) * 4, 1.0, 40, 0)
-        keys[HistoryKey("user+name", "mallory", "n" * 1025)] = KeyState(
-            ((9.0, False),) * 9, 1.0, 9, 0
-        )
-        keys[HistoryKey("user+name", "alice", "sim")] = KeyState(((600.0, False),) * 6, 1.0, 6, 0)
-        keys[HistoryKey("user", "mallory")] = KeyState(((100.0, False),) * 5, 1.0, 5, 0)
+        keys[HistoryKey("user+name", "mallory", "few")] = KeyState(((9.0, False),) * 4, 40, 0)
+        keys[HistoryKey("user+name", "mallory", "n" * 1025)] = KeyState(((9.0, False),) * 9, 9, 0)
+        keys[HistoryKey("user+name", "alice", "sim")] = KeyState(((600.0, False),) * 6, 6, 0)
+        keys[HistoryKey("user", "mallory")] = KeyState(((100.0, False),) * 5, 5, 0)
         save_key_states(store, keys)
+        earned(store, "cpu")  # a partition whose budget gives the keys a margin
         found = export_limits(store, names_per_user=512, max_name_bytes=1024, skip={"sample-0"})
     names = [r["name"] for r in found.rows if r["kind"] == "user+name" and r["user"] == "mallory"]
     most_used = sorted((k.name for k in keys if k.user == "mallory" and k.name.startswith("s")
@@ -165,17 +170,19 @@ def test_advice_is_found_by_job_id_through_an_index(tmp_path: Path) -> None:
     """Both per-job lookups scanned the whole table: 0.73 s per call at 5 M rows."""
     with Store.open(tmp_path / "c.db") as store:
         for job_id in range(50):
-            record_advice(store, Advice(user="u", policy="history", argv=[], outcome="submitted",
-                                        job_id=job_id, limit_s=60, request_s=120))  # fmt: skip
+            record_advice(store, Advice(user="u", policy="guarded", argv=[], outcome="submitted",
+                                        job_id=job_id, limit_s=60, request_s=120, cluster="c"))  # fmt: skip
         seen: list[str] = []
         store.conn.set_trace_callback(seen.append)
-        assert applied_limits(store, [3]) and guarded_requests(store, [3]) == {3: 120}
+        assert applied_limits(store, [3])
+        assert guarded_requests(store, [(3, "u")], "c") == {3: GuardedRequest(60, 120)}
         store.conn.set_trace_callback(None)
         lookups = [sql for sql in seen if "FROM advice" in sql]
         assert len(lookups) == 2
         for sql in lookups:
             plan = " ".join(str(row[-1]) for row in store.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
-            assert "SCAN advice" not in plan and "advice_job_id" in plan, plan
+            # applied_limits by advice_job_id, guarded_requests by (cluster, job_id): advice_job
+            assert "SCAN advice" not in plan and "USING INDEX advice_job" in plan, plan
 
 
 def test_ingested_jobs_keep_their_history_keys_fresh(tmp_path: Path) -> None:

@@ -40,6 +40,18 @@ def test_bash_completes_commands_subcommands_options_and_choices() -> None:
     assert _bash_complete("advisor", "sbatch", "--advisor-dr") == ["--advisor-dry-run"]
 
 
+def test_bash_offers_the_new_spellings_and_not_the_deprecated_ones() -> None:
+    # One grammar (issue 32): --input-format for what a file is, --format for the output,
+    # -w/--nodelist for a host list; the old spellings still work but are not offered.
+    runs = ("advisor", "runs", "import")
+    assert set(_bash_complete(*runs, "--input-format", "")) == {"lotaru", "nextflow", "json"}
+    assert {"parsable", "json"} <= set(_bash_complete(*runs, "--format", ""))
+    assert set(_bash_complete(*runs, "--")) >= {"--input-format", "--format", "--parsable"}
+    assert "--output-format" not in _bash_complete(*runs, "--")
+    assert _bash_complete("advisor", "profile", "--no") == ["--nodelist"]
+    assert "parsable" in _bash_complete("advisor", "--format", "")
+
+
 def test_bash_completes_files_and_the_caches_partitions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from advisor.errors import InputError
 from advisor.factors import NodeRatios, node_ratios, task_factor
 
-# Lotaru (SSDBM 2022) Table 2, as in ../shared/data/lotaru/nodes.json.
+# Lotaru (SSDBM 2022) Table 2, as in tests/data/imports/lotaru-table2/nodes.json.
 LOCAL = {
     "cpu_single_events_s": 458,
     "linpack_kflops": 3959800,

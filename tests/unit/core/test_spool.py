@@ -36,7 +36,7 @@ from advisor.store import Store
 from advisor.store.accounting import get_watermark, set_watermark
 from advisor.store.advice import Advice
 from advisor.validate import validate
-from tests.helpers.jobs import finished, learn
+from tests.helpers.jobs import earned, finished, learn
 from tests.helpers.paths import TEST_DATA
 
 ME = pwd.getpwuid(os.getuid()).pw_name
@@ -164,6 +164,8 @@ def test_ingestion_attributes_rows_to_the_owner_and_resumes(spool: Path, store: 
     counts = ingest_spool(store, str(spool), now=NOW.replace(year=2026, month=12, day=1))
     assert (counts["rows"], counts["skipped_lines"]) == (1, 1)
     assert [row["job_id"] for row in _rows(store)] == [1, 2]
+    # the user's own text: never what the guard trusts, nor advice the reports take unconfirmed
+    assert store.query("SELECT DISTINCT origin FROM advice") == [{"origin": "spool"}]
     mark = parse_mark(get_watermark(store, mark_source(UID, path.name)))
     assert mark is not None and (mark.inode, mark.offset) == (
         path.stat().st_ino,
@@ -413,7 +415,8 @@ def test_unrecorded_submissions_hold_the_history_budget(spool: Path, store: Stor
     save_cluster(store, [Partition("cpu", ("c1",), 86400, 1800, True, "UP")],
                  [Node("c1", 2, 4000, (), ("cpu",), "IDLE")])  # fmt: skip
     learn(store, *(finished(n, 600, user=ME) for n in range(1, 6)))
-    assert history_limit(store, ME, "sim", "cpu") is not None  # cap 1, nothing in flight
+    earned(store, "cpu", credit=0.0)  # room for one job of the user at a time
+    assert history_limit(store, ME, "sim", "cpu") is not None  # nothing running
     recent = (NOW - timedelta(minutes=5)).isoformat()
     append_advice(str(spool), advice(77), recent)
 
@@ -422,8 +425,8 @@ def test_unrecorded_submissions_hold_the_history_budget(spool: Path, store: Stor
 
     lines = read_own_lines(str(spool), marks)
     assert [line["job_id"] for line in lines] == [77]
-    assert history_limit(store, ME, "sim", "cpu", unrecorded=lines) is None  # 1 in flight
-    assert history_limit(store, ME, "other", "cpu", unrecorded=lines) is None  # user key too
+    assert history_limit(store, ME, "sim", "cpu", unrecorded=lines) is None  # 1 running
+    assert history_limit(store, ME, "other", "cpu", unrecorded=lines) is None  # any name
     old = (NOW - timedelta(days=8)).isoformat()  # past the in-flight horizon
     assert history_limit(store, ME, "sim", "cpu", unrecorded=[{**lines[0], "created_at": old}])
     ingest_spool(store, str(spool))  # now an advice row: the watermark skips the line

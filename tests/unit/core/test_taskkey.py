@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from advisor.accounting.sacct_file import format_sacct_row, read_sacct_dump
 from advisor.accounting.saved import update_from_file
 from advisor.cli import main
+from advisor.history.lookup import history_limit
 from advisor.imports.nextflow import read_trace
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.store import Store
@@ -29,6 +30,7 @@ from advisor.taskkey import nextflow_process_key, task_key
 from advisor.text import percent_encode
 from tests.helpers.caches import NODES, PARTITIONS, train
 from tests.helpers.captures import capture
+from tests.helpers.jobs import earned
 from tests.helpers.lua_plugin import NO_VAL, PARTS, run_cases
 from tests.helpers.paths import TEST_DATA
 
@@ -193,32 +195,47 @@ def test_recorded_workflow_jobs_are_learned_per_process_and_rule(tmp_path: Path)
     with Store.open(tmp_path / "cache.db") as store:
         update_from_file(store, dump, kind="sacct")
         tasks = Counter(row["task"] for row in store.query("SELECT task FROM observations"))
-        keys = {row["name"] for row in store.query("SELECT name FROM history_keys") if row["name"]}
+        keys = {
+            row["name"]
+            for row in store.query("SELECT name FROM history_keys WHERE kind = 'user+name'")
+        }
     process, rule = (key for key, count in tasks.most_common(2))
     assert sorted(tasks.values()) == [1, 5, 5] and keys == set(tasks)
     assert process.startswith("WF") and process.endswith("_QC_FASTQC")
     assert rule.startswith("bwa_map_")
 
 
+@pytest.mark.parametrize("classic", [False, True])
 def test_the_wrapper_gives_a_recorded_rules_next_job_its_history_limit(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], classic: bool
 ) -> None:
+    # The rule's next job, named as the Slurm executor plugin names it (the run's UUID and
+    # the rule in the comment) or as classic Snakemake does (snakejob.<rule>.<jobid>.sh).
     user = getpass.getuser()
     cache = train(tmp_path / "cache.db", "align", PARTITIONS, NODES)
     with Store.open(cache) as store:
         update_from_file(store, _recorded_workflow_jobs(tmp_path, user), kind="sacct")
+        earned(store, "cpu")
         (rule,) = {
             row["task"]
             for row in store.query("SELECT task FROM observations")
             if row["task"].startswith("bwa_map_")
         }
-    comment = f"rule_{rule}_wildcards_sample_7"
-    argv = ["--db", str(cache), "sbatch", "--advisor-dry-run", "-p", "cpu", "-J", str(uuid.uuid4()),
-            "--comment", comment, "--wrap", "true"]  # fmt: skip
+        found = history_limit(store, user, rule, "cpu")
+    assert found is not None
+    limit = found[0]
+    if classic:
+        comment, named = "", ["-J", f"snakejob.{rule}.17.sh"]
+    else:
+        comment = f"rule_{rule}_wildcards_sample_7"
+        named = ["-J", str(uuid.uuid4()), "--comment", comment]
+    argv = ["--db", str(cache), "sbatch", "--advisor-dry-run", "-p", "cpu", *named,
+            "--wrap", "true"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "--time=01:01:00" in out  # five runs of 1-2 s: + 1 h, in whole minutes
-    assert f"--comment={comment} advisor:history,action=set,limit=61,task={rule}" in out
+    assert f"--time={limit // 3600:02d}:{limit % 3600 // 60:02d}:00" in out
+    tag = f"advisor:history,action=set,limit={limit // 60},task={rule}"
+    assert (f"--comment={comment} {tag}" if comment else f"--comment={tag}") in out
 
 
 def test_a_nextflow_job_script_gets_the_model_its_processs_trace_taught(
@@ -230,7 +247,7 @@ def test_a_nextflow_job_script_gets_the_model_its_processs_trace_taught(
              f"{(i + 1) * 100} MB\tc1" for i in range(12)]  # fmt: skip
     trace = tmp_path / "trace.txt"
     trace.write_text("\n".join(rows) + "\n")
-    imported = ["--db", str(cache), "runs", "import", str(trace), "--format", "nextflow"]
+    imported = ["--db", str(cache), "runs", "import", str(trace), "--input-format", "nextflow"]
     assert main([*imported, "--node-class", "small"]) == 0
     assert main(["--db", str(cache), "learn"]) == 0
     script = tmp_path / ".command.run"  # as Nextflow writes it: the name in a #SBATCH line

@@ -88,7 +88,16 @@ def test_one_bad_file_imports_nothing_of_the_whole_call(
         tmp_path, [HEADER, "train-1,local,eager,bwa,100,10", "train-1,local,eager,bwa,x,10"]
     )
     code = main(
-        ["--db", str(cache_path), "runs", "import", str(LOCAL), str(bad), "--format", "lotaru"]
+        [
+            "--db",
+            str(cache_path),
+            "runs",
+            "import",
+            str(LOCAL),
+            str(bad),
+            "--input-format",
+            "lotaru",
+        ]
     )
     assert code == 2
     err = capsys.readouterr().err
@@ -99,8 +108,17 @@ def test_one_bad_file_imports_nothing_of_the_whole_call(
 def test_reimport_is_idempotent_and_output_validates(
     cache_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["runs", "import", str(LOCAL), str(TWIN), "--format", "lotaru", "--db", str(cache_path)]
-    assert main([*argv, "--output-format", "json"]) == 0
+    argv = [
+        "runs",
+        "import",
+        str(LOCAL),
+        str(TWIN),
+        "--input-format",
+        "lotaru",
+        "--db",
+        str(cache_path),
+    ]
+    assert main([*argv, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     validate(data, "runs-import-output", source="runs import")
     assert data["imported"] == 44
@@ -116,7 +134,9 @@ def test_json_runs_import_through_the_same_command(
     runs.write_text(
         json.dumps({"runs": [{"task": "bwa", "node": "c2", "input_bytes": 10, "runtime_s": 3.5}]})
     )
-    assert main(["runs", "import", str(runs), "--format", "json", "--db", str(cache_path)]) == 0
+    assert (
+        main(["runs", "import", str(runs), "--input-format", "json", "--db", str(cache_path)]) == 0
+    )
     with Store.open(cache_path) as store:
         (obs,) = load_observations(store)
     assert (obs.task, obs.node, obs.input_bytes, obs.runtime_s) == ("bwa", "c2", 10, 3.5)

@@ -105,7 +105,7 @@ def test_bad_trace_rows_name_the_line(tmp_path: Path) -> None:
 
 
 def test_trace_import_is_idempotent(cache_path: Path) -> None:
-    argv = ["runs", "import", str(TRACE), "--format", "nextflow", "--db", str(cache_path)]
+    argv = ["runs", "import", str(TRACE), "--input-format", "nextflow", "--db", str(cache_path)]
     assert main(argv) == 0
     assert main(argv) == 0
     with Store.open(cache_path) as store:

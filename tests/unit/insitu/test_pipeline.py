@@ -29,6 +29,9 @@ from advisor.insitu.pipeline import (
 from advisor.insitu.report import InSituReport, analyse_steps
 from advisor.insitu.steps import read_steps
 
+#: Real runs whose measured stage times must not drift: no other unit module beside them.
+pytestmark = pytest.mark.quiet
+
 #: Steps the prediction may use, as in the issue: "predicted from the first 10 steps".
 FIRST = 10
 #: The prediction rests on the consistency hypothesis (paper Sect. 4.2).  Other processes on this

@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 from advisor.factors import Twin, class_factor, class_scores, with_twins
 from advisor.models.baselines import fit_baseline, gamma_cdf, pearson
 from advisor.models.cpu_weight import cpu_weight, pair_runs
+from advisor.models.evidence import learnt
 from advisor.models.features import X_UNIT_BYTES
 from advisor.models.lotaru import fit_reference
 from advisor.models.predict import (
@@ -21,9 +22,9 @@ from advisor.models.predict import (
     predict_on,
     predict_task,
     task_models_from_rows,
-    transferred_model,
 )
 from advisor.models.reference import ReferenceModel
+from advisor.models.task_model import ClassRecord, Reference
 from advisor.store.observations import Observation
 from advisor.validate import schema
 
@@ -136,48 +137,80 @@ def test_class_scores_average_the_nodes_of_a_class() -> None:
     assert scores == {"c": {"io_score": 200.0}}
 
 
+def _reference(cpu_weight: float = 1.0) -> Reference:
+    runs = list(zip(XS, _linear(XS, 10, 3), strict=True))
+    return Reference("local", learnt(runs, site_scale=0.5), cpu_weight)
+
+
 def test_transferred_prediction_is_the_reference_times_the_factor() -> None:
-    ref = fit_reference(XS, _linear(XS, 10, 3), reference="local", cpu_weight=1.0)
-    models = TaskModels("bwa", ref)
+    models = TaskModels("bwa", _reference())
     local = predict_on(models, "local", 8 * GB, factor=1.0)
     slow = predict_on(models, "slow", 8 * GB, factor=2.0)
     assert local.source == "reference"
     assert slow.source == "transferred"
-    assert slow.predictive.mean_s == pytest.approx(2 * local.predictive.mean_s)
-    # The transfer is uncertain: its interval is wider than twice the reference's.
-    assert slow.predictive.p95_s - slow.predictive.mean_s > 2 * (
-        local.predictive.p95_s - local.predictive.mean_s
+    assert slow.predictive.p50_s == pytest.approx(2 * local.predictive.p50_s)
+    # The transfer is uncertain: on the log scale its interval is wider than the reference's.
+    assert slow.predictive.p95_s / slow.predictive.p50_s > (
+        local.predictive.p95_s / local.predictive.p50_s
     )
 
 
 def test_predict_task_takes_the_factor_from_the_scores_and_the_cpu_weight() -> None:
-    ref = fit_reference(XS, _linear(XS, 10, 3), reference="local", cpu_weight=1.0)
-    models = TaskModels("bwa", ref)
+    models = TaskModels("bwa", _reference())
     slow = predict_task(models, "slow", 8 * GB, SCORES)
     assert slow.factor == pytest.approx(2.0)  # the CPU-bound task on a CPU half as fast
     assert slow.predictive == predict_on(models, "slow", 8 * GB, factor=2.0).predictive
-    half = predict_task(TaskModels("bwa", ref._replace(cpu_weight=0.5)), "slow", 8 * GB, SCORES)
+    half = predict_task(TaskModels("bwa", _reference(0.5)), "slow", 8 * GB, SCORES)
     assert 1.0 < half.factor < 2.0
+
+
+def test_lotaru_as_published_needs_a_factor_the_advisor_does_not() -> None:
+    paper = fit_reference(XS, _linear(XS, 10, 3), reference="local")
+    models = TaskModels("bwa", _reference(), paper=paper)
     with pytest.raises(NoFactorError):
+        predict_task(models, "unknown", 8 * GB, SCORES, method="paper")
+    with pytest.raises(NoFactorError):  # the wrapper's and the planner's view: unknown
         predict_task(models, "unknown", 8 * GB, SCORES)
+    same = predict_task(models, "unknown", 8 * GB, SCORES, assume=True)
+    local = predict_task(models, "local", 8 * GB, SCORES)
+    assert same.source == "assumed"
+    assert same.predictive.p50_s == pytest.approx(local.predictive.p50_s)  # the same speed
+    assert same.predictive.p95_s > 1.5 * local.predictive.p95_s  # with a wide interval
 
 
 def test_stored_params_validate_and_round_trip() -> None:
-    ref = fit_reference(XS, _linear(XS, 10, 3), reference="local")
-    online = transferred_model(ref, "slow", 2.0).with_runs([(4 * GB, 30.0, 2)])
+    reference = _reference()
+    paper = fit_reference(XS, _linear(XS, 10, 3), reference="local")
+    online = TaskModels("bwa", reference)
+    from advisor.models.updates import learn_run
+
+    online = learn_run(online, "slow", 4 * GB, 30.0, factor=2.0).models
+    record = online.classes["slow"]
+    assert isinstance(record, ClassRecord)
     baseline = fit_baseline("online-p", XS, _linear(XS, 10, 3), task="bwa")
     validator = Draft202012Validator(schema("task-model"))
     rows = [
-        ("*", "lotaru", ref.to_params()),
-        ("slow", "online", online.to_params()),
+        ("*", "lotaru", reference.to_params()),
+        ("*", "paper", paper.to_params()),
+        ("slow", "online", record.to_params()),
         ("*", "online-p", baseline.to_params()),
     ]
     for _, _, params in rows:
-        assert not list(validator.iter_errors(params))
+        assert not list(validator.iter_errors(json.loads(json.dumps(params))))
     loaded = task_models_from_rows("bwa", [(c, m, json.loads(json.dumps(p))) for c, m, p in rows])
-    assert loaded.reference == ref
-    assert loaded.classes["slow"] == online
+    assert loaded.reference == reference
+    assert loaded.paper == paper
+    assert loaded.classes["slow"] == record
     assert loaded.baselines["online-p"] == baseline
+    user = record.to_params("user")
+    assert not list(validator.iter_errors(user))
+
+
+def test_rows_of_the_raw_scale_model_are_skipped() -> None:
+    old = {"model": "lotaru", "kind": "regression", "mean": [1.0, 2.0]}
+    assert Reference.from_params(old) is None
+    assert ClassRecord.from_params({"model": "online", "prior": {}}) is None
+    assert task_models_from_rows("t", [("*", "lotaru", old)]).reference is None
 
 
 def test_naive_and_online_baselines_as_in_the_paper() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from advisor.errors import InvalidWorkflowError
-from advisor.planner.wfformat import command_line, parse_workflow, read_workflow
+from advisor.planner.workflow.wfformat import command_line, parse_workflow, read_workflow
 from tests.helpers.paths import TEST_DATA
 
 DATA = TEST_DATA / "workflows"

@@ -12,8 +12,8 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from advisor.planner.problem import Problem
-from advisor.planner.registry import SCHEDULERS
+from advisor.planner.scheduling.problem import Problem
+from advisor.planner.scheduling.registry import SCHEDULERS
 from tests.helpers.planner import assert_valid, make_problem, random_problems
 
 ALGORITHMS = sorted(SCHEDULERS)

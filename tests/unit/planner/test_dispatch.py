@@ -1,6 +1,6 @@
 """Slurm's dispatch waits: measured from earlier runs' sacct times, then put into P50/P95.
 
-The job times below are worked by hand from the rules in advisor/planner/dispatch.py; the
+The job times below are worked by hand from the rules in advisor/planner/scheduling/dispatch.py; the
 replay with waits is checked against the plan's own arithmetic.
 """
 
@@ -14,17 +14,18 @@ import numpy as np
 import pytest
 
 from advisor.errors import InputError, SlurmUnavailableError
-from advisor.planner import heft
-from advisor.planner.dispatch import DispatchLatency, JobTimes, measure
-from advisor.planner.dispatch_source import measured_dispatch
-from advisor.planner.planning import MAX_SAMPLE_CELLS, PlanRequest, check_request, check_samples
-from advisor.planner.run_status import compare
-from advisor.planner.uncertainty import (
+from advisor.planner.cluster.dispatch_source import measured_dispatch
+from advisor.planner.scheduling import heft
+from advisor.planner.scheduling.dispatch import DispatchLatency, JobTimes, measure
+from advisor.planner.scheduling.uncertainty import (
     LognormalSampler,
     makespan_distribution,
     sample_makespans,
     slurm_makespan,
 )
+from advisor.planner.summarise import MAX_SAMPLE_CELLS, check_samples
+from advisor.services.plan import PlanRequest, check_request
+from advisor.services.submit import compare
 from advisor.slurm.records import JobRecord
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import InputError
-from advisor.planner.estimators import (
+from advisor.planner.workflow.classic_estimates import (
     Resources,
     TaskLoad,
     critical_path_s,
     naive_concurrent_s,
     naive_s,
 )
-from advisor.planner.platform import PRESETS, load_platform, parse_flops
+from advisor.planner.workflow.platform import PRESETS, load_platform, parse_flops
 
 GB = 1e9
 

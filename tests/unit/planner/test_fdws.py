@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.planner import fdws, heft
-from advisor.planner.fairness import fairness_report, outcomes, sequential, unfairness
+from advisor.planner.scheduling import fdws, heft
+from advisor.planner.scheduling.fairness import fairness_report, outcomes, sequential, unfairness
 from tests.helpers.planner import assert_valid, make_problem
 
 

@@ -11,17 +11,17 @@ import pytest
 from advisor.advice.settings import AdvisorOptions
 from advisor.advice.snapshot import load_snapshot
 from advisor.models.distributions import predictive
-from advisor.planner.cluster import Cluster, ClusterNode
-from advisor.planner.constraints import Pinning, pinning
-from advisor.planner.job_advice import (
+from advisor.planner.cluster.constraints import Pinning, pinning
+from advisor.planner.cluster.job_advice import (
     PlannedFallback,
     advise_job,
     choose_partition,
     estimate_forecast,
     lognormal_quantile_s,
 )
-from advisor.planner.jobs import JobSpec, base_argv, placeholder
-from advisor.planner.matrix import Estimate
+from advisor.planner.cluster.jobs import JobSpec, base_argv, placeholder
+from advisor.planner.cluster.matrix import Estimate
+from advisor.planner.cluster.nodes import Cluster, ClusterNode
 from advisor.slurm.records import Partition
 from advisor.store.connection import Store
 from advisor.wrapper import effects

@@ -1,4 +1,4 @@
-"""The array kernels against the per-slot code they replaced (``advisor.planner.reference``).
+"""The array kernels against the per-slot code they replaced (``tests/helpers/reference_planner.py``).
 
 Same schedules to the last bit: every placement's node, core, start and finish compared with
 ``==`` on random DAGs (integer costs for ties, zero costs, barred nodes, several cores, several
@@ -18,13 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.planner import fdws, heft, peft, reference
-from advisor.planner.plan import Plan, PlanError
-from advisor.planner.problem import Node, Problem, WorkflowInfo, combine
-from advisor.planner.ranks import critical_path_s, upward_rank
-from advisor.planner.timeline import SlotTable
-from advisor.planner.uncertainty import LognormalSampler, sample_makespans
+from advisor.planner.scheduling import fdws, heft, peft
+from advisor.planner.scheduling.plan import Plan, PlanError
+from advisor.planner.scheduling.problem import Node, Problem, WorkflowInfo, combine
+from advisor.planner.scheduling.ranks import critical_path_s, upward_rank
+from advisor.planner.scheduling.timeline import SlotTable
+from advisor.planner.scheduling.uncertainty import LognormalSampler, sample_makespans
 from benchmarks.bench_heft import distinct_instance, layered_instance
+from tests.helpers import reference_planner as reference
 from tests.helpers.planner import assert_valid, random_problems
 
 PAIRS = {

@@ -11,17 +11,17 @@ import pytest
 from advisor.advice.snapshot import load_snapshot
 from advisor.errors import InputError
 from advisor.models.distributions import Predictive, predictive
-from advisor.planner import heft
-from advisor.planner.build import to_problem
-from advisor.planner.cache_models import CacheModels
-from advisor.planner.cluster import build_cluster
-from advisor.planner.matrix import runtime_matrix
-from advisor.planner.model import DataFile, Task, Workflow
-from advisor.planner.network import bandwidth_matrix
-from advisor.planner.predictive_sampler import PredictiveSampler
-from advisor.planner.problem import Node
-from advisor.planner.ranks import mean_comm
-from advisor.planner.uncertainty import makespan_distribution, sample_makespans
+from advisor.planner.cluster.cache_models import CacheModels
+from advisor.planner.cluster.matrix import runtime_matrix
+from advisor.planner.cluster.nodes import build_cluster
+from advisor.planner.cluster.predictive_sampler import PredictiveSampler
+from advisor.planner.scheduling import heft
+from advisor.planner.scheduling.problem import Node
+from advisor.planner.scheduling.ranks import mean_comm
+from advisor.planner.scheduling.uncertainty import makespan_distribution, sample_makespans
+from advisor.planner.workflow.build import to_problem
+from advisor.planner.workflow.network import bandwidth_matrix
+from advisor.planner.workflow.workflow import DataFile, Task, Workflow
 from advisor.slurm.records import Node as SlurmNode
 from advisor.slurm.records import Partition
 from advisor.store.connection import Store

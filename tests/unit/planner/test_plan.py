@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from advisor.planner.plan import Placement, Plan, PlanError, plan_from_names
-from advisor.planner.problem import Node, Problem, WorkflowInfo
+from advisor.planner.scheduling.plan import Placement, Plan, PlanError, plan_from_names
+from advisor.planner.scheduling.problem import Node, Problem, WorkflowInfo
 
 
 @pytest.fixture

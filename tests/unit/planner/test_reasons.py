@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from advisor.planner import heft
-from advisor.planner.plan import Placement, Plan
-from advisor.planner.problem import Node, Problem
-from advisor.planner.reasons import PlacementReason, placement_reasons
+from advisor.planner.cluster.reasons import PlacementReason, placement_reasons
+from advisor.planner.scheduling import heft
+from advisor.planner.scheduling.plan import Placement, Plan
+from advisor.planner.scheduling.problem import Node, Problem
 from tests.helpers.planner import make_problem, random_problems
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from advisor.planner import heft
-from advisor.planner.uncertainty import LognormalSampler, makespan_distribution, sample_makespans
+from advisor.planner.scheduling import heft
+from advisor.planner.scheduling.uncertainty import (
+    LognormalSampler,
+    makespan_distribution,
+    sample_makespans,
+)
 from tests.helpers.planner import make_problem
 
 

@@ -1,26 +1,27 @@
 """The papers' samples: HEFT (Topcuoglu 2002) and PEFT (Arabnejad & Barbosa 2014), exactly.
 
-Expected values come from ../shared/data/workflows/list-scheduling-test-vectors.json.
+Expected values come from tests/data/workflows/list-scheduling-test-vectors.json.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from advisor.planner import heft, peft
-from advisor.planner.problem import Problem
-from advisor.planner.problem_file import parse_problem
-from advisor.planner.ranks import upward_rank
+from advisor.planner.scheduling import heft, peft
+from advisor.planner.scheduling.problem import Problem
+from advisor.planner.scheduling.ranks import upward_rank
+from advisor.planner.workflow.problem_file import parse_problem
+from advisor.services.plan import PlanRequest, plan_workflows
+from tests.helpers.paths import TEST_DATA
 
 
 @pytest.fixture(scope="module")
-def vectors(shared_data: Path) -> dict[str, Any]:
-    path = shared_data / "workflows" / "list-scheduling-test-vectors.json"
+def vectors() -> dict[str, Any]:
+    path = TEST_DATA / "workflows" / "list-scheduling-test-vectors.json"
     loaded: dict[str, Any] = json.loads(path.read_text())
     loaded["_path"] = str(path)
     return loaded
@@ -97,3 +98,10 @@ def test_peft_on_the_heft_sample(vectors: dict[str, Any]) -> None:
     table = peft.optimistic_cost_table(problem)
     assert table.tolist() == [expected["peft"]["oct"][t] for t in problem.task_ids]
     assert peft.schedule(problem).makespan_s == expected["peft"]["makespan"]
+
+
+def test_test_vector_cases_plan() -> None:
+    path = TEST_DATA / "workflows" / "list-scheduling-test-vectors.json"
+    for case, expected in (("topcuoglu2002", 80.0), ("arabnejad2014", 133.0)):
+        plan, _ = plan_workflows(PlanRequest((f"{path}#{case}",), samples=10))
+        assert plan.makespan_s == expected

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from advisor.errors import InputError, InvalidWorkflowError
-from advisor.planner.model import Task, Workflow
-from advisor.planner.wfformat import cpu_work, parse_workflow, read_workflow
+from advisor.planner.workflow.wfformat import cpu_work, parse_workflow, read_workflow
+from advisor.planner.workflow.workflow import Task, Workflow
 from tests.helpers.paths import TEST_DATA
 
 DATA = TEST_DATA / "workflows"
@@ -87,7 +87,7 @@ def test_negative_size_is_refused_by_the_schema() -> None:
 
 
 def test_negative_size_is_refused_by_the_model() -> None:
-    from advisor.planner.model import DataFile
+    from advisor.planner.workflow.workflow import DataFile
 
     with pytest.raises(InvalidWorkflowError, match="negative size"):
         Workflow("w", (Task("a", "a"),), files={"f": DataFile("f", -5)})

@@ -16,11 +16,10 @@ from advisor.store import Store
 from advisor.store.benchmarks import latest_scores
 from advisor.store.node_classes import latest_runs, run_count
 from advisor.validate import validate
-from tests.helpers.paths import REPO
+from tests.helpers.paths import REPO, TEST_DATA
 
-
-def lotaru(shared_data: Path) -> Path:
-    return shared_data / "lotaru" / "nodes.json"
+#: Lotaru's Table 2 (the paper's published scores; tests/data/imports/README.md).
+LOTARU = TEST_DATA / "imports" / "lotaru-table2" / "nodes.json"
 
 
 def write(tmp_path: Path, doc: Any, name: str = "scores.json") -> Path:
@@ -29,8 +28,8 @@ def write(tmp_path: Path, doc: Any, name: str = "scores.json") -> Path:
     return path
 
 
-def test_lotaru_table_imports_as_is(shared_data: Path) -> None:
-    runs = {run.node: run for run in read_node_import(lotaru(shared_data))}
+def test_lotaru_table_imports_as_is() -> None:
+    runs = {run.node: run for run in read_node_import(LOTARU)}
     assert set(runs) == {"local", "wallyRedCpu", "asok01", "asok02", "n1", "n2", "c2"}
     a1 = runs["asok01"]
     assert {m: r.value for m, r in a1.results.items()} == {
@@ -42,8 +41,8 @@ def test_lotaru_table_imports_as_is(shared_data: Path) -> None:
     assert all(run.source == "import:nodes.json" for run in runs.values())
 
 
-def test_reduced_clock_twin_scales_cpu_scores_only(shared_data: Path) -> None:
-    runs = {run.node: run for run in read_node_import(lotaru(shared_data))}
+def test_reduced_clock_twin_scales_cpu_scores_only() -> None:
+    runs = {run.node: run for run in read_node_import(LOTARU)}
     twin, local = runs["wallyRedCpu"], runs["local"]
     ratio = 3.0 / 3.7
     assert twin.results["cpu_single_events_s"].value == pytest.approx(458 * ratio)
@@ -54,8 +53,8 @@ def test_reduced_clock_twin_scales_cpu_scores_only(shared_data: Path) -> None:
     assert twin.tool == local.tool
 
 
-def test_twin_is_found_again_in_the_cache(shared_data: Path, cache_path: Path) -> None:
-    assert main(["--db", str(cache_path), "nodes", "import", str(lotaru(shared_data))]) == 0
+def test_twin_is_found_again_in_the_cache(cache_path: Path) -> None:
+    assert main(["--db", str(cache_path), "nodes", "import", str(LOTARU)]) == 0
     with Store.open(cache_path) as store:
         twins = clock_twins(latest_runs(store))
     assert set(twins) == {"wallyRedCpu"}
@@ -65,11 +64,9 @@ def test_twin_is_found_again_in_the_cache(shared_data: Path, cache_path: Path) -
     assert twin.cpu_bound_slowdown == pytest.approx(3.7 / 3.0 - 1)
 
 
-def test_paper_ratios_against_local(
-    shared_data: Path, cache_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_paper_ratios_against_local(cache_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = ["--db", str(cache_path)]
-    assert main([*db, "nodes", "import", str(lotaru(shared_data)), "--format", "json"]) == 0
+    assert main([*db, "nodes", "import", str(LOTARU), "--format", "json"]) == 0
     imported = json.loads(capsys.readouterr().out)
     validate(imported, "nodes-output", source="nodes import")
     assert len(imported["imported"]) == 7
@@ -140,8 +137,8 @@ def test_bench_output_is_importable(tmp_path: Path) -> None:
     assert run.hardware["dir"] == "/tmp"
 
 
-def _lotaru_doc(shared_data: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(lotaru(shared_data).read_text())
+def _lotaru_doc() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(LOTARU.read_text())
     return doc
 
 
@@ -176,14 +173,13 @@ def _zero_clock(doc: dict[str, Any]) -> None:
     ],
 )
 def test_bad_files_exit_2_with_one_line_and_store_nothing(
-    shared_data: Path,
     tmp_path: Path,
     cache_path: Path,
     capsys: pytest.CaptureFixture[str],
     spoil: Any,
     where: str,
 ) -> None:
-    doc = _lotaru_doc(shared_data)
+    doc = _lotaru_doc()
     spoil(doc)
     path = write(tmp_path, doc)
     assert main(["--db", str(cache_path), "nodes", "import", str(path)]) == 2
@@ -210,7 +206,7 @@ def test_bad_advisor_format(tmp_path: Path, doc: dict[str, Any]) -> None:
 
 
 def test_unknown_reference_on_import_stores_nothing(
-    shared_data: Path, cache_path: Path, capsys: pytest.CaptureFixture[str]
+    cache_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(
         [
@@ -218,7 +214,7 @@ def test_unknown_reference_on_import_stores_nothing(
             str(cache_path),
             "nodes",
             "import",
-            str(lotaru(shared_data)),
+            str(LOTARU),
             "--reference",
             "nosuch",
         ]

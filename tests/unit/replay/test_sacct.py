@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 from advisor.cli import main
+from advisor.replay.engine import limit_series, replay
 from advisor.replay.jobs import sacct_replay_jobs
-from advisor.replay.run import limit_series, policies, replay, replay_report
 from advisor.replay.site_jobs import dump_jobs, sacct_jobs
+from advisor.services.replay import policies, replay_report
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.validate import validate

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from advisor.advice.forecast import ModelPredictor
-from advisor.models.bayes import LinearModel
-from advisor.models.features import X_UNIT_BYTES, size_features
+from advisor.models.conformal import DEFAULT_SCALE
+from advisor.models.distributions import student_t_ppf
+from advisor.models.evidence import MAD_TO_SD, Evidence, Moments, Score
+from advisor.models.features import X_UNIT_BYTES
 from advisor.models.predict import task_models_from_rows
-from advisor.models.reference import ReferenceModel
+from advisor.models.task_model import Reference
 from advisor.reports.accuracy import USER_LIMIT, accuracy_report, coverage, score_jobs, too_low
 from advisor.reports.jobs import AdvisorLimit, JobView
 from advisor.reports.loading import Selection
@@ -24,15 +26,32 @@ from advisor.store.task_models import TaskModelRow, upsert_task_model
 from tests.helpers.report_cache import real_jobs
 
 GB = X_UNIT_BYTES
-SIGMA_S = 10.0
-#: runtime = 10 s + 100 s/GB, noise σ = 10 s, dof so large the predictive is Normal.
-MODEL = ReferenceModel(
-    kind="regression", mean=(10.0, 100.0), cov=((0.0, 0.0), (0.0, 0.0)),
-    noise_var_s2=SIGMA_S**2, dof=1e9, n_train=50, pearson_r=0.99, x_max_bytes=GB,
-    reference="small",
-)  # fmt: skip
-Z90, Z95 = 1.2815515655446004, 1.6448536269514722
-P50, P90, P95 = 110.0, 110.0 + Z90 * SIGMA_S, 110.0 + Z95 * SIGMA_S  # at 1 GB: 110, 122.8, 126.4
+#: The log scale of the predictive: P90 at 1 GB is 122.8 s (110 s times e^(t90·SCALE)).
+ERRORS = 100
+SCALE = math.log(122.8 / 110.0) / student_t_ppf(0.9, 1 + ERRORS)
+
+
+def _evidence() -> Evidence:
+    """runtime = 10 s + 100 s/GB, its line leading with errors of spread SCALE (pooled)."""
+    own = math.sqrt(((1 + ERRORS) * SCALE**2 - DEFAULT_SCALE**2) / ERRORS)
+    errors = tuple(own / MAD_TO_SD * (1 if i % 2 else -1) for i in range(ERRORS))
+    sizes = [GB * k / 10 for k in range(1, 11)]  # the line's moments: exactly 10 + 100·x
+    line = Moments()
+    for x in sizes:
+        line = line.add(x / GB, 10.0 + 100.0 * x / GB)
+    return Evidence(
+        n=50,
+        runs=tuple((x, math.log(10.0 + 100.0 * x / GB)) for x in sizes),
+        line=line,
+        floor=20.0,
+        x_max_bytes=GB,
+        scores=(Score(), Score(50, 10.0, errors), Score(), Score()),
+    )
+
+
+MODEL = Reference("small", _evidence(), pearson_r=0.99)
+P50 = 110.0
+P90, P95 = (110.0 * math.exp(student_t_ppf(q, 1 + ERRORS) * SCALE) for q in (0.9, 0.95))
 #: Elapsed seconds: 10 at or under P50, 8 more under P90, 1 more under P95, 1 above P95.
 CALIBRATED = [100, 102, 104, 105, 106, 107, 108, 109, 110, 110,
               111, 112, 114, 115, 117, 118, 120, 122, 125, 140]  # fmt: skip
@@ -141,12 +160,10 @@ def test_quantiles_are_recovered_at_the_input_size_behind_the_stored_one(size_gb
     found = job_quantiles(forecast_at, stored.quantile_s, ("small",), "small", GB)
     assert found is not None and found.input_bytes is not None
     assert found.input_bytes == pytest.approx(size_gb * GB, rel=1e-6)
-    truth = LinearModel(MODEL.mean, MODEL.cov, MODEL.noise_var_s2, MODEL.dof).predict(
-        size_features(size_gb * GB)
-    )
-    assert (found.p50_s, found.p90_s, found.p95_s) == pytest.approx(
-        (truth.p50_s, truth.p90_s, truth.p95_s), rel=1e-6
-    )
+    truth = predictor.forecast("sim", int(size_gb * GB), "small", 0.5)
+    assert truth is not None
+    assert found.p50_s == pytest.approx(10.0 + 100.0 * size_gb, rel=1e-6)  # the line's
+    assert (found.p90_s, found.p95_s) == pytest.approx((truth.p90_s, truth.p95_s), rel=1e-6)
 
 
 def test_a_stored_quantile_below_every_size_is_scaled() -> None:
@@ -239,22 +256,23 @@ def test_the_quantiles_an_advice_row_stored_are_the_ones_scored(tmp_path: Path) 
 
 def test_older_advice_is_recovered_from_the_model_that_user_saw(tmp_path: Path) -> None:
     """Without stored quantiles, the user's own runs are part of the model the limit came from."""
-    from advisor.models.class_model import UserRuns
-    from advisor.models.predict import predict_on
+    from advisor.models.predict import TaskModels, predict_on
+    from advisor.models.updates import learn_run
     from advisor.store.task_models import UserModelRow, upsert_user_model
 
     path = _cache(tmp_path / "u.db", {"sim": CALIBRATED})
-    model = MODEL._replace(cov=((1.0, 0.0), (0.0, 1.0)))  # a class prior needs a covariance
-    mine = UserRuns.empty("size").with_runs(
-        [(GB * s, 2 * (10 + 100 * s), None) for s in (0.5, 1, 2)] * 4
-    )
+    model = MODEL
+    root = TaskModels("sim", model)
+    for s in (0.5, 1, 2) * 4:  # root's own runs take twice as long
+        root = learn_run(root, "small", GB * s, 2 * (10 + 100 * s), factor=1.0, user=True).models
+    mine = root.user_runs["small"]
     with Store.open(path) as store:
         upsert_task_model(store, TaskModelRow("sim", "*", "lotaru", model.to_params(), 50))
         upsert_user_model(
-            store, UserModelRow("root", "sim", "small", mine.to_params(), mine.stats.n)
+            store, UserModelRow("root", "sim", "small", mine.to_params("user"), mine.n)
         )
         models = task_models_from_rows(
-            "sim", [("*", "lotaru", model.to_params())], [("small", mine.to_params())]
+            "sim", [("*", "lotaru", model.to_params())], [("small", mine.to_params("user"))]
         )
         told = predict_on(models, "small", GB, factor=1.0).predictive  # root's own view
         store.conn.execute("UPDATE advice SET predicted_s = ?", (told.p95_s,))

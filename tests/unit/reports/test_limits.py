@@ -193,14 +193,14 @@ def test_group_by_user_only_matches_the_per_user_sums(
 
 
 def test_a_real_swf_log_reproduces_the_published_overestimate(
-    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    pwa_logs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """KTH SP2 (Parallel Workloads Archive): users asked for 2.4x the runtime, median per job."""
     epoch = datetime(1996, 9, 23)
     template = real_jobs()[0]
     records = []
 
-    for line in (shared_data / "traces" / "KTH-SP2-1996-2.1-cln.swf").read_text().splitlines():
+    for line in pwa_logs["kth"].read_text().splitlines():
         if line.startswith(";") or not line.strip():
             continue
         f = [round(float(v)) for v in line.split()]
@@ -230,3 +230,57 @@ def test_a_real_swf_log_reproduces_the_published_overestimate(
                 + job.cpus * max(0, job.timelimit_s - job.elapsed_s) / 3600
             )
     assert wasted[0] == pytest.approx(max(per_user.values()))
+
+
+def test_each_partitions_kill_budget_stands_beside_its_realised_rate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # what accounting counted of the advised limits: 1 kill among 199 completed jobs of cpu
+    from advisor.history.budget import KillBudget
+    from advisor.history.cache import save_budgets
+
+    cache = fill_cache(tmp_path / "cache.db")
+    with Store.open(cache) as store:
+        save_budgets(store, {"cpu": KillBudget(0.01, 10.0, 1.0, 199, 1, 40)})
+    data = _json(capsys, "--db", str(cache), "report", "limits")
+    validate(data, "report-limits", source="report limits")
+    (cpu,) = [row for row in data["budgets"] if row["partition"] == "cpu"]
+    assert (cpu["budget_pct"], cpu["realised_pct"]) == (1.0, 0.5)
+    assert (cpu["completed"], cpu["advised_completed"], cpu["killed"]) == (199, 40, 1)
+    assert main(["--db", str(cache), "report", "limits"]) == 0
+    assert "Kill budget per partition" in capsys.readouterr().out
+
+
+def test_spool_lines_a_jobs_record_does_not_confirm_are_not_counted_as_advice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31, N14: ten spool lines claiming mallory's own plain jobs 150-159 (their real 10 h
+    limit, a prediction just below) made her row 10 advised jobs with a faked calibration."""
+    from advisor.store.advice import Advice, record_advice
+
+    start = datetime(2026, 12, 1, 8, 0)
+    tag = "advisor:wrapper,action=set,limit=60,q=0.95,task=align"
+    jobs = [
+        JobRecord("advisor", str(150 + i), 150 + i, "sim", "mallory", "lab", "cpu", ("c1",), 1,
+                  100.0, 3000, 36000, None, "COMPLETED", None, 0, 0, start, start,
+                  start + timedelta(seconds=3000), "")
+        for i in range(10)
+    ] + [
+        JobRecord("advisor", "170", 170, "align", "alice", "lab", "cpu", ("c1",), 1, 100.0, 3000,
+                  3600, None, "COMPLETED", None, 0, 0, start, start,
+                  start + timedelta(seconds=3000), tag),
+    ]  # fmt: skip
+    path = tmp_path / "cache.db"
+    with Store.open(path) as store:
+        save_jobs(store, jobs)
+        for job in jobs:
+            limit = 3600 if job.user == "alice" else 36000
+            record_advice(store, Advice(job.user, "fill", ["sbatch"], "submitted", task=job.name,
+                                        partition="cpu", limit_s=limit, predicted_s=limit - 600,
+                                        cluster="advisor", job_id=job.job_id_raw),
+                          origin="spool")  # fmt: skip
+    data = _json(capsys, "--db", str(path), "report", "limits", "--by", "user")
+    validate(data, "report-limits", source="report limits")
+    rows = {r["user"]: r for r in data["rows"]}
+    assert (rows["mallory"]["advised_jobs"], rows["mallory"]["advised_unverified"]) == (0, 10)
+    assert (rows["alice"]["advised_jobs"], rows["alice"]["advised_unverified"]) == (1, 0)

@@ -1,4 +1,4 @@
-"""The report helpers: --since/--until, --sort/--top/--by, statistics, job resolution."""
+"""The report helpers: --sort/--top/--by, statistics, job resolution."""
 
 from __future__ import annotations
 
@@ -13,38 +13,10 @@ from advisor.advice.tag import Tag, format_tag
 from advisor.errors import UsageError
 from advisor.reports.age import age_text
 from advisor.reports.jobs import advisor_limit, job_view, node_class_of_job
-from advisor.reports.period import parse_moment
 from advisor.reports.shaping import Shape, parse_by, shape_rows
 from advisor.reports.stats import percentile
 
 NOW = datetime(2026, 11, 29, 15, 30, 0)
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("2026-11-01", "2026-11-01T00:00:00"),
-        ("2026-11-01T08:30", "2026-11-01T08:30:00"),
-        ("7d", "2026-11-22T15:30:00"),
-        ("12h", "2026-11-29T03:30:00"),
-        ("2w", "2026-11-15T15:30:00"),
-        ("30m", "2026-11-29T15:00:00"),
-        ("now", "2026-11-29T15:30:00"),
-    ],
-)
-def test_moments(text: str, expected: str) -> None:
-    assert parse_moment(text, option="--since", now=NOW) == expected
-
-
-def test_an_offset_is_turned_into_local_time() -> None:
-    moment = parse_moment("2026-11-01T08:30:00+00:00", option="--since", now=NOW)
-    expected = datetime.fromisoformat("2026-11-01T08:30:00+00:00").astimezone().replace(tzinfo=None)
-    assert moment == expected.isoformat()
-
-
-def test_a_bad_moment_names_the_option() -> None:
-    with pytest.raises(UsageError, match="--until 'yesterday-ish'"):
-        parse_moment("yesterday-ish", option="--until", now=NOW)
 
 
 ROWS = [

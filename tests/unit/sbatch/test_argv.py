@@ -261,6 +261,8 @@ def test_partitions_and_task_name() -> None:
     assert task_name("explicit", request, "dir/j.sh") == "explicit"
     bare = job_request((), {}, ())
     assert task_name(None, bare, "dir/j.sh") == "j.sh"
+    # classic Snakemake's job script: sbatch names the job after it, the task is its rule
+    assert task_name(None, bare, ".snakemake/tmp.x/snakejob.bwa_map.17.sh") == "bwa_map"
     env = job_request((), {"SBATCH_JOB_NAME": "env-name"}, script_options)
     assert task_name(None, env, "j.sh") == "env-name"
 

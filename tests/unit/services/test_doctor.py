@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import main
-from advisor.services.doctor import unreadable_for
+from advisor.services.doctor import DoctorRequest, unreadable_for
+from advisor.services.doctor import _plugin as plugin_check
 from advisor.slurm.conf import conf_settings, lua_export_path
 from advisor.validate import validate
 from tests.helpers.paths import REPO
@@ -49,6 +50,22 @@ def test_nothing_set_up_fails_with_what_to_do(
     assert statuses == {"cache": "fail", "published copy": "fail", "limits export": "fail",
                         "lua plugin": "fail"}  # fmt: skip
     assert all(c["todo"] for c in data["checks"])
+
+
+def test_the_plugin_check_reads_slurm_conf_from_the_environment_as_slurm_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "site" / "slurm.conf"
+    conf.parent.mkdir()
+    conf.write_text("ClusterName=x\nJobSubmitPlugins=lua\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    check = plugin_check(DoctorRequest(export=str(tmp_path / "e.json")))
+    # JobSubmitPlugins=lua was read from $SLURM_CONF; job_submit.lua is looked for beside it
+    assert f"cannot read {conf.parent / 'job_submit.lua'}" in check.detail
+    given = tmp_path / "other.conf"
+    given.write_text("ClusterName=x\n")
+    check = plugin_check(DoctorRequest(slurm_conf=str(given)))  # --slurm-conf wins
+    assert check.status == "fail" and f"{given} has no JobSubmitPlugins=lua" in check.detail
 
 
 @pytest.mark.parametrize(("age_s", "status", "detail"), [

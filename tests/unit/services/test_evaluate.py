@@ -1,53 +1,144 @@
-"""services.evaluate: the protocol's typed result, its JSON, and the pinned pooled figures."""
+"""services.evaluate and ``advisor evaluate`` on made-up traces and runs files.
+
+The traces follow the Lotaru layout (nodes.json, execution_reports/<machine>/results_<wf>/) with
+runtimes drawn from known laws: a task whose runtime follows its input (overhead + cost per
+byte) and one whose runtime does not, on a reference machine, its reduced-clock twin and a
+target half as fast.  The runs file has tasks on two classes, B 1.5 times slower than A.
+The figures on the development data are benchmarks (benchmarks/model_choices.py).
+"""
 
 from __future__ import annotations
 
+import csv
 import json
+import math
+import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from advisor.models.cross_validation import HETEROGENEOUS, LOTO, LOWO, FoldRow, Summary
-from advisor.services.evaluate import EvaluateRequest, Evaluation, evaluate
+from advisor.cli import main
+from advisor.models.cross_validation import HETEROGENEOUS, HOMOGENEOUS, LOTO, LOWO
+from advisor.services.evaluate import (
+    EvaluateRequest,
+    EvaluateRunsRequest,
+    evaluate,
+    evaluate_runs,
+)
 from advisor.validate import validate
+
+COLUMNS = ["Label", "Machine", "Workflow", "Task", "WorkflowInputSize", "Realtime",
+           "TaskInputSizeUncompressed"]  # fmt: skip
+SPEED = {"local": 1.0, "twin": 1.2, "slow": 2.0}
+
+
+def _runtime_s(task: str, size: float, machine: str, rng: random.Random) -> float:
+    noise = rng.uniform(0.97, 1.03)
+    if task == "align":
+        return (3.0 + 20.0 * size / 1e9) * SPEED[machine] * noise
+    return 30.0 * SPEED[machine] * rng.uniform(0.8, 1.25)  # does not follow its input
+
+
+def _traces(root: Path) -> Path:
+    rng = random.Random(29)
+    nodes = {
+        "nodes": [
+            {"name": "local", "sysbench_cpu_events_per_s": 400, "fio_io_score": 400,
+             "linpack_kflops": None, "memory_score": None},
+            {"name": "twin", "same_hardware_as": "local", "cpu_clock_ghz": 3.0,
+             "reference_cpu_clock_ghz": 3.6},
+            {"name": "slow", "sysbench_cpu_events_per_s": 200, "fio_io_score": 200,
+             "linpack_kflops": None, "memory_score": None},
+        ]
+    }  # fmt: skip
+    root.mkdir()
+    (root / "nodes.json").write_text(json.dumps(nodes), encoding="utf-8")
+    for workflow in ("wf1", "wf2"):
+        for machine in SPEED:
+            folder = root / "execution_reports" / machine / f"results_{workflow}"
+            folder.mkdir(parents=True)
+            with (folder / f"execution_report_{machine}.csv").open("w", newline="") as out:
+                writer = csv.writer(out)
+                writer.writerow(COLUMNS)
+                for task in ("align", "count"):
+                    for label, sizes in (
+                        ("train-1", [1e8 * 2**i for i in range(8)]),
+                        ("test", [4e10, 6e10]),
+                    ):
+                        for size in sizes:
+                            ms = round(1000 * _runtime_s(task, size, machine, rng))
+                            writer.writerow([label, machine, workflow, task, int(size * 10 if label == "test" else size), ms, int(size)])  # fmt: skip
+    return root
 
 
 @pytest.fixture(scope="module")
-def evaluation(shared_data: Path) -> Evaluation:
-    return evaluate(EvaluateRequest(shared_data / "lotaru"))
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _traces(tmp_path_factory.mktemp("evaluate") / "traces")
 
 
-def test_the_json_follows_the_schema_and_says_what_the_attributes_say(
-    evaluation: Evaluation,
+def test_the_protocol_on_traces_follows_the_schema(traces: Path) -> None:
+    done = evaluate(EvaluateRequest(traces, calibrate=True))
+    data = json.loads(json.dumps(done.to_json(), allow_nan=False))
+    validate(data, "evaluate-output", source="evaluate")
+    assert (data["reference"], data["twin"]) == ("local", "twin")
+    assert {r.scheme for r in done.folds} == {LOWO, LOTO}
+    pooled = {(r.scope, r.method): r.summary for r in done.pooled}
+    for method in ("advisor", "paper", "advisor+1run", "probe+1run"):
+        assert (HETEROGENEOUS, method) in pooled
+    # the runtime that follows its input is extrapolated by the line, carried by the factor
+    assert pooled[(HOMOGENEOUS, "advisor")].median_error < 0.1
+    assert pooled[(HETEROGENEOUS, "advisor")].median_error < 0.15
+    # the pooled rows over the folds have no multiplier of their own
+    assert all(r.conformal is None for r in done.folds if r.fold == "all")
+
+
+def _runs_file(path: Path) -> Path:
+    rng = random.Random(7)
+    runs: list[dict[str, Any]] = []
+    for t in range(12):
+        base = 5.0 * (t + 1)
+        for i in range(60):
+            size = rng.randint(10**6, 10**9)
+            runtime = base * (1 + size / 1e9) * rng.lognormvariate(0, 0.2)
+            runs.append({"task": f"t{t}", "node_class": "A", "input_bytes": size,
+                         "runtime_s": runtime})  # fmt: skip
+            if i % 4 == 0:
+                runs.append({"task": f"t{t}", "node_class": "B", "input_bytes": size,
+                             "runtime_s": 1.5 * runtime * rng.lognormvariate(0, 0.1)})  # fmt: skip
+    path.write_text(json.dumps({"runs": runs}), encoding="utf-8")
+    return path
+
+
+def test_a_runs_file_is_scored_across_tasks(tmp_path: Path) -> None:
+    runs = _runs_file(tmp_path / "runs.json")
+    done = evaluate_runs(EvaluateRunsRequest(runs, "A", "B", probe=True))
+    data = json.loads(json.dumps(done.to_json(), allow_nan=False))
+    validate(data, "evaluate-output", source="evaluate")
+    assert done.tasks == 12
+    pooled = {r.method: r.summary for r in done.pooled}
+    assert {"advisor", "median", "line", "paper", "advisor+1run", "probe+1run",
+            "probe-line+1run"} <= set(pooled)  # fmt: skip
+    # B is 1.5 times slower for every task: the other tasks' runs there say so
+    assert pooled["advisor"].median_error < 0.5 * pooled["median"].median_error  # type: ignore[operator]
+    assert (pooled["advisor+1run"].median_error or 1) <= (
+        pooled["probe-line+1run"].median_error or 0
+    )
+    assert (pooled["advisor"].p95_coverage or 0) >= 0.9
+    assert {r.task for r in done.by_task} == {f"t{t}" for t in range(12)}
+    assert {r.fold for r in done.by_fold} <= set(range(5))
+
+
+def test_the_command_line_evaluates_a_runs_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = evaluation.to_json()
-    validate(json.loads(json.dumps(data, allow_nan=False)), "evaluate-output", source="evaluate")
-    assert list(data) == ["traces", "reference", "twin", "calibrate", "test_rows", "seed",
-                          "discrepancy", "methods", "groups", "pooled", "folds"]  # fmt: skip
-    assert (data["reference"], data["twin"]) == (evaluation.reference, evaluation.twin)
-    assert data["discrepancy"] == {
-        "used": evaluation.discrepancy.used, "estimated": evaluation.discrepancy.estimated,
-    }  # fmt: skip
-    assert data["test_rows"] == "shared" and data["calibrate"] is False
-    assert len(data["groups"]) == len(evaluation.groups) and len(data["folds"]) == len(
-        evaluation.folds
-    )
-    row = evaluation.folds[0]
-    assert isinstance(row, FoldRow) and isinstance(row.summary, Summary)
-    assert data["folds"][0] == {"scheme": row.scheme, "fold": row.fold, "scope": row.scope,
-                                "method": row.method, "discrepancy": row.discrepancy,
-                                **row.summary.to_json()}  # fmt: skip
-    assert {r.scheme for r in evaluation.folds} == {LOWO, LOTO}
-    # the pooled rows over the folds have no discrepancy of their own
-    assert all((r.discrepancy is None) == (r.fold == "all") for r in evaluation.folds)
-
-
-def test_the_pooled_heterogeneous_errors_are_pinned(evaluation: Evaluation) -> None:
-    pooled = {(r.scope, r.method): r.summary for r in evaluation.pooled}
-    assert pooled[(HETEROGENEOUS, "advisor")].median_error == pytest.approx(
-        0.13144495076557233, rel=1e-9
-    )
-    assert pooled[(HETEROGENEOUS, "paper")].median_error == pytest.approx(
-        0.14537502276383335, rel=1e-9
-    )
-    assert evaluation.methods == tuple(sorted({m for _, m in pooled}))
+    runs = _runs_file(tmp_path / "runs.json")
+    args = ["--format", "json", "evaluate", "--runs", str(runs), "--train", "A", "--target", "B"]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["train"] == "A" and data["probe"] is False
+    assert main(["evaluate", "--runs", str(runs), "--train", "A"]) == 2
+    assert "--train CLASS and --target CLASS" in capsys.readouterr().err
+    assert main(["evaluate", "--runs", str(runs), "--train", "A", "--target", "nowhere"]) == 2
+    assert "no task has runs on both" in capsys.readouterr().err
+    assert math.isfinite(data["pooled"][0]["median_error"])

@@ -25,6 +25,7 @@ from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
+from tests.helpers.jobs import earned
 
 
 def colliding(number: int, length: int = 1000) -> str:
@@ -47,9 +48,10 @@ def _cache(path: Path, names: dict[str, int]) -> Path:
         save_cluster(store, [Partition("cpu", ("c1",), 86400, 1800, True, "UP")],
                      [Node("c1", 2, 4000, (), ("cpu",), "IDLE")])  # fmt: skip
         save_key_states(store, {
-            HistoryKey("user+name", "mallory", name, ""): KeyState(((600.0, False),) * 10, 1.0, jobs, 0)
+            HistoryKey("user+name", "mallory", name, ""): KeyState(((600.0, False),) * 10, jobs, 0)
             for name, jobs in names.items()
         })  # fmt: skip
+        earned(store, "cpu")
     return path
 
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 
 import pytest
 
-from advisor.cli.profile_cmd import _ProgressBar
 from advisor.errors import InputError
 from advisor.services.profile import (
     NodeOutcome,
@@ -64,13 +62,13 @@ def replay(name: str) -> Callable[[Sequence[str]], CommandResult]:
 def run_profile(
     fake: FakeSlurm,
     request: ProfileRequest = REQUEST,
-    progress: list[tuple[str, int, int]] | None = None,
+    progress: list[tuple[int, int | None]] | None = None,
 ) -> tuple[list[NodeOutcome], Store]:
     store = Store.open(":memory:")
     backend = CliBackend(SlurmCommands(fake, sleep=lambda s: None))
     seen = progress if progress is not None else []
     profiled = profile_cluster(
-        backend, store, request, progress=lambda o, done, total: seen.append((o.node, done, total))
+        backend, store, request, progress=lambda done, total: seen.append((done, total))
     )
     return list(profiled.outcomes), store
 
@@ -83,7 +81,7 @@ def test_one_good_node_is_stored_and_the_failures_are_named() -> None:
             "f1": replay("srun_drained_node.stderr.txt"),
         }
     )
-    progress: list[tuple[str, int, int]] = []
+    progress: list[tuple[int, int | None]] = []
     outcomes, store = run_profile(fake, progress=progress)
     by_node = {o.node: o for o in outcomes}
     assert [o.node for o in outcomes] == ["c1", "c2", "f1"]  # partition order, not finish order
@@ -96,7 +94,7 @@ def test_one_good_node_is_stored_and_the_failures_are_named() -> None:
     assert by_node["f1"].error == (
         "exited with 1: srun: error: Unable to allocate resources: Requested nodes are busy"
     )
-    assert sorted(done for _, done, _ in progress) == [1, 2, 3]
+    assert progress == [(1, 3), (2, 3), (3, 3)]
     assert run_count(store) == 1
     assert set(latest_scores(store)) == {"c1"}
     assert (
@@ -107,7 +105,7 @@ def test_one_good_node_is_stored_and_the_failures_are_named() -> None:
 def test_srun_is_pinned_to_the_node_in_one_of_its_partitions() -> None:
     fake = FakeSlurm({"c1": replay("srun_bench_c1.txt")})
     run_profile(
-        fake, ProfileRequest(argv=REQUEST.argv, nodes="c1", start_timeout_s=7, timeout_s=90)
+        fake, ProfileRequest(argv=REQUEST.argv, nodelist="c1", start_timeout_s=7, timeout_s=90)
     )
     (srun,) = [call for call in fake.calls if call[0] == "srun"]
     assert {
@@ -124,7 +122,7 @@ def test_srun_is_pinned_to_the_node_in_one_of_its_partitions() -> None:
 
 def test_unknown_node_fails_alone_without_running_anything() -> None:
     fake = FakeSlurm({"c1": replay("srun_bench_c1.txt")})
-    outcomes, store = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodes="c1,nosuch"))
+    outcomes, store = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodelist="c1,nosuch"))
     assert [(o.node, o.error) for o in outcomes] == [
         ("c1", None),
         ("nosuch", "not a node of this cluster"),
@@ -141,7 +139,9 @@ def test_a_step_that_times_out_is_cancelled_and_not_retried() -> None:
         raise TransientSlurmError("srun did not answer within 5 s", argv=argv)
 
     fake = FakeSlurm({"c1": hang})
-    outcomes, store = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodes="c1", timeout_s=5))
+    outcomes, store = run_profile(
+        fake, ProfileRequest(argv=REQUEST.argv, nodelist="c1", timeout_s=5)
+    )
     assert outcomes[0].error is not None and "no result within 5 s" in outcomes[0].error
     assert calls == ["srun"]
     scancel = [call for call in fake.calls if call[0] == "scancel"]
@@ -160,7 +160,7 @@ def test_a_transient_srun_failure_is_retried() -> None:
         ]
     )
     fake = FakeSlurm({"c1": lambda argv: next(answers)(argv)})
-    outcomes, _ = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodes="c1"))
+    outcomes, _ = run_profile(fake, ProfileRequest(argv=REQUEST.argv, nodelist="c1"))
     assert outcomes[0].error is None
 
 
@@ -180,8 +180,8 @@ def test_selection_by_partition_and_host_list() -> None:
     assert names() == ["c1", "c2", "f1"]
     assert names(partitions=("fat",)) == ["f1"]
     assert names(partitions=("cpu", "long")) == ["c1", "c2"]
-    assert names(nodes="c[1-2],f1") == ["c1", "c2", "f1"]
-    assert names(nodes="c[1-2],f1", partitions=("cpu",)) == ["c1", "c2"]
+    assert names(nodelist="c[1-2],f1") == ["c1", "c2", "f1"]
+    assert names(nodelist="c[1-2],f1", partitions=("cpu",)) == ["c1", "c2"]
     with pytest.raises(InputError, match="unknown partition 'gpu'"):
         names(partitions=("gpu",))
 
@@ -217,13 +217,3 @@ def test_step_error_prefers_the_advisors_own_line() -> None:
         "exited with 2: advisor: error: boom"
     )
     assert step_error("", "", 137) == "exited with 137"
-
-
-def test_progress_bar_names_failed_nodes_and_ends_the_line() -> None:
-    out = io.StringIO()
-    bar = _ProgressBar(out)
-    bar(NodeOutcome("c1"), 1, 2)
-    bar(NodeOutcome("nosuch", error="not a node of this cluster"), 2, 2)
-    text = out.getvalue()
-    assert text.count("\r") == 2 and text.endswith("\n")
-    assert "1/2 nodes" in text and "2/2 nodes, failed: nosuch" in text

@@ -24,16 +24,18 @@ from advisor.accounting.retention import prune
 from advisor.advice.snapshot import load_snapshot
 from advisor.cli import main
 from advisor.errors import AdvisorError, CacheError, InputError
-from advisor.history.lookup import history_limit
+from advisor.history.cache import load_budget, reserved_risk
+from advisor.history.lookup import IN_FLIGHT_HORIZON, history_limit
 from advisor.services.publish import publish_copies
 from advisor.spool import mark_source, mark_value
 from advisor.store.accounting import set_watermark
 from advisor.store.advice import Advice, record_advice
+from advisor.store.cluster import load_site_limits
 from advisor.store.connection import Store
 from advisor.store.task_models import load_user_models
 from advisor.validate import validate
 from tests.helpers.caches import NODES, PARTITIONS, train
-from tests.helpers.jobs import finished
+from tests.helpers.jobs import earned, finished
 
 #: Planted where users type: argv (--export, --wrap), job names, comments, accounts.
 SECRETS = {
@@ -67,6 +69,7 @@ def _cache(path: Path) -> Path:
             for n in range(1, 7)
         ] + [finished(n, 900, name=BOBS, user="bob") for n in range(20, 26)]
         Ingestor(store).add(jobs)
+        earned(store, "cpu", credit=0.0)  # room for one advised job of a user at a time
         argv = [
             "--export=ALL," + SECRETS["token"],
             "-J",
@@ -163,6 +166,53 @@ def test_each_user_decides_from_their_copy_as_from_the_cache(cache: Path, tmp_pa
                     "align", 10**9, part, 0.95
                 ) == theirs.predictor.forecast("align", 10**9, part, 0.95)
             assert history_limit(nobody, "carol", "x", "cpu") is None
+
+
+def test_the_kill_budget_reaches_the_copies_without_anyones_jobs(
+    cache: Path, tmp_path: Path
+) -> None:
+    """Issue 30's kill budget through issue 31's split: shared.db keeps each partition's budget,
+    price and credit and the cells' margins, not the counts of completed and killed jobs nor
+    the cells' scores (one per job); the risk of every user's jobs running under history limits
+    is summed per partition (a user's own file holds only their own advice), and the price
+    counts it as from the working cache; associations are each user's own."""
+    with Store.open(cache) as store, store.write():
+        prune(store, now=NOW)  # what the update does: 103, dated ahead, goes
+        store.conn.execute("INSERT INTO site_limits VALUES (1, 1, 'associations', 'now')")
+        for user in ("alice", "bob"):
+            store.conn.execute(
+                "INSERT INTO associations VALUES ('advisor', ?, ?, '', 600, '[]', '')",
+                (f"acct-{user}", user),
+            )
+            store.conn.execute("INSERT INTO default_accounts VALUES (?, ?)", (user, f"acct-{user}"))
+    copies = _publish(cache, tmp_path / "copies")
+    shared = sqlite3.connect(copies / "shared.db")
+    assert set(
+        shared.execute("SELECT completed, killed, advised_completed FROM history_budget")
+    ) == {(0, 0, 0)}
+    assert {row[0] for row in shared.execute("SELECT scores FROM history_cells")} == {"[]"}
+    assert not {"associations", "default_accounts"} & {
+        row[0] for row in shared.execute("SELECT name FROM sqlite_master")
+    }
+    shared.close()
+    since = (NOW - IN_FLIGHT_HORIZON).isoformat()
+    with Store.open(cache, readonly=True) as working:
+        budget = load_budget(working, "cpu")
+        whole = reserved_risk(working, "cpu", since=since, unknown=0.01)
+        for user, uid in (("alice", 4201), ("bob", 4202)):
+            with Store.open(copies, readonly=True, uid=uid) as mine:
+                own = mine.query("SELECT COUNT(*) AS n FROM advice")[0]["n"]
+                assert own == 1  # alice's 101 (102 is past the horizon, 103 ahead), bob's 201
+                assert reserved_risk(mine, "cpu", since=since, unknown=0.01) == whole == 0.02
+                assert load_budget(mine, "cpu") == budget._replace(
+                    completed=0, killed=0, advised_completed=0
+                )
+                limits = load_site_limits(mine, user=user)
+                assert [a.user for a in limits.associations] == [user]
+                assert limits.default_accounts == {user: f"acct-{user}"}
+                assert load_site_limits(mine, user="alice" if user == "bob" else "bob") == (
+                    limits._replace(associations=(), default_accounts={})
+                )
 
 
 def test_finished_jobs_free_the_budget_in_the_copy(cache: Path, tmp_path: Path) -> None:

@@ -10,11 +10,15 @@ import pytest
 
 from advisor.cli import main
 from advisor.errors import UsageError
-from advisor.replay.run import GuardRaises, PolicyFigures
+from advisor.replay.engine import GuardRaises, PolicyFigures
+from advisor.replay.site_jobs import dump_jobs
 from advisor.services.replay import LogSource, Replayed, ReplayRequest, replay
+from advisor.slurm.records import Node, Partition
+from advisor.store import Store
+from advisor.store.cluster import save_cluster
 from advisor.validate import validate
 from tests.helpers.captures import allocations
-from tests.helpers.paths import LOGS, TEST_DATA
+from tests.helpers.paths import TEST_DATA
 
 KTH = TEST_DATA / "traces" / "kth-sp2-excerpt.swf"
 POLICIES = ["advisor", "guarded", "user", "ave2x1", "ave2x3", "max5x3"]
@@ -33,7 +37,8 @@ def test_an_swf_replay_is_typed_and_its_json_is_the_commands(
     assert data == _cli(capsys, str(KTH))
     validate(data, "replay-output", source="services.replay")
     assert done.source == LogSource(str(KTH), "swf")
-    assert list(data) == ["log", "jobs", "scored", "completed", "policies", "source"]
+    assert list(data) == ["log", "jobs", "scored", "completed", "policies", "source", "budget_pct"]
+    assert data["budget_pct"] == 1.0 and "budgets" not in data
     whole = done.scores.figures
     assert (whole.jobs, whole.scored, whole.completed) == (
         data["jobs"], data["scored"], data["completed"],
@@ -78,7 +83,7 @@ def test_a_sacct_dump_says_what_was_left_out(tmp_path: Path) -> None:
     assert (data["skipped"], data["states"], data["warnings"]) == (
         dict(source.skipped or {}), source.states, list(source.warnings or ()),
     )  # fmt: skip
-    assert list(data)[-4:] == ["source", "skipped", "states", "warnings"]
+    assert list(data)[-5:] == ["source", "skipped", "states", "warnings", "budget_pct"]
 
 
 @pytest.mark.parametrize(
@@ -96,13 +101,43 @@ def test_a_request_without_one_log_is_a_usage_error(request_: ReplayRequest, mes
 
 @pytest.mark.parametrize(
     ("log", "killed", "freed"),
-    [("kth", 0.7275390625, 9.2021843636403), ("curie", 0.7406588547424275, 38.92124954589859)],
+    [("kth", 0.5419921875, 6.818481856121042), ("curie", 0.8254108629965362, 28.401648215749162)],
 )
 def test_the_advisor_figures_on_the_real_logs_are_pinned(
-    shared_data: Path, log: str, killed: float, freed: float
+    pwa_logs: dict[str, Path], log: str, killed: float, freed: float
 ) -> None:
-    done: Replayed = replay(ReplayRequest(log=str(shared_data / LOGS[log])))
+    done: Replayed = replay(ReplayRequest(log=str(pwa_logs[log])))
     advisor = done.scores.figures.policies["advisor"]
     assert (advisor.killed_completed_pct, advisor.freed_pct) == pytest.approx(
         (killed, freed), rel=1e-12
     )
+
+
+def test_schedule_runs_without_a_cache_as_plain_replay_does(tmp_path: Path) -> None:
+    # Regression (issue 30): --schedule refused to run when the cache did not exist.
+    missing = str(tmp_path / "none.db")
+    done = replay(ReplayRequest(sacct_file=str(allocations(tmp_path)), schedule=True, db=missing))
+    assert done.schedule is not None and done.schedule.procs_from == "the log's peak allocation"
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_the_machine_is_the_same_from_advisor_db_as_from_db(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 30): with the cache in $ADVISOR_DB the schedule ran on the log's peak
+    # allocation, with --db on the cache's cluster snapshot.
+    log = allocations(tmp_path)
+    cache = tmp_path / "cache.db"
+    with Store.open(cache) as store:
+        parts = sorted({row.partition for row in dump_jobs(log).jobs})
+        save_cluster(
+            store,
+            [Partition(name, ("n1",), None, None, i == 0, "UP") for i, name in enumerate(parts)],
+            [Node("n1", 48, 1000, (), tuple(parts), "IDLE")],
+        )
+    given = replay(ReplayRequest(sacct_file=str(log), schedule=True, db=str(cache)))
+    monkeypatch.setenv("ADVISOR_DB", str(cache))
+    from_env = replay(ReplayRequest(sacct_file=str(log), schedule=True))
+    assert given.schedule is not None and from_env.schedule is not None
+    assert given.schedule.procs == from_env.schedule.procs == 48
+    assert from_env.schedule.procs_from.startswith("the cluster snapshot's CPUs")

@@ -14,9 +14,8 @@ import pytest
 from advisor.advice.snapshot import load_snapshot
 from advisor.cli import main
 from advisor.errors import SlurmCommandError
-from advisor.planner.planning import PlanRequest
-from advisor.planner.run_status import compare
-from advisor.services.submit import submit_workflow, workflow_status
+from advisor.services.plan import PlanRequest
+from advisor.services.submit import compare, submit_workflow, workflow_status
 from advisor.slurm.records import JobRecord
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store

@@ -87,7 +87,12 @@ class World:
         return snapshot()
 
     def history(
-        self, db: str | None, user: str, job_name: str, partitions: Sequence[str]
+        self,
+        db: str | None,
+        user: str,
+        job_name: str,
+        partitions: Sequence[str],
+        request_s: int | None = None,
     ) -> dict[str, tuple[int, str] | None]:
         self.history_asked.append((user, job_name, tuple(partitions)))
         return {p: self.histories.get((user, job_name, p)) for p in partitions}

@@ -304,38 +304,187 @@ def test_a_comment_over_slurms_limit_is_left_alone(lua: str, tmp_path: Path) -> 
     assert results[0]["comment"] == "c" * 1024  # the limit, without room for the tag
 
 
+def heartbeat(age_s: int) -> str:
+    import time
+
+    return json.dumps({"heartbeat_epoch": int(time.time()) - age_s, "poll_s": 10, "fresh_s": 30})
+
+
 def test_a_given_time_is_lowered_only_while_the_guards_heartbeat_is_fresh(
     lua: str, tmp_path: Path
 ) -> None:
-    import time
-
-    now = int(time.time())
-    fresh = {**EXPORT, "guard": {"heartbeat_epoch": now - 5, "poll_s": 10, "fresh_s": 30}}
-    stale = {**EXPORT, "guard": {"heartbeat_epoch": now - 120, "poll_s": 10, "fresh_s": 30}}
+    fresh, stale = heartbeat(5), heartbeat(120)
     results = run_cases(
         lua,
         tmp_path,
         [
-            {"export_text": json.dumps(fresh), "job": job(time_limit=300), "parts": PARTS},
+            {
+                "export_text": json.dumps(EXPORT),
+                "guard_text": fresh,
+                "job": job(time_limit=300),
+                "parts": PARTS,
+            },
             {"job": job(time_limit=10), "parts": PARTS},  # already within the advice
             {"job": job(time_limit=300, comment="mine"), "parts": PARTS},
             {"job": job(time_limit=4294967295), "parts": PARTS},  # INFINITE: no ceiling
-            {"export_text": json.dumps(stale), "job": job(time_limit=300), "parts": PARTS},
-            {"export_text": json.dumps(EXPORT), "job": job(time_limit=300), "parts": PARTS},
+            {"guard_text": stale, "job": job(time_limit=300), "parts": PARTS},
+            {"guard_text": "{" * 5000, "job": job(time_limit=300), "parts": PARTS},  # not its file
+            {"guard_text": fresh, "job": job(time_limit=300, admin_comment="ops"), "parts": PARTS},
         ],
     )
     assert all(r["rc"] == 0 for r in results)
-    assert results[0]["time_limit"] == 15
-    assert results[0]["comment"] == "advisor:lua,action=guarded,limit=15,task=align,req=300"
+    tag = "advisor:lua,action=guarded,limit=15,task=align,req=300"
+    assert (results[0]["time_limit"], results[0]["comment"]) == (15, tag)
+    assert results[0]["admin_comment"] == tag  # the guard's record: users cannot write it
     assert results[0]["logs"] == [
         "user: advisor: --time 300 min lowered to 15 min predicted for 'align'; "
         "advisor guard raises it up to 300 min if needed"
     ]
     assert (results[1]["time_limit"], results[1]["comment"]) == (10, "")
-    assert results[2]["comment"] == "mine advisor:lua,action=guarded,limit=15,task=align,req=300"
+    assert results[2]["comment"] == f"mine {tag}" and results[2]["admin_comment"] == tag
     assert results[3]["time_limit"] == 4294967295
-    for unchanged in (results[4], results[5]):  # stale or missing heartbeat: today's behaviour
+    for unchanged in (results[4], results[5]):  # stale or unreadable heartbeat: left alone
         assert (unchanged["time_limit"], unchanged["comment"], unchanged["logs"]) == (300, "", [])
+        assert unchanged["admin_comment"] == ""
+    assert results[6]["admin_comment"] == f"ops {tag}"
+
+
+def test_a_tag_the_job_carries_is_never_what_the_plugin_records(lua: str, tmp_path: Path) -> None:
+    """Issue 31, N1: the record holds the job's own --time and the plugin's own advice; a
+    tag written at submission (req=60 on a one-minute job) claims nothing."""
+    forged = "advisor:x,action=guarded,limit=1,req=60"
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {
+                "export_text": json.dumps(EXPORT),
+                "guard_text": heartbeat(5),
+                "job": job(time_limit=1, comment=forged),
+                "parts": PARTS,
+            },
+            {"job": job(time_limit=300, comment=f"mine {forged}"), "parts": PARTS},
+        ],
+    )
+    assert (results[0]["time_limit"], results[0]["admin_comment"]) == (1, "")
+    record = "advisor:lua,action=guarded,limit=15,task=align,req=300"
+    assert (results[1]["time_limit"], results[1]["admin_comment"]) == (15, record)
+    assert results[1]["comment"] == f"mine {forged} {record}"  # the plugin's tag comes last
+
+
+def test_a_record_a_submission_brings_in_admin_comment_is_dropped(lua: str, tmp_path: Path) -> None:
+    """Issue 31, N1: only the plugin writes the guard's record, whatever reaches slurmctld."""
+    forged = "advisor:lua,action=guarded,limit=1,task=x,req=600"
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {
+                "export_text": json.dumps(EXPORT),
+                "job": job("other", time_limit=1, admin_comment=forged),
+                "parts": PARTS,
+                "uid": 65534,
+            },
+            {"job": job("other", time_limit=1, admin_comment=forged), "parts": PARTS, "uid": 0},
+            {
+                "guard_text": heartbeat(5),
+                "job": job(time_limit=300, admin_comment=f"x {forged}"),
+                "parts": PARTS,
+                "uid": 65534,
+            },
+        ],
+    )
+    assert [r["admin_comment"] for r in results] == [
+        "", forged, "advisor:lua,action=guarded,limit=15,task=align,req=300",
+    ]  # fmt: skip
+
+
+def test_users_cannot_write_an_advisor_tag_into_their_jobs_comment(
+    lua: str, tmp_path: Path
+) -> None:
+    """Issue 31, N1: after submission the owner wrote a guarded tag; the plugin let it through."""
+    tag = "my run advisor:x,action=guarded,limit=1,req=60"
+    before = {"comment": "advisor:lua,action=set,limit=15,task=align"}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"modify": {"comment": tag}, "record": {"comment": ""}, "uid": 65534},
+            {"modify": {"comment": tag}, "record": {"comment": ""}, "uid": 0},  # root may
+            {"modify": {"comment": before["comment"]}, "record": before, "uid": 65534},
+            {"modify": {"comment": "just words"}, "record": before, "uid": 65534},
+            {"modify": {"time_limit": 5}, "record": before, "uid": 65534},
+        ],
+    )
+    assert [r["rc"] for r in results] == [2002, 0, 0, 0, 0]
+    assert results[0]["logs"] == [
+        "user: advisor: a comment holding 'advisor:' is the advisor's tag; only the advisor "
+        "writes it"
+    ]
+
+
+def test_a_partition_list_over_slurms_limit_costs_nothing(lua: str, tmp_path: Path) -> None:
+    """Issue 31, N3: a 3 MiB -p list was split and looked up name by name under slurmctld's
+    locks (796 ms of its CPU), for a job slurmctld then refused."""
+    huge = ",".join(["cpu"] * 786_432)
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(EXPORT), "job": job(partition=huge), "parts": PARTS},
+            {"job": job(partition=",".join(["cpu"] * 256)), "parts": PARTS},  # 1023 bytes
+            {"job": job(qos="q" * 1025), "parts": PARTS},
+            {"job": job(account="a" * 1025), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [NO_VAL, 15, NO_VAL, NO_VAL]
+    assert results[0]["logs"] == [] and results[0]["comment"] == ""
+
+
+LIMITED = {
+    **EXPORT,
+    "partitions": {"cpu": {"max_time_min": 1440, "default": True},
+                   "fat": {"max_time_min": 60, "default": False, "qos": "part5"}},
+    "limits": {
+        "known": True, "associations_required": True, "default_qos": "normal",
+        "qos": {"advshort": {"max_wall_min": 10}, "part5": {"max_wall_min": 5}},
+        "associations": {
+            "alice": {"default_account": "research",
+                      "accounts": {"research": {"qos": "normal"},
+                                   "short": {"qos": "advshort"},
+                                   "capped": {"qos": "normal", "max_wall_min": 12,
+                                              "partitions": {"cpu": {"qos": "normal",
+                                                                     "max_wall_min": 11}}}}},
+            "bob": {"default_account": "research", "accounts": {"research": {"qos": "normal"}}},
+        },
+    },
+}  # fmt: skip
+
+
+def test_limits_stay_within_qos_and_association_max_wall(lua: str, tmp_path: Path) -> None:
+    """Issue 30: with a 10-minute QoS the plugin set a 20-minute limit Slurm would not run."""
+    mine = {"user_name": "alice"}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(LIMITED), "job": job(**mine), "parts": PARTS},
+            {"job": job(qos="advshort", **mine), "parts": PARTS},
+            {"job": job(account="short", **mine), "parts": PARTS},
+            {"job": job(account="capped", **mine), "parts": PARTS},
+            {"job": job(partition="fat", user_name="bob"), "parts": PARTS},  # the shared limit
+            {"job": job(user_name="mallory"), "parts": PARTS},  # no association: refused anyway
+            {
+                "guard_text": heartbeat(5),
+                "job": job(qos="advshort", time_limit=60, **mine),
+                "parts": PARTS,
+            },
+            {"job": job(qos="advshort", time_limit=9, **mine), "parts": PARTS},
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [20, 10, 10, 11, 5, NO_VAL, 60, 9]
+    assert results[1]["comment"] == "advisor:lua,action=set,limit=10,task=align"
+    assert results[6]["admin_comment"] == ""  # a request over the QoS: no guard may keep it
 
 
 @pytest.mark.parametrize(

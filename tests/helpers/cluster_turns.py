@@ -1,0 +1,72 @@
+"""Which integration modules may run at once on the one test cluster, and the locks that say so.
+
+An integration module runs while it holds, for each part of the cluster it touches, a lock:
+shared where it only uses that part (submits its own jobs under a random name, reads them back),
+exclusive where it changes it for everyone.  The parts:
+
+- ``daemons``: slurmctld, slurmdbd and slurm.conf (stopped, restarted, edited);
+- ``export``: /etc/slurm/job_submit.lua and /etc/slurm/advisor-limits.json (written, removed);
+- ``nodes``: the nodes' state and capacity (drained, or needed idle to be on time).
+
+A module says what it needs with ``pytestmark = pytest.mark.cluster(uses=(...), owns=(...))``;
+a module without the mark owns all three, so it runs alone: a new integration test is safe by
+default and runs beside other ones once its mark says it may.  The locks are flock(2) locks on
+files in the run's temporary directory (every xdist worker of one run shares them), taken in the order of
+ORDER (no deadlock), each with a gate that makes a waiting owner go before later users.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+
+PARTS = ("daemons", "export", "nodes")
+#: The order locks are taken in: "cpu" (tests/conftest.py: unit and fuzz modules share it, a
+#: module marked ``quiet`` owns it), then the cluster's parts.
+ORDER = ("cpu", *PARTS)
+
+
+def needs(node: pytest.Item | pytest.Collector) -> dict[str, bool]:
+    """Part -> exclusive? for a test module (every part exclusive without a mark)."""
+    mark = node.get_closest_marker("cluster")
+    if mark is None:
+        return dict.fromkeys(PARTS, True)
+    uses, owns = tuple(mark.kwargs.get("uses", ())), tuple(mark.kwargs.get("owns", ()))
+    unknown = (set(uses) | set(owns)) - set(PARTS)
+    if unknown or set(uses) & set(owns):
+        raise pytest.UsageError(
+            f"{node.nodeid}: cluster(uses={uses}, owns={owns}): parts are {PARTS}"
+        )
+    return {part: part in owns for part in PARTS if part in uses or part in owns}
+
+
+def lock_dir(factory: pytest.TempPathFactory) -> Path:
+    """The run's directory for the lock files, the same for all its xdist workers."""
+    base = factory.getbasetemp()  # under xdist: the run's directory / popen-gwN
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def _flock(path: Path, operation: int) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, operation)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases its lock
+
+
+@contextmanager
+def turn(parts: dict[str, bool], folder: Path) -> Iterator[None]:
+    """Hold each part's lock, shared or exclusive, in the order of ORDER."""
+    with ExitStack() as held:
+        for part in sorted(parts, key=ORDER.index):
+            with _flock(folder / f"{part}.gate", fcntl.LOCK_EX):
+                mode = fcntl.LOCK_EX if parts[part] else fcntl.LOCK_SH
+                held.enter_context(_flock(folder / f"{part}.lock", mode))
+        yield
