@@ -71,16 +71,20 @@ _FORMULA = ("=", "+", "-", "@")
 _NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 
 
-def _cell(value: Any) -> Any:
+def _plain(value: Any) -> Any:
+    """The value as a cell shows it, before escaping."""
     if isinstance(value, float) and math.isfinite(value):
         return round(value, 3)
     if isinstance(value, list | tuple):
-        return printable(",".join(str(item) for item in value))
+        return ",".join(str(item) for item in value)
     if value is None:
         return ""
-    if isinstance(value, str):
-        return printable(value)
     return value
+
+
+def _cell(value: Any) -> Any:
+    cell = _plain(value)
+    return printable(cell) if isinstance(cell, str) else cell
 
 
 def _csv_cell(value: Any) -> Any:
@@ -107,7 +111,7 @@ def _parsable_field(value: Any) -> str:
     line break in a job name, one row in two); here a row is one line, and its fields split at
     every '|' that no backslash precedes.
     """
-    text = str(_cell(value))
+    text = str(_plain(value))  # escaped once, below
     if text.isprintable() and PARSABLE_SEPARATOR not in text and "\\" not in text:
         return text
     text = text.replace("\\", "\\\\").replace(PARSABLE_SEPARATOR, "\\" + PARSABLE_SEPARATOR)
