@@ -49,12 +49,12 @@ class KillBudget(NamedTuple):
     def after(self, *, killed: bool, advised: bool, eta: float) -> KillBudget:
         """The budget after one more completed job, or one killed at an advised limit."""
         return KillBudget(
-            self.budget,
-            self.log_price + eta * (float(killed) - self.budget),
-            self.credit + self.budget - float(killed),
-            self.completed + (not killed),
-            self.killed + killed,
-            self.advised_completed + (advised and not killed),
+            budget=self.budget,
+            log_price=self.log_price + eta * (float(killed) - self.budget),
+            credit=self.credit + self.budget - float(killed),
+            completed=self.completed + (not killed),
+            killed=self.killed + killed,
+            advised_completed=self.advised_completed + (advised and not killed),
         )
 
     def price(self, *, reserved_risk: float = 0.0, excess_kills: float = 0.0, eta: float) -> float:

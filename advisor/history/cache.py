@@ -95,7 +95,12 @@ _BUDGET_COLUMNS = "budget, log_price, credit, completed, killed, advised_complet
 def _budget(row: Sequence[float]) -> KillBudget:
     budget, log_price, credit, completed, killed, advised = row
     return KillBudget(
-        float(budget), float(log_price), float(credit), int(completed), int(killed), int(advised)
+        budget=float(budget),
+        log_price=float(log_price),
+        credit=float(credit),
+        completed=int(completed),
+        killed=int(killed),
+        advised_completed=int(advised),
     )
 
 
