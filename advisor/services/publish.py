@@ -15,13 +15,13 @@ digests a dictionary recovered offline.  So the target is a directory of two kin
   the task models (learned from the administrator's imports only), the class effects and the
   site's calibration, each partition's kill budget and price of a kill (its counts of completed
   and killed jobs are left out), the history cells' margins (not their scores, one per job),
-  the QoS limits, and per partition the summed risk of the jobs running under history limits
-  (all users' together: ``reserved_risk``, what the price of the next kill counts).
+  the QoS limits and associations (what ``sacctmgr`` shows every user by default), and per
+  partition the summed risk of the jobs running under history limits (all users' together:
+  ``reserved_risk``, what the price of the next kill counts).
 * ``<uid>.db`` (the user's own, mode 0400, one per user with anything of theirs): that user's
   refinements of the task models, their history keys (job names in the clear: theirs), their
-  associations and default account, their history-advised submissions of the in-flight
-  horizon (no argv), the ids of those of their jobs that ended, and how far their spool
-  segments were ingested (inode and offset).
+  history-advised submissions of the in-flight horizon (no argv), the ids of those of their
+  jobs that ended, and how far their spool segments were ingested (inode and offset).
 
 So a user reads nothing about any other user's jobs, which is what ``sacct`` shows them at a site
 with ``PrivateData=jobs``.  ``Store.open`` of the directory opens ``shared.db`` and attaches the
@@ -90,8 +90,11 @@ SHARED: dict[str, str] = {
     "updated_at FROM src.history_budget",
     "history_cells": "(partition, cell, scores, quantiles, updated_at) "
     "SELECT partition, cell, '[]', quantiles, updated_at FROM src.history_cells",
-    # the limits a wrapper's --time must stay within (each user's associations: their own file)
+    # the limits a wrapper's --time must stay within (what sacctmgr shows every user by default;
+    # each user's own file instead cost a file per user with an association at every publish)
     "qos_limits": "SELECT * FROM src.qos_limits",
+    "associations": "SELECT * FROM src.associations",
+    "default_accounts": "SELECT * FROM src.default_accounts",
     "site_limits": "SELECT * FROM src.site_limits",
 }
 #: The user's history-advised submissions of the horizon (``:users`` their names, as JSON).
@@ -106,10 +109,6 @@ USER: dict[str, str] = {
     "json_each(:users)) AND task IN (SELECT task FROM src.task_models)",
     "history_keys": "SELECT * FROM src.history_keys WHERE kind IN ('user+name', 'user+family', "
     "'user+partition', 'user') AND user IN (SELECT value FROM json_each(:users))",
-    "associations": "SELECT * FROM src.associations WHERE user IN (SELECT value FROM "
-    "json_each(:users))",
-    "default_accounts": "SELECT * FROM src.default_accounts WHERE user IN (SELECT value FROM "
-    "json_each(:users))",
     # the tables below name their columns: a column a later migration adds gets its default
     "advice": "(id, created_at, user, task, partition, quantile, policy, argv, cluster, job_id, "  # noqa: S608 - constant fragments
     "outcome, request_s) SELECT id, created_at, user, task, partition, quantile, policy, '[]', "
@@ -124,7 +123,6 @@ USER: dict[str, str] = {
 #: Whose rows there are: user names in the tables above (and uids in spool marks).
 _OWNERS = (
     "SELECT user FROM src.history_keys UNION SELECT user FROM src.user_task_models "
-    "UNION SELECT user FROM src.associations UNION SELECT user FROM src.default_accounts "
     "UNION SELECT user FROM src.advice WHERE policy = 'history' AND outcome = 'submitted' "
     "AND job_id IS NOT NULL AND created_at >= :since AND created_at <= :now"
 )

@@ -40,7 +40,7 @@ PUBLISHED_LAYOUT = "shared/2"
 USER_LAYOUT = "user/2"
 #: The tables of users' own rows: in each user's file, not in the shared one.
 USER_TABLES = frozenset({"history_keys", "advice", "accounting_jobs", "watermarks",
-                         "user_task_models", "associations", "default_accounts"})  # fmt: skip
+                         "user_task_models"})  # fmt: skip
 
 
 def _null(value: None) -> None:
