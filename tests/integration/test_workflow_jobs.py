@@ -299,7 +299,9 @@ def test_the_plugin_gives_their_jobs_the_tasks_limit(exported: dict[str, Any]) -
     model_min = model["partitions"]["cpu"]["limit_min"]
 
     def history(key: str) -> int:
-        return int(mine[name_key(user, key)]["partitions"]["cpu"]["limit_min"])
+        return int(
+            mine[name_key(user, key, export_key_of(EXPORT))]["partitions"]["cpu"]["limit_min"]
+        )
 
     cases = [
         (("-J", nf_name(PROCESS, "sample_42"), "--wrap", "sleep 1"), "", history(PROCESS_KEY),
