@@ -15,7 +15,9 @@ of censored updates differ (4 on the excerpts as before, 120 -> 147 on the whole
 the offsets' loads (ten numbers where three were): only user_task_models differs; and for
 issue 30's kill budget (migration 9): history_budget and history_cells instead of history_site,
 name-family keys, no at-risk cap, every other table's digest unchanged, and the reported cluster
-of a dump the one its rows name.  The cases go through everything an update does: jobs,
+of a dump the one its rows name.  Issue 31's migration 10 (advice indexed by job id and by time)
+adds indexes only, and the file path stores what it stored (retention prunes in services/update,
+not here): no digest changed on that merge, and the file was not rewritten.  The cases go through everything an update does: jobs,
 observations, history key states, score cells and kill budgets, the task models (COMPLETED runs
 online, TIMEOUTs censored) and per-user models,
 on the SWF excerpts, the public projects' recordings, the test cluster's recordings, and a
