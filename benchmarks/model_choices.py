@@ -31,10 +31,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import advisor.models.evaluation as lotaru_evaluation
 import advisor.models.evidence as evidence
+import advisor.models.pooling as pooling
 import advisor.models.task_model as task_model
+import advisor.models.transfer_evaluation as transfer_evaluation
+from advisor.factors import class_factor
 from advisor.imports.json_files import read_task_runs
+from advisor.models.fitting import positive
+from advisor.models.predict import TaskModels, View
+from advisor.models.predict import view as advisor_view
 from advisor.models.transfer_evaluation import score, task_runs
+from advisor.models.updates import learn_run
 from advisor.services.evaluate import EvaluateRequest, evaluate
 
 HERE = Path(__file__).resolve().parent
@@ -129,6 +137,160 @@ def _line_carried() -> contextlib.AbstractContextManager[None]:
     return patched(task_model.Reference, "forecast", forecast)
 
 
+def _own_ratio(
+    effect: Any, offsets: Any, sigma2: float, load: Any = (1.0, 0.0)
+) -> tuple[float, float]:
+    """The task's own mean log ratio once it ran on the class (no pooling, one offset)."""
+    mean, variance = _TASK_OFFSET(effect, offsets, sigma2, load)
+    return (mean, variance) if offsets is None or offsets.n == 0 else (offsets.mean(), variance)
+
+
+_TASK_OFFSET = pooling.task_offset
+
+# -- the probe ratio raced against the model's offset (issue 29's follow-up) -------------------
+#: A comparison of the two on one run: (runs seen before it, ratio's log error, model's).
+Pair = tuple[int, float, float]
+#: Per class effect (one fold's class), every other task's pairs on that class.
+_CLASS_PAIRS: dict[Any, dict[str, list[Pair]]] = {}
+
+
+def _line_ratio(models: TaskModels, node_class: str, size: float | None) -> float | None:
+    """The plain probe ratio's log location: Σ runtimes / Σ reference line at their sizes, times
+    the line at size (the user's by-hand figure, on the advisor's own line); None where the
+    reference has no line or a run on the class has no size."""
+    reference, record = models.reference, models.classes.get(node_class)
+    if reference is None or record is None or not record.n or size is None or not size > 0:
+        return None
+    runs = record.evidence.runs
+    if not runs or any(x <= 0 for x, _ in runs):
+        return None
+    at = reference.evidence.fitted(1, size)
+    lines = [reference.evidence.fitted(1, x) for x, _ in runs]
+    if at is None or any(line is None for line in lines):
+        return None
+    observed = math.fsum(math.exp(z) for _, z in runs)
+    return at + math.log(observed / math.fsum(math.exp(line or 0.0) for line in lines))
+
+
+def _pairs(models: TaskModels, node_class: str) -> list[Pair]:
+    """The ratio's and the model's out-of-sample errors on each run after the class's first.
+
+    The model's are the record's own (its prior's errors as each run came in); the ratio's
+    are replayed from the runs before each (the reference as it is now).
+    """
+    reference, record = models.reference, models.classes.get(node_class)
+    if reference is None or record is None or record.n < 2:
+        return []
+    runs, errors = record.evidence.runs, record.evidence.scores[3].errors
+    if len(errors) != len(runs) or any(x <= 0 for x, _ in runs):
+        return []
+    lines = [reference.evidence.fitted(1, x) for x, _ in runs]
+    if any(line is None for line in lines):
+        return []
+    start = record.n - len(runs)
+    out = []
+    for i in range(1, len(runs)):
+        observed = math.fsum(math.exp(z) for _, z in runs[:i])
+        local = math.fsum(math.exp(line or 0.0) for line in lines[:i])
+        ratio = runs[i][1] - (lines[i] or 0.0) - math.log(observed / local)
+        out.append((start + i, ratio, errors[i]))
+    return out
+
+
+def _chosen_if_earned(gains: list[float], significance: bool) -> float:
+    advantage = math.fsum(gains)
+    squares = math.fsum(g * g for g in gains)
+    earned = advantage > 0 and (not significance or advantage * advantage > squares)
+    return 1.0 if earned else 0.0
+
+
+def _weight(rule: str, own: list[Pair], others: list[Pair], seen: int) -> float:
+    """The model's weight against the probe ratio (1: the model's offset, 0: the ratio)."""
+    significance = not rule.endswith("-nosig")
+    if rule == "ratio":
+        return 0.0
+    if rule == "stack":  # the least-squares mix of the two signed errors, clipped to [0, 1]
+        pairs = own + others
+        num = math.fsum(r * (r - m) for _, r, m in pairs)
+        den = math.fsum((r - m) ** 2 for _, r, m in pairs)
+        return min(1.0, max(0.0, num / den)) if den > 0 else 0.0
+    if rule.startswith("own"):
+        chosen = own
+    elif rule.startswith("position"):
+        chosen = own + [p for p in others if p[0] == seen]
+    else:
+        chosen = own + others
+    if rule == "own-first" and len(own) < 2:
+        chosen = own + others
+    return _chosen_if_earned([abs(r) - abs(m) for _, r, m in chosen], significance)
+
+
+def _raced(rule: str) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    """The probe ratio as the default explanation on a class, the model's offset by evidence."""
+
+    def view(models: TaskModels, node_class: str, size: Any, factor: Any) -> View:
+        found = advisor_view(models, node_class, size, factor)
+        reference = models.reference
+        if reference is None or node_class == reference.reference:
+            return found
+        ratio = _line_ratio(models, node_class, size)
+        if ratio is None or found.forecast.leader != "prior":
+            return found
+        effect = (models.effects or {}).get((reference.reference, node_class))
+        others = [
+            p
+            for task, pairs in _CLASS_PAIRS.get(effect, {}).items()
+            if task != models.task
+            for p in pairs
+        ]
+        record = models.classes[node_class]
+        w = _weight(rule, _pairs(models, node_class), others, record.n)
+        loc = ratio + w * (found.forecast.loc - ratio)
+        forecast = found.forecast._replace(loc=loc)
+        return found._replace(forecast=forecast, shared=forecast)
+
+    site_of, calibration_effect = transfer_evaluation.site_of, lotaru_evaluation._calibration_effect
+
+    def galaxy_site(fitted: Any, train: str, target: str) -> Any:
+        site, effect = site_of(fitted, train, target)
+        table = _CLASS_PAIRS.setdefault(effect, {})
+        for f in fitted:
+            effects = {(train, target): effect}
+            models = TaskModels(f.runs.task, f.reference, site=site, effects=effects)
+            for obs in f.runs.target:
+                size = float(obs.input_bytes) if obs.input_bytes else None
+                learnt = learn_run(models, target, size, positive(obs.runtime_s), factor=None)
+                models = learnt.models
+            table[f.runs.task] = _pairs(models, target)
+        return site, effect
+
+    def lotaru_effect(setting: Any, group: Any, target: str, k: int) -> Any:
+        effect = calibration_effect(setting, group, target, k)
+        table = _CLASS_PAIRS.setdefault(effect, {})
+        for fit in group:
+            factor = class_factor(setting.reference, target, setting.scores, fit.model.cpu_weight)
+            effects = {(setting.reference, target): effect}
+            models = TaskModels(fit.task, fit.model, site=setting.site, effects=effects)
+            for run in lotaru_evaluation.calibration_runs(fit.targets[target][0], k):
+                size = float(run.input_bytes or 0) or None
+                learnt = learn_run(models, target, size, positive(run.runtime_s), factor=factor)
+                models = learnt.models
+            table[fit.task] = _pairs(models, target)
+        return effect
+
+    @contextlib.contextmanager
+    def context() -> Iterator[None]:
+        _CLASS_PAIRS.clear()
+        with contextlib.ExitStack() as stack:
+            for owner in (lotaru_evaluation, transfer_evaluation):
+                stack.enter_context(patched(owner, "view", view))
+            stack.enter_context(patched(transfer_evaluation, "site_of", galaxy_site))
+            stack.enter_context(patched(lotaru_evaluation, "_calibration_effect", lotaru_effect))
+            yield
+
+    return context
+
+
 VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "chosen": contextlib.nullcontext,
     "no upward race (time order only)": lambda: patched(evidence.Evidence, "upward", _no_upward),
@@ -148,6 +310,27 @@ VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
         task_model.Reference, "load", _one_offset
     ),
     "the reference's line carried to other classes in place of its leader": _line_carried,
+    # the probe ratio in the class's race (issue 29's follow-up: the promise at +1 by construction)
+    "the task's own ratio on the advisor's forecast once it ran (no pooling; one offset)": lambda: (
+        patched(task_model, "task_offset", _own_ratio)
+    ),
+    "the plain probe ratio (on the reference's line) once the task ran": _raced("ratio"),
+    "probe ratio unless the model beat it on the task's own runs (significant)": _raced("own"),
+    "probe ratio unless the model beat it on the task's own runs": _raced("own-nosig"),
+    "probe ratio unless the model beat it on the class's runs of all tasks (significant)": _raced(
+        "pooled"
+    ),
+    "probe ratio unless the model beat it on the class's runs of all tasks": _raced("pooled-nosig"),
+    "the same with the class's runs at the same number of runs seen (significant)": _raced(
+        "position"
+    ),
+    "the same with the class's runs at the same number of runs seen": _raced("position-nosig"),
+    "the task's own runs from two comparisons on (else the class's) (significant)": _raced(
+        "own-first"
+    ),
+    "probe ratio and model mixed by least squares on the class's out-of-sample errors": _raced(
+        "stack"
+    ),
 }
 
 

@@ -22,7 +22,7 @@ readonly LUA_SRC="$SCRIPT_DIR/job_submit.lua"
 readonly STATE_DIR=${SLURM_ADV_STATE_DIR:-/run/slurm-advisor}
 readonly WAIT=${SLURM_ADV_WAIT:-30}            # seconds for each readiness wait
 readonly STOP_WAIT=${SLURM_ADV_STOP_WAIT:-20}  # seconds between TERM and KILL
-readonly CGROUP=${SLURM_ADV_CGROUP:-0}
+readonly CGROUP=${SLURM_ADV_CGROUP:-1}  # memory enforced, as sites do (issue 33)
 readonly LOCK_WAIT=${SLURM_ADV_LOCK_WAIT:-120} # seconds to wait for another cluster.sh
 
 readonly CLUSTER=advisor

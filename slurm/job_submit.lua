@@ -1,5 +1,5 @@
 --[[
-job_submit.lua: slurm-advisor's time limits for jobs submitted with plain sbatch.
+job_submit.lua: slurm-advisor's time limits (and memory) for jobs submitted with plain sbatch.
 
 slurmctld runs this for every submission (Lua 5.1, as user slurm). When a job comes without a
 time limit and the limits file written by `advisor export` knows its task (its job name; a
@@ -33,6 +33,10 @@ slurmctld rejects such a job after the plugin, and it must not cost the controll
 The file is parsed once and parsed again only when it changes (mtime, size and inode through
 lua-filesystem when installed, else by comparing its bytes). `advisor export` replaces it with
 a rename, so a half-written file is never seen.
+
+Memory (the export's "memory" section, docs/memory.md): a job that asks for no memory gets the
+task's memory P95 as pn_min_memory (--mem per node) when the site's mode is fill, or one line
+saying what it would get in advise mode; never above what its partitions allow.
 
 Installation for sites: contrib/job_submit/README.md. The test cluster installs this file from
 slurm/job_submit.lua (slurm/cluster.sh up); it must stay valid without a limits file.
@@ -594,6 +598,127 @@ local function without_foreign_record(job_desc, submit_uid)
 	end
 end
 
+-- Memory (docs/memory.md): the export's "memory" section, as `advisor sbatch` decides --mem.
+-- pn_min_memory is NO_VAL64 when the job asks for no memory, MB per node for --mem, and has
+-- the MEM_PER_CPU bit for --mem-per-cpu; mem_per_tres holds --mem-per-gpu (slurm.h, 22.05).
+local NO_VAL64 = slurm.NO_VAL64 or 18446744073709551614
+local NO_VAL16 = 65534
+local MEM_PER_CPU = 9223372036854775808
+
+-- The job's own memory per node in MB; nil when it asks for none, false when per CPU or GPU.
+local function asked_memory(job_desc)
+	local per_gpu = job_desc.mem_per_tres
+	if type(per_gpu) == "string" and per_gpu ~= "" then
+		return false
+	end
+	local mem = tonumber(job_desc.pn_min_memory)
+	if mem == nil or mem >= NO_VAL64 then
+		return nil
+	end
+	if mem >= MEM_PER_CPU then
+		return false
+	end
+	return mem
+end
+
+-- The job's CPUs per node as far as its request says (1 for what it leaves out).
+local function cpus_of(job_desc)
+	local per_task = tonumber(job_desc.cpus_per_task)
+	local tasks = tonumber(job_desc.ntasks_per_node)
+	per_task = (per_task and per_task > 0 and per_task < NO_VAL16) and per_task or 1
+	tasks = (tasks and tasks > 0 and tasks < NO_VAL16) and tasks or 1
+	return per_task * tasks
+end
+
+-- What to do with the job's memory, or nil: { mem (MB), name, action ("set", "lowered",
+-- "advise"), own (the user's MB, when lowered) }.  Never a value a partition of the job would
+-- refuse (over its max_mb, or over max_per_cpu_mb times the job's CPUs).
+local function memory_advice(job_desc, part_list, submit_uid)
+	local memory = table_at(limits(), "memory")
+	if not memory then
+		return nil
+	end
+	local name = job_name(job_desc)
+	if type(name) ~= "string" or name == "" or #name > NAME_MAX or longer(job_desc.comment, COMMENT_MAX) then
+		return nil
+	end
+	name = task_key(name, job_desc.comment)
+	local user = user_name(job_desc, submit_uid)
+	local mine = table_at(table_at(memory, "users"), user)
+	local entry = (mine and type(user) == "string" and cache.name_key
+			and table_at(mine, name_key(user, name, cache.name_key)))
+		or table_at(table_at(memory, "tasks"), name)
+	local value = entry and tonumber(entry.mem_mb)
+	if not value or value ~= value or value < 1 then
+		return nil
+	end
+	local names = partitions(job_desc, part_list)
+	local parts = table_at(memory, "partitions")
+	if #names == 0 or not parts then
+		return nil
+	end
+	local factor = 1
+	for _, part_name in ipairs(names) do
+		local part = table_at(parts, part_name)
+		if not part then
+			return nil -- a partition the export does not know
+		end
+		local f = tonumber(part.factor) or 1
+		if f > factor then
+			factor = f
+		end
+	end
+	value = math.ceil(value * factor)
+	for _, part_name in ipairs(names) do
+		local part = parts[part_name]
+		local most = tonumber(part.max_mb) or -1
+		local per_cpu = tonumber(part.max_per_cpu_mb) or -1
+		if (most > 0 and value > most) or (per_cpu > 0 and value > per_cpu * cpus_of(job_desc)) then
+			return nil
+		end
+	end
+	local own = asked_memory(job_desc)
+	if own == false then
+		return nil
+	end
+	if own ~= nil then
+		if memory.mode == "lower" and value < own then
+			return { mem = value, name = name, action = "lowered", own = own }
+		end
+		return nil
+	end
+	if memory.mode == "fill" or memory.mode == "lower" then
+		return { mem = value, name = name, action = "set" }
+	end
+	return { mem = value, name = name, action = "advise" }
+end
+
+-- Set the job's memory and tag it (mem=MB in the advisor:lua tag this plugin just wrote, tagged,
+-- or in one of its own: never in a tag the comment brought), or only tell the user in advise mode.
+local function apply_memory(job_desc, mem, tagged)
+	if mem.action == "advise" then
+		slurm.log_user("advisor: memory: would set --mem=%dM for '%s' (the site advises only)", mem.mem, mem.name)
+		return
+	end
+	local tag = string.format(",mem=%d", mem.mem)
+	local comment = job_desc.comment
+	if tagged then
+		comment = comment .. tag
+	else
+		local own = string.format("advisor:lua,action=none,limit=0,task=%s%s", encode(mem.name), tag)
+		comment = (type(comment) == "string" and comment ~= "") and (comment .. " " .. own) or own
+	end
+	job_desc.pn_min_memory = mem.mem
+	if #comment <= COMMENT_MAX then
+		job_desc.comment = comment
+	end
+	if mem.action == "lowered" then
+		slurm.log_user("advisor: --mem %d MB lowered to %d MB predicted for '%s'", mem.own, mem.mem, mem.name)
+	else
+		slurm.log_user("advisor: no memory asked; --mem=%dM predicted for '%s'", mem.mem, mem.name)
+	end
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
 	pcall(without_foreign_record, job_desc, submit_uid)
 	local ok, found = pcall(advice, job_desc, part_list, submit_uid)
@@ -622,6 +747,16 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 		end)
 		if not ok then
 			slurm.log_error("advisor: job_submit.lua: %s", tostring(err))
+		end
+	end
+	local tagged = ok and found and found.comment ~= nil and job_desc.comment == found.comment
+	local mok, mem = pcall(memory_advice, job_desc, part_list, submit_uid)
+	if not mok then
+		slurm.log_error("advisor: job_submit.lua: memory: %s (job's memory unchanged)", tostring(mem))
+	elseif mem then
+		ok, err = pcall(apply_memory, job_desc, mem, tagged)
+		if not ok then
+			slurm.log_error("advisor: job_submit.lua: memory: %s", tostring(err))
 		end
 	end
 	return slurm.SUCCESS

@@ -83,7 +83,7 @@ step_tests() {
 	if ((workers > 1)); then
 		parallel=(-n "$workers" --dist loadscope --no-loadscope-reorder)
 	fi
-	"$VENV/bin/pytest" -p no:cacheprovider "${parallel[@]}" "$@" | tee "$CHECK_DIR/pytest.log"
+	"$VENV/bin/pytest" -p no:cacheprovider --durations=25 "${parallel[@]}" "$@" | tee "$CHECK_DIR/pytest.log"
 }
 
 CLUSTER_UP=0

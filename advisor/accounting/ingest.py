@@ -2,8 +2,8 @@
 
 Per batch, in order of their end: the records (a job already stored is skipped, so
 re-ingesting changes nothing), their observations, the task models (COMPLETED runs update
-them online, TIMEOUTs through the censored update), and the history policy's key states and
-site budget.  The caller commits the batch together with its watermark.
+them online, TIMEOUTs through the censored update), the history policy's key states and
+site budget, and the peaks' memory keys (advisor.models.memory_book).  The caller commits the batch together with its watermark.
 
 What a job contributes that does not depend on the cache (its rows, its tag, its task, its
 history name) is worked out first, record by record (``finished``), possibly in another
@@ -23,9 +23,11 @@ from typing import Any, NamedTuple
 from advisor.accounting.censored import update_censored
 from advisor.accounting.mapping import (
     AdviceClaim,
+    MemoryClaim,
     advice_claim,
     history_name,
     job_tag,
+    memory_claim,
     observation_row,
     recorded_advice,
     was_advised,
@@ -44,11 +46,13 @@ from advisor.history.cache import (
 from advisor.history.cells import key_cell, request_cell
 from advisor.history.keys import KINDS, HistoryKey, keys_for
 from advisor.history.policy import DEFAULT_CONFIG, PolicyConfig
+from advisor.models.memory_book import learn_online
+from advisor.models.memory_budget import learn_budgets
 from advisor.models.online import OnlineUpdates
 from advisor.models.task_model import Reference
 from advisor.slurm.records import JobRecord
 from advisor.store.accounting import JOB_COLUMNS, add_job_rows, job_row, stored_job_ids
-from advisor.store.advice import applied_limits
+from advisor.store.advice import applied_limits, applied_memory
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 from advisor.store.observations import Observation, add_observation_rows
@@ -77,6 +81,8 @@ class Finished(NamedTuple):
     #: What the advisor's record of setting that limit must match (mapping.advice_claim), or
     #: None (not advised, or no record can be the job's).
     claim: AdviceClaim | None
+    #: The same of the --mem the advisor set (mapping.memory_claim), or None.
+    memory_claim: MemoryClaim | None = None
 
 
 def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
@@ -101,6 +107,7 @@ def finished(job: JobRecord, classes: Mapping[str, str], now: str) -> Finished:
         job.timelimit_s,
         advised,
         advice_claim(job, tag) if advised else None,
+        memory_claim(job, tag),
     )
 
 
@@ -112,6 +119,8 @@ class IngestStats:
     already: int = 0
     model_updates: int = 0
     censored_updates: int = 0
+    memory_updates: int = 0
+    memory_budget_updates: int = 0
     states: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
@@ -121,6 +130,7 @@ class IngestStats:
             "already_stored": self.already,
             "model_updates": self.model_updates,
             "censored_updates": self.censored_updates,
+            "memory_updates": self.memory_updates,
             "states": dict(sorted(self.states.items())),
         }
 
@@ -142,6 +152,7 @@ class Ingested:
     already_stored: int
     model_updates: int
     censored_updates: int
+    memory_updates: int  # peaks learned into users' memory keys
     states: Mapping[str, int]  # new jobs by final state (sorted)
 
     def to_json(self) -> dict[str, Any]:
@@ -160,6 +171,7 @@ class Ingested:
             "already_stored": self.already_stored,
             "model_updates": self.model_updates,
             "censored_updates": self.censored_updates,
+            "memory_updates": self.memory_updates,
             "states": dict(self.states),
         }
 
@@ -295,6 +307,8 @@ class Ingestor:
             for job in modelled:
                 self._learn_model(models, job)
             models.flush()
+        self._learn_memory(new)
+        self._learn_memory_budgets(new)
         states = book.states
         save_key_states(self.store, {key: states[key] for key in book.changed})
         save_cells(self.store, {cell: book.cells[cell] for cell in book.changed_cells})
@@ -304,6 +318,42 @@ class Ingestor:
         book.changed_budgets.clear()
         self.stats.stored += len(new)
         return len(new)
+
+    def _learn_memory(self, jobs: Sequence[Finished]) -> None:
+        """The peaks of these jobs into their users' memory keys, and their residuals."""
+        measured = [
+            Observation(*job.observation)
+            for job in jobs
+            if job.observation[_PEAK] is not None  # the usual case without: decided here
+        ]
+        if measured:
+            self.stats.memory_updates += learn_online(self.store, measured)
+
+    def _learn_memory_budgets(self, jobs: Sequence[Finished]) -> None:
+        """The OOM kill budgets of the jobs that ran under a --mem the advisor recorded setting.
+
+        As for time limits, a tag alone proves nothing (anyone can write one): only an advice
+        row of the job's own user with that --mem counts (advisor.models.memory_budget).
+        """
+        claimed = [job for job in jobs if job.memory_claim is not None]
+        if not claimed:
+            return
+        recorded = applied_memory(
+            self.store, [job.memory_claim[0] for job in claimed if job.memory_claim]
+        )
+        outcomes = [
+            (job.partition, job.state == "OUT_OF_MEMORY")
+            for job in claimed
+            if job.memory_claim is not None and any(
+                row.user == job.user and row.mem_mb == job.memory_claim[1]
+                and (row.cluster is None or row.cluster == job.cluster)
+                for row in recorded.get(job.memory_claim[0], ())
+            )
+        ]  # fmt: skip
+        if outcomes:
+            self.stats.memory_budget_updates += learn_budgets(
+                self.store, outcomes, budget=self.config.budget, restate=self.restate
+            )
 
     def _online_updates(self) -> OnlineUpdates:
         """The last batch's online updates while they hold what the cache holds, else new ones."""
@@ -333,6 +383,7 @@ _END = JOB_COLUMNS.index("end")
 #: Where the task and the input size are in an observation's values.
 _TASK = tuple(Observation.__dataclass_fields__).index("task")
 _INPUT = tuple(Observation.__dataclass_fields__).index("input_bytes")
+_PEAK = tuple(Observation.__dataclass_fields__).index("peak_mem_mb")
 #: Records the online updates keep from one batch to the next, at most.
 MAX_KEPT_MODELS = 20_000
 

@@ -76,6 +76,23 @@ def advice_claim(job: JobRecord, tag: Tag | None) -> AdviceClaim | None:
     return (job_id, job.timelimit_s, tag is not None)
 
 
+#: What a job claims of the advisor's memory record: sbatch's id and the --mem per node it ran with.
+MemoryClaim = tuple[int, int]
+
+
+def memory_claim(job: JobRecord, tag: Tag | None) -> MemoryClaim | None:
+    """The claim of a job whose tag says the advisor set its --mem, and which ran with it.
+
+    None when the tag sets no memory, or the job's memory per node (ReqMem) is not the tag's.
+    """
+    if tag is None or tag.mem_mb is None or not job.user:
+        return None
+    job_id, asked = advice_job_id(job), job.req_mem_per_node_mb
+    if job_id is None or asked is None or round(asked) != tag.mem_mb:
+        return None
+    return (job_id, tag.mem_mb)
+
+
 def recorded_advice(
     user: str,
     cluster: str,
@@ -151,7 +168,23 @@ def observation_row(
         job.partition or None,  # partition
         job.state,  # state
         observed_at,
+        *memory_peak(job),  # peak_mem_mb, mem_censored
     )
+
+
+def memory_peak(job: JobRecord) -> tuple[float | None, bool]:
+    """The job's peak memory per node, and whether it is a lower bound.
+
+    A job killed OUT_OF_MEMORY needed more than it was granted: its peak is at least its
+    request (what it reached when the kernel stopped it), whatever sacct's sampled MaxRSS says.
+    """
+    if job.state == "OUT_OF_MEMORY":
+        bound = max(
+            (mb for mb in (job.max_rss_mb, job.req_mem_per_node_mb) if mb is not None),
+            default=None,
+        )
+        return bound, bound is not None
+    return job.max_rss_mb, False
 
 
 def swf_epoch(header: Mapping[str, str]) -> datetime:

@@ -6,7 +6,9 @@ the fields (any order, any delimiter: it is read from that line), or the fields 
 that lacks one of them is refused before anything is read.  A ``sacct --json`` dump (the
 file starts with ``{``) is streamed job by job.
 
-Each row comes back as a record or as the reason it is not one (``Skipped``): job steps,
+Each row comes back as a record or as the reason it is not one (``Skipped``): job steps (whose
+peak memory, when the dump has MaxRSS or TRESUsageInMax, goes to the job they follow: sacct
+prints a job's steps right after it),
 array remainders still pending (``49_[1-2]``), records not final; rows that are wrong (an
 unknown state, a malformed field, too many fields) carry a warning naming ``file:line``.
 Concatenated dumps are fine: a header line in the middle is skipped, and a different one
@@ -40,7 +42,7 @@ from typing import NamedTuple
 from advisor.accounting.files import open_text, read_json_array
 from advisor.errors import InputError, UsageError
 from advisor.slurm.conf import local_cluster_name
-from advisor.slurm.records import FINAL_STATES, JobRecord
+from advisor.slurm.records import FINAL_STATES, JobRecord, peak_mb
 from advisor.slurm.sacct_json import json_record
 from advisor.slurm.sacct_text import (
     FIELD_NAMES,
@@ -92,6 +94,14 @@ class Skipped(NamedTuple):
 
 #: A row a check did not need to parse (``read_sacct_dump(..., check=True)``).
 UNPARSED = Skipped("unparsed")
+STEP = Skipped("steps")
+
+
+class StepUsage(NamedTuple):
+    """A step row of a dump that says how much memory steps used: its job, and its peak."""
+
+    job_id: str
+    peak_mb: float | None
 
 
 class DumpFormat(NamedTuple):
@@ -107,6 +117,8 @@ class DumpFormat(NamedTuple):
 
 
 Row = tuple[int, "JobRecord | Skipped"]
+#: A row as a text dump reads it, before steps are folded into their jobs (``fold_steps``).
+_Read = tuple[int, "JobRecord | Skipped | StepUsage"]
 
 
 def is_step(job: JobRecord) -> bool:
@@ -258,11 +270,16 @@ class _TextDump:
             return False  # a job's row (its id is no field name): the usual case, decided here
         return tuple(canonical_field(v) for v in values) == self.header or is_header(values)
 
-    def _record(self, number: int, values: list[str]) -> JobRecord | Skipped:
-        # a step: not parsed at all (its fields are often odd: ExitCode -2:0)
-        if "." in self.reader.printed_job_id(values):
-            return Skipped("steps")
+    def _record(self, number: int, values: list[str]) -> JobRecord | Skipped | StepUsage:
         where = f"{self.source}:{number}"
+        # a step: only its memory is read (its other fields are often odd: ExitCode -2:0)
+        if "." in self.reader.printed_job_id(values):
+            if not self.reader.has_usage:
+                return STEP
+            try:
+                return StepUsage(*self.reader.step_usage(values, where=where))
+            except InputError as error:
+                return Skipped("malformed", error.message)
         try:
             job = self.reader.record(
                 values, where=where, cluster=self.dump.cluster, time_format=self.dump.time_format
@@ -271,7 +288,7 @@ class _TextDump:
             return Skipped("malformed", error.message)
         return classify(job, where, has_partition=self.has_partition)
 
-    def rows(self) -> Iterator[Row]:
+    def rows(self) -> Iterator[_Read]:
         while True:
             if self._fast_path():
                 yield from self._whole_rows()
@@ -302,7 +319,7 @@ class _TextDump:
             and (self.trailing or not self.text_last)
         )
 
-    def _whole_rows(self) -> Iterator[Row]:
+    def _whole_rows(self) -> Iterator[_Read]:
         """``rows`` while each line is a whole row, read without the buffer.
 
         A line that is one row's values (the usual case) is decided here as ``_row`` would;
@@ -335,7 +352,7 @@ class _TextDump:
             return None
         return self.buffer[taken][1]
 
-    def _row(self, parts: list[str]) -> JobRecord | Skipped:
+    def _row(self, parts: list[str]) -> JobRecord | Skipped | StepUsage:
         r"""The row starting at the buffer's first line, over the lines a line break split it in.
 
         parts: that line split at the delimiter.  Lines are joined while the row has too few
@@ -465,7 +482,30 @@ def read_sacct_dump(
         text = _TextDump(_physical_lines(stream, 1), source, dump, check=check)
         if not text.start():
             raise InputError("line 1: empty file, expected a header line", source=source)
-        yield from text.rows()
+        yield from fold_steps(text.rows())
+
+
+def fold_steps(rows: Iterator[_Read]) -> Iterator[Row]:
+    """The rows, each job with the largest peak memory of the steps that follow it.
+
+    A job is held back until a row of another job comes (sacct prints a job's steps right
+    after it); a step row is counted as a step.  Jobs keep their order.
+    """
+    held: tuple[int, JobRecord] | None = None
+    for number, row in rows:
+        if isinstance(row, StepUsage):
+            if held is not None and row.peak_mb is not None and held[1].job_id == row.job_id:
+                job = held[1]
+                held = (held[0], job._replace(max_rss_mb=peak_mb(job.max_rss_mb, row.peak_mb)))
+            yield number, STEP
+        elif isinstance(row, JobRecord):
+            if held is not None:
+                yield held
+            held = (number, row)
+        else:
+            yield number, row
+    if held is not None:
+        yield held
 
 
 def _when(moment: datetime | None) -> str:
@@ -505,5 +545,7 @@ def format_sacct_row(
         "End": _when(job.end),
         "Comment": job.comment,
         "Cluster": job.cluster,
+        "MaxRSS": f"{job.max_rss_mb * 1024:.0f}K" if job.max_rss_mb is not None else "",
+        "TRESUsageInMax": f"mem={job.max_rss_mb * 1024:.0f}K" if job.max_rss_mb is not None else "",
     }
     return delimiter.join(values[field] for field in fields)

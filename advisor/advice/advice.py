@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from advisor.advice.limits import Decision, PartitionLimit, decide, history_limit, partition_limit
+from advisor.advice.memory import NO_MEMORY, MemoryDecision, decide_memory
 from advisor.advice.settings import AdvisorOptions
 from advisor.advice.snapshot import Snapshot
 from advisor.advice.tag import Tag, with_tag
@@ -57,6 +58,8 @@ class JobAdvice(NamedTuple):
     input_origin: str | None = None
     #: Where the limits come from: 'model', 'history' (no task model) or 'insitu'.
     basis: Basis = "model"
+    #: What the advisor does with the job's --mem (advisor.advice.memory).
+    memory: MemoryDecision = NO_MEMORY
 
     @property
     def measured_bytes(self) -> int | None:
@@ -77,10 +80,22 @@ class JobAdvice(NamedTuple):
         )
 
 
+#: Memory actions that add --mem (advisor.advice.memory).
+MEMORY_SET = ("set", "lowered")
+
+
 def _added(
-    request: JobRequest, decision: Decision, tag: Tag, picked: str | None
+    request: JobRequest,
+    decision: Decision,
+    tag: Tag,
+    picked: str | None,
+    memory: MemoryDecision = NO_MEMORY,
 ) -> tuple[str, ...]:
-    """The options the decision adds (``tag``: JobAdvice.tag, completed here by the decision)."""
+    """The options the decision adds (``tag``: JobAdvice.tag, completed here by the decision).
+
+    A --mem the advisor sets goes into the tag too (``mem``; with ``limit=0`` when the time
+    limit is the job's own), so accounting knows the job ran under it.
+    """
     added = []
     if picked is not None:
         added.append(f"--partition={picked}")
@@ -88,9 +103,15 @@ def _added(
         added.append(f"--time={format_duration(decision.time_s)}")
     if decision.time_min_s is not None:
         added.append(f"--time-min={format_duration(decision.time_min_s)}")
-    if decision.action in TAGGED_ACTIONS and decision.advised_s is not None:
-        tag = tag._replace(action=decision.action, limit_min=decision.advised_s // 60)
-        if decision.request_s is not None:
+    mem = memory.mem_mb if memory.action in MEMORY_SET else None
+    if mem is not None:
+        added.append(f"--mem={mem}M")
+    timed = decision.action in TAGGED_ACTIONS and decision.advised_s is not None
+    if timed or mem is not None:
+        tag = tag._replace(action=decision.action, mem_mb=mem)
+        if timed and decision.advised_s is not None:
+            tag = tag._replace(limit_min=decision.advised_s // 60)
+        if timed and decision.request_s is not None:
             tag = tag._replace(request_min=decision.request_s // 60)
         added.append(
             f"--comment={with_tag(request.comment.value if request.comment else None, tag)}"
@@ -262,8 +283,21 @@ def decided(base: JobAdvice, sbatch: SbatchArgv, snapshot: Snapshot | None = Non
         guard_fresh=snapshot.guard_fresh if snapshot is not None else False,
         guard_age_s=snapshot.guard_age_s if snapshot is not None else None,
     )
-    added = _added(request, decision, base.tag(), None)
-    return base._replace(decision=decision, added=added, argv=sbatch.with_options(added))
+    return with_memory(base._replace(decision=decision), sbatch, snapshot)
+
+
+def with_memory(base: JobAdvice, sbatch: SbatchArgv, snapshot: Snapshot | None) -> JobAdvice:
+    """The advice with its memory decision (advisor.advice.memory), its added options and argv."""
+    memory = NO_MEMORY
+    if snapshot is not None:
+        request = base.request
+        partitions = candidate_partitions(request, snapshot)
+        nodes = {p: snapshot.partitions[p].nodes for p in partitions if p in snapshot.partitions}
+        memory = decide_memory(
+            snapshot.memory, request, base.task, base.measured_bytes, partitions, nodes
+        )
+    added = _added(base.request, base.decision, base.tag(), None, memory)
+    return base._replace(added=added, argv=sbatch.with_options(added), memory=memory)
 
 
 def predicted_runtime_s(limit: PartitionLimit, nodes: Sequence[str], snapshot: Snapshot) -> float:
@@ -294,7 +328,7 @@ def pick_earliest(
         single = current.decision._replace(
             time_s=limit.limit_s, time_min_s=None, advised_s=limit.limit_s
         )
-        added = _added(current.request, single, current.tag(), limit.partition)
+        added = _added(current.request, single, current.tag(), limit.partition, current.memory)
         try:
             found = estimate(sbatch.with_options(added))
         except Exception as error:  # any failure only removes this candidate
@@ -319,7 +353,7 @@ def pick_earliest(
             f"{current.decision.reason}; --advisor-pick earliest: {best.partition} finishes first"
         ),
     )
-    added = _added(current.request, decision, current.tag(), best.partition)
+    added = _added(current.request, decision, current.tag(), best.partition, current.memory)
     return current._replace(
         decision=decision,
         added=added,

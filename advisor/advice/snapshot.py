@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advisor.advice.forecast import ModelPredictor
+from advisor.advice.memory import NO_VIEW, MemoryView, load_memory_view
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.models.loading import load_models, load_node_context
 from advisor.models.predict import LOTARU_METHODS
@@ -32,6 +33,8 @@ class Snapshot(NamedTuple):
     #: no guard ever ran on this cache): policy ``guarded`` lowers a --time only while it is.
     guard_fresh: bool = False
     guard_age_s: float | None = None
+    #: What the cache says of memory for the tasks read, as the user sees it.
+    memory: MemoryView = NO_VIEW
     #: The user whose job it is, and the QoS and associations that bound its limit (unknown
     #: without a user: the export's shared limits are bounded by the plugin, per job).
     user: str | None = None
@@ -61,6 +64,7 @@ def load_snapshot(
         context = load_node_context(store)
         models = load_models(store, tasks, user=user, methods=LOTARU_METHODS)
         fresh, age = guard_alive(store)
+        memory = load_memory_view(store, tasks, user) if tasks is not None else NO_VIEW
         limits = load_site_limits(store, user=user) if user else SiteLimits.unknown()
     return Snapshot(
         partitions=partitions,
@@ -69,6 +73,7 @@ def load_snapshot(
         tasks=tuple(sorted(models)),
         guard_fresh=fresh,
         guard_age_s=age,
+        memory=memory,
         user=user,
         limits=limits,
     )

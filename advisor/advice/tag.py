@@ -1,12 +1,14 @@
 """The ``advisor:`` tag in a job's comment, so accounting can match a finished job to its advice.
 
 Format: ``advisor:<source>,action=<a>,limit=<minutes>[,q=<quantile>][,task=<task>][,in=<bytes>]
-[,req=<minutes>]``
+[,req=<minutes>][,mem=<MB>]``
 with the task percent-encoded (bytes outside ``A-Za-z0-9._~-``), so commas and spaces in
 user-chosen names cannot break the fields; ``in`` is the input size measured from
 ``--advisor-input``, which accounting learns the run at; ``req`` the user's own ``--time`` when
 policy ``guarded`` lowered it (action ``guarded``): the ceiling ``advisor guard`` raises the limit
-to at most.  Sources: ``wrapper`` (a task model), ``history`` (the
+to at most; ``mem`` the ``--mem`` per node the advisor set (advisor.advice.memory: a job killed
+OUT_OF_MEMORY under it counts for the memory kill budget).  A tag that set only memory says
+``limit=0``.  Sources: ``wrapper`` (a task model), ``history`` (the
 history policy), ``lua`` (slurm/job_submit.lua, same format).  The tag is appended to the
 user's own comment after a space.  Anyone can write a tag into a comment; what a forged one
 claims reaches only the forger's own models (advisor.models.online).
@@ -32,6 +34,7 @@ class Tag(NamedTuple):
     task: str | None = None
     input_bytes: int | None = None
     request_min: int | None = None
+    mem_mb: int | None = None
 
 
 #: An input size beyond this (SQLite's INTEGER) is not one a tag may claim.
@@ -52,6 +55,8 @@ def format_tag(tag: Tag) -> str:
         parts.append(f"in={tag.input_bytes}")
     if tag.request_min is not None:
         parts.append(f"req={tag.request_min}")
+    if tag.mem_mb is not None:
+        parts.append(f"mem={tag.mem_mb}")
     return ",".join(parts)
 
 
@@ -100,6 +105,7 @@ def parse_tag(comment: str) -> Tag | None:
     input_bytes = size if size is not None and size <= _MAX_BYTES else None
     quantile = _quantile(fields.get("q"))
     request = ascii_int(fields.get("req", ""), max_digits=_MAX_LIMIT_DIGITS)
+    mem = ascii_int(fields.get("mem", ""), max_digits=_MAX_LIMIT_DIGITS + 3)
     return Tag(
         source=match.group(1),
         action=fields.get("action", ""),
@@ -108,4 +114,5 @@ def parse_tag(comment: str) -> Tag | None:
         task=task,
         input_bytes=input_bytes,
         request_min=request,
+        mem_mb=mem or None,
     )

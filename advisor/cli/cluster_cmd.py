@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from advisor.errors import UsageError
 from advisor.render import Result, Table
 from advisor.services.cluster import limit_text, show_cluster
 from advisor.slurm.backend import CliBackend
+from advisor.store.memory_models import MEMORY_MODES
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -20,12 +22,23 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "users' associations and default accounts, which bound every limit the advisor sets.",
     )
     parser.add_argument("--save", action="store_true", help="also store the snapshot in the cache")
+    parser.add_argument(
+        "--memory-mode",
+        choices=MEMORY_MODES,
+        help="with --save: what advisor sbatch and the plugin do with --mem (advise: only say "
+        "what they would set, the default; fill: set it for jobs that ask for none; lower: "
+        "also lower a user's own; docs/memory.md)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> Result:
     """Fetch, optionally save, and lay out."""
-    view = show_cluster(CliBackend(), save=args.save, db=getattr(args, "db", None))
+    if args.memory_mode and not args.save:
+        raise UsageError("--memory-mode is stored in the cache: give --save too")
+    view = show_cluster(
+        CliBackend(), save=args.save, db=getattr(args, "db", None), memory_mode=args.memory_mode
+    )
     part_rows = [
         {
             "partition": p.name + ("*" if p.default else ""),

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from advisor.errors import UsageError
 from advisor.models.cross_validation import HETEROGENEOUS, FoldRow, Summary
+from advisor.models.memory_evaluation import MemoryRow
 from advisor.render import Result, Table
 from advisor.services.evaluate import (
     EvaluateRequest,
@@ -129,6 +130,32 @@ def _fold_table(
     )
 
 
+def _memory_table(rows: Sequence[MemoryRow]) -> Table:
+    """Variants down; P95 coverage pooled, per workflow and per machine, and the request share."""
+    cells: dict[str, dict[str, Any]] = {}
+    columns: list[str] = ["method", "runs", "P95_cover_%"]
+    for row in rows:
+        cell = cells.setdefault(row.method, {"method": row.method})
+        if row.scope == "pooled":
+            cell.update({
+                "runs": row.summary.runs,
+                "P95_cover_%": _percent(row.summary.coverage),
+                "request_%": _percent(row.summary.request_share),
+                "P95/peak": row.summary.overshoot,
+            })  # fmt: skip
+            continue
+        column = f"{row.scope.removeprefix('workflow ')}_%"
+        if column not in columns:
+            columns.append(column)
+        cell[column] = _percent(row.summary.coverage)
+    return Table(
+        list(cells.values()),
+        columns=(*columns, "request_%", "P95/peak"),
+        title="Memory: advised P95 against the test runs' peaks, coverage pooled, per workflow "
+        "and per machine (%), and its median share of the pipelines' requests",
+    )
+
+
 def run(args: argparse.Namespace) -> Result:
     """Evaluate (services.evaluate) and lay out (tables in percent, JSON in fractions)."""
     if args.runs is not None:
@@ -180,6 +207,8 @@ def run(args: argparse.Namespace) -> Result:
             title="Per workflow and target",
         ),
     ]
+    if done.memory:
+        tables.append(_memory_table(done.memory))
     notes = (
         f"site spread {done.site_scale:.3f} (log runtime); the advisor's P90/P95 in every fold "
         "from the other folds' errors (conformal)",

@@ -12,7 +12,8 @@ from advisor.store import Store
 from advisor.text import storable
 from advisor.users import current_user
 
-QUERY_COLUMNS = ("task", "node", "input_bytes", "predicted_s", "p50_s", "p90_s", "p95_s")
+QUERY_COLUMNS = ("task", "node", "input_bytes", "predicted_s", "p50_s", "p90_s", "p95_s",
+                 "mem_p50_mb", "mem_p95_mb")  # fmt: skip
 CLASS_COLUMNS = (
     "node_class",
     "source",
@@ -22,6 +23,8 @@ CLASS_COLUMNS = (
     "p50_s",
     "p90_s",
     "p95_s",
+    "mem_p50_mb",
+    "mem_p95_mb",
 )
 
 
@@ -35,8 +38,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "P50/P90/P95 of the predictive distribution (the advisor's: on the log scale, the "
         "point prediction is its median, never 0).  A node class nothing relates to the "
         "task's reference class (no benchmark, no run) is assumed to run at the same speed, "
-        "with a wide interval (source 'assumed').  Either one task (--task with --input-bytes "
-        "or --input) or a CSV of queries (--queries: columns task,node,input_bytes).",
+        "with a wide interval (source 'assumed').  And the peak memory per node a run needs, "
+        "P50 and P95 in MB (mem_p50_mb, mem_p95_mb: the same on every class).  Either one task "
+        "(--task with --input-bytes or --input) or a CSV of queries (--queries: columns "
+        "task,node,input_bytes).",
     )
     parser.add_argument("--task", type=storable, help="the task (process) name")
     size = parser.add_mutually_exclusive_group()

@@ -177,6 +177,15 @@ def run(args: argparse.Namespace) -> Result:
             f"{schedule.procs} processors ({schedule.procs_from}); "
             "bounded slowdown with τ = 10 s"
         )
+    if done.memory is not None:
+        memory = done.memory
+        tables.append(
+            Table(
+                [{"policy": name, **f.to_json()} for name, f in memory.policies.items()],
+                title=f"memory: {memory.jobs} jobs with ReqMem and a peak ({memory.oom} killed "
+                f"OUT_OF_MEMORY), the users' unused {memory.unused_gb_h:.1f} GB-hours",
+            )
+        )
     if source.skipped:
         notes.append("left out: " + ", ".join(f"{n} {why}" for why, n in source.skipped.items()))
     if done.plotted:

@@ -1,4 +1,4 @@
-"""``advisor report``: accuracy, limits, nodes and models, as tables, JSON, CSV or pictures."""
+"""``advisor report``: accuracy, limits, memory, nodes and models, as tables, JSON, CSV or pictures."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from advisor.errors import UsageError
 from advisor.progress import ProgressBar
 from advisor.render import Result, Table
 from advisor.reports import accuracy, limits
+from advisor.reports import memory as memory_report
 from advisor.reports.age import age_text
 from advisor.reports.document import Report
 from advisor.reports.loading import Selection
@@ -57,7 +58,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser = sub.add_parser(
         "report",
         parents=parents,
-        help="administrator reports: accuracy, limits, nodes, models",
+        help="administrator reports: accuracy, limits, memory, nodes, models",
         description="Reports on the advisor's predictions and limits from the accounting "
         "records in the cache (filled by 'advisor update'), the advice the sbatch wrapper "
         "recorded, the node benchmarks and the task models.",
@@ -91,6 +92,19 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "--plot draws time limit against runtime.",
         ),
         limits.GROUP_KEYS, limits.DEFAULT_BY, run_limits,
+    )  # fmt: skip
+    _grouped_report(
+        reports.add_parser(
+            "memory", parents=grouped,
+            help="requested vs used memory in GB-hours, OOM kills, and what the advisor would free",
+            description="Per partition, user and task (like seff's MemEff, in GB-hours: the "
+            "memory per node x nodes x elapsed): jobs, jobs with a measured peak (MaxRSS), jobs "
+            "killed OUT_OF_MEMORY and their rate, requested and used GB-hours, MemEff, unused "
+            "GB-hours; then the advisor's memory P95 for each job's user and task in place of "
+            "the request: the GB-hours it would have freed, and the jobs whose peak it would "
+            "not have covered. --plot draws requested (and advised) memory against the peak.",
+        ),
+        memory_report.GROUP_KEYS, memory_report.DEFAULT_BY, run_memory,
     )  # fmt: skip
     nodes = reports.add_parser(
         "nodes",
@@ -134,7 +148,7 @@ def _grouped_report(
 
 def _no_report(args: argparse.Namespace) -> Result:
     raise UsageError(
-        "advisor report: which report?", hint="choose accuracy, limits, nodes or models"
+        "advisor report: which report?", hint="choose accuracy, limits, memory, nodes or models"
     )
 
 
@@ -232,6 +246,27 @@ def run_limits(args: argparse.Namespace) -> Result:
             Table(done.budgets, columns=_BUDGET_COLUMNS, title="Kill budget per partition (%)")
         )
     return Result(data=done.to_json(), tables=tuple(tables), notes=done.notes)
+
+
+_MEMORY_COLUMNS = (
+    "jobs", "measured", "oom", "oom_rate_%", "requested_gb_h", "used_gb_h", "mem_eff_%",
+    "unused_gb_h", "advised_jobs", "advised_gb_h", "freed_gb_h", "over_advice", "lost_gb_h",
+)  # fmt: skip
+
+
+def run_memory(args: argparse.Namespace) -> Result:
+    """Aggregate the jobs' memory per group (and draw requested vs peak if asked)."""
+    by = parse_by(args.by, memory_report.GROUP_KEYS)
+    request = ReportRequest("memory", _selection(args), tuple(by), _shape(args), args.plot)
+    done = _report(args, request)
+    rows = _percent(_with_total(done), ("oom_rate", "mem_eff", "median_mem_eff"))
+    table = Table(
+        rows,
+        columns=(*by, *_MEMORY_COLUMNS),
+        title="Requested vs used memory (GB-hours: GB per node x nodes x hours); the advisor's "
+        "P95 in place of the request",
+    )
+    return Result(data=done.to_json(), tables=(table,), notes=done.notes)
 
 
 def run_nodes(args: argparse.Namespace) -> Result:

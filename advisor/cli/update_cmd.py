@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> Result:
         tables.insert(0, Table(windows, columns=("start", "end", "records", "final", "stored")))
     notes = [
         f"stored {done.stored} new jobs ({done.already_stored} already stored), "
-        f"{done.model_updates} model updates, {done.censored_updates} from TIMEOUTs"
+        f"{done.model_updates} model updates, {done.censored_updates} from TIMEOUTs, "
+        f"{done.memory_updates} peaks of memory"
     ]
     if skipped:
         notes.append(

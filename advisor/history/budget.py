@@ -27,6 +27,16 @@ import math
 from advisor.lite import NamedTuple
 
 
+def budget_step(log_value: float, *, killed: bool, budget: float, eta: float) -> float:
+    """A kill budget's log quantity after one more job: up eta if killed, else down eta × budget.
+
+    Summed over jobs, ``eta × (kills − budget × jobs)``: the module docstring's argument.  The
+    time policy moves its price by it, the memory advice its margin
+    (advisor.models.memory_budget): one promise, one rule.
+    """
+    return log_value + eta * (float(killed) - budget)
+
+
 class KillBudget(NamedTuple):
     """One partition's promise, what its jobs did, and the price of a kill."""
 
@@ -50,7 +60,7 @@ class KillBudget(NamedTuple):
         """The budget after one more completed job, or one killed at an advised limit."""
         return KillBudget(
             budget=self.budget,
-            log_price=self.log_price + eta * (float(killed) - self.budget),
+            log_price=budget_step(self.log_price, killed=killed, budget=self.budget, eta=eta),
             credit=self.credit + self.budget - float(killed),
             completed=self.completed + (not killed),
             killed=self.killed + killed,

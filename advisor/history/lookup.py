@@ -163,14 +163,21 @@ def export_limits(
 ) -> ExportLimits:
     """Each key's limit at its partition's budget level, for a file slurmctld's Lua plugin reads.
 
-    The plugin knows neither the jobs running under advised limits nor the price of a kill, so
-    every key that answers gets the margin of its kind's cell at its partition's budget level
-    (the conformal quantile at ``1 - budget``), when that partition's budget still has credit;
-    the partition's MaxTime still bounds the limit.  A key without a partition (user+name,
-    user+family, user) gets the widest of those margins (the export repeats its limit in every
-    partition, within each MaxTime).  jobs: how many jobs the key learned from.  Only each
-    user's names_per_user most used job names (of at most max_name_bytes, not in skip) are
-    read from the cache: the others are counted.
+    Not ``propose``'s choice of risk, on purpose: the wrapper may take up to ``max_risk`` times
+    the budget because its kills are recorded (advice rows) and raise the partition's price,
+    but the plugin's limits have no advice row, so their kills never move the price (a tag
+    proves nothing, advisor.history.book) while their completed jobs lower it.  At the price's
+    level the plugin's jobs would be outside the feedback that holds the promise; at the
+    budget's level the cell's coverage holds it alone.  So every key that answers gets the
+    margin of its kind's cell at its partition's budget level (the conformal quantile at
+    ``1 - budget``), when that partition's budget still has credit (the plugin cannot count
+    a burst of jobs in flight); the partition's MaxTime still bounds the limit.  For the same
+    job the plugin's limit and the wrapper's (``history_limit``) therefore differ whenever the
+    price makes the wrapper choose another level than the budget's.  A key without a
+    partition (user+name, user+family, user) gets the widest of those margins (the export
+    repeats its limit in every partition, within each MaxTime).  jobs: how many jobs the key
+    learned from.  Only each user's names_per_user most used job names (of at most
+    max_name_bytes, not in skip) are read from the cache: the others are counted.
     """
     max_times = {p.name: p.max_time_s for p in load_partitions(store)}
     budgets = load_budgets(store)

@@ -34,6 +34,8 @@ def read_task_runs(path: str | Path, *, source: str | None = None) -> list[Obser
             input_bytes=run.get("input_bytes"),
             censored=bool(run.get("censored", False)),
             cores=run.get("cores"),
+            peak_mem_mb=run.get("peak_mem_mb"),
+            mem_censored=bool(run.get("mem_censored", False)),
         )
         for run in doc["runs"]
     ]

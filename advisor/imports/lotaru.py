@@ -2,7 +2,8 @@
 
 Execution reports (github.com/CRC-FONDA/Lotaru-traces) hold one row per task execution with
 Nextflow trace fields; ``Realtime`` is in milliseconds and ``TaskInputSizeUncompressed`` is the
-predictor's feature.  A file is read completely and checked before anything is returned, so a
+predictor's feature; ``peak_rss`` (bytes) is the run's peak memory and ``memory`` (bytes) what
+the pipeline requested for it.  A file is read completely and checked before anything is returned, so a
 bad row rejects the whole file with its line number.
 """
 
@@ -25,10 +26,14 @@ REQUIRED_COLUMNS = ("Label", "Machine", "Workflow", "Task", "Realtime", "TaskInp
 
 @dataclass(frozen=True)
 class LotaruRun:
-    """An execution as an observation, plus the size of the workflow input it belonged to."""
+    """An execution as an observation, plus the size of the workflow input it belonged to.
+
+    requested_mem_mb: the memory the pipeline requested for the task (None: not recorded).
+    """
 
     observation: Observation
     workflow_input_bytes: int | None
+    requested_mem_mb: float | None = None
 
 
 def _number(text: str | None, field: str, where: str) -> float:
@@ -58,6 +63,12 @@ def _optional_int(text: str | None) -> int | None:
     except (ValueError, OverflowError):  # 'x', 'nan'; 'inf'
         return None
     return value if abs(value) < 2**63 else None
+
+
+def _megabytes(text: str | None) -> float | None:
+    """Bytes as megabytes; None for a missing, zero or unreadable figure (not measured)."""
+    value = _optional_int(text)
+    return value / 1024**2 if value is not None and value > 0 else None
 
 
 def row_key(row: dict[str, Any], occurrence: int) -> str:
@@ -99,8 +110,10 @@ def read_lotaru_csv(path: str | Path, *, labels: Sequence[str] = ()) -> list[Lot
                     label=row["Label"] or None,
                     input_bytes=size,
                     cores=_optional_int(row.get("cpus")),
+                    peak_mem_mb=_megabytes(row.get("peak_rss")),
                 ),
                 _optional_int(row.get("WorkflowInputSize")),
+                _megabytes(row.get("memory")),
             )
         )
     return runs

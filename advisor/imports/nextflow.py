@@ -6,7 +6,7 @@ without its `` (tag)`` suffix, keyed as the process's Slurm jobs are (``:`` scop
 advisor.taskkey), so that the jobs Nextflow submits find the model learned from its trace.  ``realtime`` is the runtime; ``rchar`` (characters read, after
 decompression by the tool, so close to Lotaru's uncompressed input size) is the input size.
 Durations come as ``1h 2m 3s``/``350ms``/``1.5s`` or, with ``trace.raw``, as milliseconds;
-sizes as ``1.2 GB`` or, raw, bytes.  Failed or aborted tasks are skipped; a malformed value in
+sizes as ``1.2 GB`` or, raw, bytes.  ``peak_rss`` is the task's peak memory.  Failed or aborted tasks are skipped; a malformed value in
 a completed one rejects the file with its line number.
 """
 
@@ -93,6 +93,12 @@ def read_trace(
         task = nextflow_process_key((row.get("process") or "").strip() or process_name(row["name"]))
         if not task:
             raise InputError("the task has no name", source=at)
+        peak_mb = None
+        if (row.get("peak_rss") or "-").strip() not in _MISSING:
+            try:
+                peak_mb = parse_size(row["peak_rss"]) / 1024**2 or None  # 0: not measured
+            except ValueError:
+                raise InputError(f"peak_rss {row['peak_rss']!r} is not a size", source=at) from None
         cpus = (row.get("cpus") or "").strip()
         host = (row.get("hostname") or "").strip()
         key = (row.get("hash") or "").strip() + "/" + (row.get("task_id") or "").strip()
@@ -111,6 +117,7 @@ def read_trace(
                 cores=int(cpus) if cpus.isdecimal() and len(cpus) < 10 else None,
                 state=status,
                 observed_at=(row.get("submit") or "").strip() or None,
+                peak_mem_mb=peak_mb or None,
             )
         )
     return runs

@@ -15,8 +15,8 @@ skipped and counted (``in_flight``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -39,10 +39,12 @@ class SiteJobs:
     skipped: dict[str, int]
     states: dict[str, int]
     warnings: list[str]
+    #: The final records the jobs were made of (the memory replay reads their ReqMem and MaxRSS).
+    records: list[JobRecord] = field(default_factory=list)
 
 
 def _site_jobs(
-    final: Iterable[JobRecord],
+    final: list[JobRecord],
     source: str,
     label: str,
     skipped: Counter[str],
@@ -51,7 +53,9 @@ def _site_jobs(
     jobs = sacct_replay_jobs(final)
     states = Counter(job.state for job in jobs)
     counts = {reason: n for reason, n in sorted(skipped.items()) if n}
-    return SiteJobs(jobs, source, label, counts, dict(sorted(states.items())), warnings)
+    return SiteJobs(
+        jobs, source, label, counts, dict(sorted(states.items())), warnings, list(final)
+    )
 
 
 def dump_jobs(

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 #: The reports there are.
-ReportName = Literal["accuracy", "limits", "nodes", "models"]
+ReportName = Literal["accuracy", "limits", "nodes", "models", "memory"]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The report pictures, as PNG: the error CDF per method and the limit-vs-runtime scatter.
+"""The report pictures, as PNG: the error CDF per method, limit vs runtime, memory vs peak.
 
 matplotlib comes from the ``plots`` extra and is imported here only, when a picture is asked
 for; without it the command stops with a one-line error (exit 2) before writing anything.
@@ -11,6 +11,8 @@ The plan's Gantt chart is advisor.planner.gantt (``advisor plan --gantt``).
 * Limit vs runtime: each job's time limit against its elapsed time, log-log, with the line
   limit = runtime.  Points far above the line reserved time they never used; points on it were
   killed at their limit (TIMEOUT, drawn as crosses).
+* Memory: each job's requested memory per node (and the advisor's P95 for it) against its
+  peak, log-log, with the line request = peak; OUT_OF_MEMORY jobs as crosses.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from advisor.errors import InputError
 from advisor.reports.jobs import JobView
+from advisor.reports.memory import MemoryJob
 from advisor.reports.stats import median
 
 #: Seconds and their labels for log-scaled time axes.
@@ -188,6 +191,45 @@ def save_limit_series(
     axes.set_xlabel("actual runtime, elapsed (log scale)")
     axes.set_ylabel("time limit (log scale)")
     axes.set_title(f"{title}\npoints above the line reserved time they never used", fontsize=11)
+    axes.grid(True, which="major", linewidth=0.4, alpha=0.6)
+    axes.set_aspect("equal")
+    axes.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    save_figure(plt, figure, path)
+
+
+def save_memory_scatter(jobs: Sequence[MemoryJob], path: str | Path, *, title: str) -> None:
+    """Requested (and the advisor's) memory per node against each job's peak, log-log."""
+    plt = pyplot()
+    measured = [j for j in jobs if j.peak_mb and j.requested_mb]
+    series = {
+        "requested": [(j.peak_mb or 0.0, j.requested_mb or 0.0, j.oom) for j in measured],
+        "the advisor's P95": [
+            (j.peak_mb or 0.0, j.advised_mb, j.oom) for j in measured if j.advised_mb is not None
+        ],
+    }
+    values = [v / 1024 for points in series.values() for p in points for v in p[:2]]
+    low, high = (min(values) / 2, max(values) * 2) if values else (0.01, 100.0)
+    figure, axes = plt.subplots(figsize=(7, 6))
+    for (name, points), colour in zip(series.items(), ("tab:blue", "tab:orange"), strict=True):
+        ran = [p for p in points if not p[2]]
+        killed = [p for p in points if p[2]]
+        if ran:
+            axes.scatter([p[0] / 1024 for p in ran], [p[1] / 1024 for p in ran], s=14,
+                         alpha=0.45, color=colour, edgecolors="none",
+                         label=f"{name} ({len(points)} jobs)", rasterized=True)  # fmt: skip
+        if killed:
+            axes.scatter([p[0] / 1024 for p in killed], [p[1] / 1024 for p in killed], s=36,
+                         marker="x", color=colour, linewidths=1.2,
+                         label=f"{name}: OUT_OF_MEMORY ({len(killed)})")  # fmt: skip
+    axes.plot([low, high], [low, high], color="black", linewidth=1, label="request = peak")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlim(low, high)
+    axes.set_ylim(low, high)
+    axes.set_xlabel("peak memory per node, GB (log scale)")
+    axes.set_ylabel("memory per node, GB (log scale)")
+    axes.set_title(f"{title}\npoints above the line held memory they never used", fontsize=11)
     axes.grid(True, which="major", linewidth=0.4, alpha=0.6)
     axes.set_aspect("equal")
     axes.legend(loc="lower right", fontsize=8)

@@ -20,6 +20,13 @@ ENVIRONMENT = {
     "time": "SBATCH_TIMELIMIT",
     "partition": "SBATCH_PARTITION",
     "job-name": "SBATCH_JOB_NAME",
+    "mem": "SBATCH_MEM_PER_NODE",
+    "mem-per-cpu": "SBATCH_MEM_PER_CPU",
+    "mem-per-gpu": "SBATCH_MEM_PER_GPU",
+    "cpus-per-task": "SBATCH_CPUS_PER_TASK",
+    "ntasks": "SBATCH_NTASKS",
+    "ntasks-per-node": "SBATCH_NTASKS_PER_NODE",
+    "nodes": "SBATCH_NNODES",
     "account": "SBATCH_ACCOUNT",
     "qos": "SBATCH_QOS",
 }
@@ -45,6 +52,20 @@ class JobRequest(NamedTuple):
     job_name: Setting | None = None
     comment: Setting | None = None
     wrap: bool = False
+    #: What the job asks of memory (--mem per node, --mem-per-cpu, --mem-per-gpu) and of CPUs.
+    mem: Setting | None = None
+    mem_per_cpu: Setting | None = None
+    mem_per_gpu: Setting | None = None
+    cpus_per_task: Setting | None = None
+    ntasks: Setting | None = None
+    ntasks_per_node: Setting | None = None
+    nodes: Setting | None = None
+
+    @property
+    def asks_memory(self) -> Setting | None:
+        """The job's own memory request, of whichever kind (None: it asks for none)."""
+        return self.mem or self.mem_per_cpu or self.mem_per_gpu
+
     #: --account and --qos: with the user, they choose the association and QoS whose MaxWall
     #: bounds the limit (SiteLimits.job_bounds).
     account: Setting | None = None
@@ -107,6 +128,13 @@ def job_request(
         job_name=setting("job-name"),
         comment=setting("comment"),
         wrap=_last(command_line, "wrap") is not None,
+        mem=setting("mem"),
+        mem_per_cpu=setting("mem-per-cpu"),
+        mem_per_gpu=setting("mem-per-gpu"),
+        cpus_per_task=setting("cpus-per-task"),
+        ntasks=setting("ntasks"),
+        ntasks_per_node=setting("ntasks-per-node"),
+        nodes=setting("nodes"),
         account=setting("account"),
         qos=setting("qos"),
     )

@@ -29,6 +29,7 @@ from advisor.errors import AdvisorError, InputError
 from advisor.inputs import total_uncompressed
 from advisor.models.distributions import Predictive
 from advisor.models.loading import NodeContext, load_models, load_node_context
+from advisor.models.memory_book import learn_online
 from advisor.models.online import update_online
 from advisor.models.predict import NoFactorError, TaskModels, predict_task
 from advisor.progress import Progress
@@ -234,6 +235,7 @@ def probe_class(
         partition=record.partition,
         state=record.state,
         observed_at=record.end.isoformat() if record.end else None,
+        peak_mem_mb=record.max_rss_mb,
     )
     return ClassOutcome(
         node_class=node_class,
@@ -321,6 +323,7 @@ def calibrate(
     with store.write():
         save_cluster(store, partitions, nodes)
         add_observations(store, stored)
+        learn_online(store, stored)  # the peaks, into the task's shared memory model
         for observation in stored:
             model = update_online(store, observation)
             if model is not None and observation.node_class is not None:

@@ -12,6 +12,7 @@ from advisor.slurm.records import Node, Partition, SiteLimits
 from advisor.slurm.timefmt import format_duration
 from advisor.store.cluster import save_cluster, save_site_limits
 from advisor.store.connection import Store
+from advisor.store.memory_models import save_memory_limits, save_memory_mode
 
 
 @dataclass(frozen=True)
@@ -128,14 +129,26 @@ def limit_text(seconds: int | None) -> str:
 
 
 def show_cluster(
-    backend: SlurmBackend, *, save: bool = False, db: str | None = None
+    backend: SlurmBackend,
+    *,
+    save: bool = False,
+    db: str | None = None,
+    memory_mode: str | None = None,
 ) -> ClusterView:
-    """Fetch the cluster; with save store the snapshot in the cache at db (opened only then)."""
+    """Fetch the cluster; with save store the snapshot in the cache at db (opened only then).
+
+    The snapshot holds the partitions' memory defaults and limits too, and memory_mode (when
+    given) the site's choice of what the wrappers do with --mem.
+    """
     partitions, nodes = fetch_cluster(backend)
     limits, problem = fetch_site_limits(backend)
     if save:
-        with Store.open(db) as store:
+        memory = backend.memory_limits()
+        with Store.open(db) as store, store.write():
             save_cluster(store, partitions, nodes)
+            save_memory_limits(store, memory)
+            if memory_mode is not None:
+                save_memory_mode(store, memory_mode)
             save_site_limits(store, limits)
     view = cluster_view(partitions, nodes)
     return ClusterView(view.partitions, view.nodes, limits, problem)

@@ -6,7 +6,8 @@ tasks (advisor.models.transfer_evaluation); ``evaluate_runs`` returns a ``RunsEv
 Fits every task of every workflow on the reference machine (advisor.models.evaluation), scores
 every method on every machine's test runs, and cross-validates the conformal correction of the
 advisor's intervals (advisor.models.cross_validation): the pooled and per-group figures are the
-cross-validated ones.  Returns an ``Evaluation``, whose ``to_json`` is
+cross-validated ones; the memory model is scored on the same traces' peaks
+(advisor.models.memory_evaluation).  Returns an ``Evaluation``, whose ``to_json`` is
 schemas/evaluate-output.json (errors and coverage as fractions).
 """
 
@@ -27,6 +28,7 @@ from advisor.models.cross_validation import (
     summary,
 )
 from advisor.models.evaluation import fit_traces, score_fits, setting_for, with_site
+from advisor.models.memory_evaluation import MemoryRow, memory_rows, score_memory
 from advisor.models.transfer_evaluation import FOLDS, by_method, score, task_runs
 from advisor.models.transfer_evaluation import Scored as RunScored
 
@@ -90,6 +92,8 @@ class Evaluation:
     groups: tuple[GroupRow, ...]
     pooled: tuple[PooledRow, ...]
     folds: tuple[FoldRow, ...]
+    #: The memory model's coverage and request share (advisor.models.memory_evaluation).
+    memory: tuple[MemoryRow, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """schemas/evaluate-output.json."""
@@ -105,6 +109,7 @@ class Evaluation:
             "groups": [row.to_json() for row in self.groups],
             "pooled": [row.to_json() for row in self.pooled],
             "folds": [row.to_json() for row in self.folds],
+            "memory": [row.to_json() for row in self.memory],
         }
 
 
@@ -131,6 +136,16 @@ def evaluate(request: EvaluateRequest) -> Evaluation:
         groups=tuple(GroupRow(w, t, m, summary(e)) for (w, t, m), e in groups.items()),
         pooled=tuple(PooledRow(scope, m, summary(e)) for (scope, m), e in pooled.items()),
         folds=tuple(folds),
+        memory=tuple(
+            memory_rows(
+                score_memory(
+                    runs,
+                    reference=setting.reference,
+                    twin=setting.twin,
+                    shared_inputs=request.shared_inputs,
+                )
+            )
+        ),
     )
 
 

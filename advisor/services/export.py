@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.advice.advice import partition_limits
+from advisor.advice.memory_export import memory_export
 from advisor.advice.settings import AdvisorOptions
 from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import AdvisorError, InputError, UsageError
@@ -84,6 +85,7 @@ def export_document(
     max_bytes: int = EXPORT_BYTES,
     left_out: tuple[int, int] = (0, 0),
     key: bytes = b"",
+    memory: Mapping[str, Any] | None = None,
     limits: SiteLimits | None = None,
 ) -> dict[str, Any]:
     """Per task (and optionally per user), each partition's limit in whole minutes.
@@ -94,6 +96,8 @@ def export_document(
     not UTF-8, which lua-cjson refuses).  left_out: (unusable, over the cap) names the caller
     left out before (export_from_cache reads only what can be kept), counted with them.
     key: what users' job names are digested with (store/names.py); its id goes in the file.
+    memory: the ``memory`` section (advisor.advice.memory_export, its users' names digested
+    with the same key), when the cache has one.
     """
     tasks = task_limits(snapshot, snapshot.tasks, AdvisorOptions(quantile=quantile, margin=margin))
     document = {
@@ -112,6 +116,7 @@ def export_document(
             for name, p in sorted(snapshot.partitions.items())
         },
         "tasks": tasks,
+        **({"memory": dict(memory)} if memory is not None else {}),
         "limits": limits_document(limits or SiteLimits.unknown()),
     }
     mine = {user: limits for user, limits in (users or {}).items() if _utf8(user)}
@@ -236,6 +241,9 @@ def export_from_cache(
         history = export_limits(
             store, names_per_user=USER_NAMES, max_name_bytes=NAME_BYTES, skip=shared.tasks
         )
+        memory = memory_export(
+            store, {name: p.nodes for name, p in shared.partitions.items()}, key, usable=_fits
+        )
         site = load_site_limits(store)
     max_min = {
         name: p.max_time_s // 60 if p.max_time_s is not None else None
@@ -258,7 +266,7 @@ def export_from_cache(
     }
     return export_document(
         shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users,
-        left_out=(history.unusable, history.over_cap), key=key, limits=site,
+        left_out=(history.unusable, history.over_cap), key=key, memory=memory, limits=site,
     )  # fmt: skip
 
 

@@ -31,11 +31,13 @@ from advisor.models.baselines import fit_baseline
 from advisor.models.conformal import Site, site_from
 from advisor.models.fitting import fit_models, positive
 from advisor.models.loading import NodeContext, load_node_context
+from advisor.models.memory_book import learn_memory
 from advisor.models.pooling import ClassEffect, Offsets, class_effect
 from advisor.models.predict import PAPER, TaskModels, factor_to
 from advisor.models.task_model import ClassRecord, Reference
 from advisor.models.updates import learn_censored, learn_run
 from advisor.store.connection import Store
+from advisor.store.memory_models import replace_memory
 from advisor.store.observations import Observation, load_observations
 from advisor.store.site_models import ClassEffectRow, write_site_models
 from advisor.store.task_models import TaskModelRow, UserModelRow, replace_task_models
@@ -351,6 +353,30 @@ class Learnt(NamedTuple):
 
 
 @dataclass(frozen=True)
+class MemoryLearned:
+    """What the peaks taught (advisor.models.memory_book): keys, and each pool's margin."""
+
+    tasks: int  # shared models
+    user_keys: int  # users' own keys
+    margins: dict[str, tuple[tuple[float, float], ...]]  # (distance, margin), log scale
+    residuals: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        """As in schemas/learn-output.json's memory."""
+        return {
+            "tasks": self.tasks,
+            "user_keys": self.user_keys,
+            "pools": {
+                pool: {
+                    "residuals": self.residuals[pool],
+                    "margins": [{"distance": d, "margin": m} for d, m in margins],
+                }
+                for pool, margins in sorted(self.margins.items())
+            },
+        }
+
+
+@dataclass(frozen=True)
 class Learned:
     """What ``advisor learn`` did (schemas/learn-output.json)."""
 
@@ -360,6 +386,7 @@ class Learned:
     users: int
     censored: CensoredSummary
     task_models: tuple[TaskSummary, ...]
+    memory: MemoryLearned = MemoryLearned(0, 0, {}, {})
 
     def to_json(self) -> dict[str, Any]:
         """The summary the command prints."""
@@ -371,6 +398,7 @@ class Learned:
             "users": self.users,
             "censored": {"runs": self.censored.runs, "used": self.censored.used},
             "task_models": [{**asdict(s), "classes": list(s.classes)} for s in self.task_models],
+            "memory": self.memory.to_json(),
         }
 
 
@@ -379,9 +407,11 @@ def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> Learn
     observations = load_observations(store)
     context = load_node_context(store)
     found = learn_models(observations, context, reference=reference, seed=seed)
+    keys, pools = learn_memory(observations)
     with store.write():
         stored = replace_task_models(store, found.rows, found.user_rows)
         write_site_models(store, found.site.to_json(), found.effects, replace=True)
+        replace_memory(store, keys, pools)
     return Learned(
         observations=len(observations),
         models=stored,
@@ -389,4 +419,10 @@ def learn(store: Store, *, reference: str | None = None, seed: int = 0) -> Learn
         users=len({row.user for row in found.user_rows}),
         censored=found.censored,
         task_models=tuple(found.summaries),
+        memory=MemoryLearned(
+            tasks=sum(1 for key in keys if not key.user),
+            user_keys=sum(1 for key in keys if key.user),
+            margins={pool: state.margins for pool, state in pools.items()},
+            residuals={pool: len(state.residuals) for pool, state in pools.items()},
+        ),
     )

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE, AdvisorOptions
 from advisor.advice.snapshot import load_snapshot
 from advisor.errors import InputError, UsageError
+from advisor.models.memory_forecast import forecast_memory
 from advisor.planner.cluster.cache_models import CacheModels
 from advisor.planner.cluster.cluster_plan import (
     ClusterPlan,
@@ -23,7 +24,8 @@ from advisor.planner.cluster.cluster_plan import (
     plan_jobs,
 )
 from advisor.planner.cluster.dispatch_source import Fetch, measured_dispatch
-from advisor.planner.cluster.matrix import runtime_matrix
+from advisor.planner.cluster.matrix import input_bytes, runtime_matrix
+from advisor.planner.cluster.memory_fit import fitting
 from advisor.planner.cluster.nodes import build_cluster
 from advisor.planner.cluster.predictive_sampler import PredictiveSampler
 from advisor.planner.scheduling import registry
@@ -181,7 +183,8 @@ def plan_on_cluster(
     """Plan the request's workflows on the cluster in the cache, and every task as a job.
 
     Nodes (cores as slots) and classes come from the cache, runtimes from the task models or
-    carried-over recorded runtimes, transfers from file sizes; P50/P95 sample the models'
+    carried-over recorded runtimes, without the classes whose nodes lack a task's memory
+    (planner.cluster.memory_fit), transfers from file sizes; P50/P95 sample the models'
     predictive distributions and count Slurm's dispatch waits measured on the cache's earlier
     runs (``fetch``: live sacct for jobs not ingested yet).
     """
@@ -200,7 +203,12 @@ def plan_on_cluster(
     )
     models = CacheModels.from_snapshot(snapshot, frozenset(n.name for n in all_nodes))
     work = request.work()
-    matrices = tuple(runtime_matrix(w, cluster.classes, models, work) for w in workflows)
+    memory = cluster.class_memory()
+    matrices = tuple(
+        fitting(w, runtime_matrix(w, cluster.classes, models, work), _needs(store, w, request.user),
+                memory)
+        for w in workflows
+    )  # fmt: skip
     nodes = cluster.planning_nodes()
     problem = combined(
         [
@@ -238,3 +246,14 @@ def plan_on_cluster(
         margin=request.margin,
     )
     return described(found, on)
+
+
+def _needs(store: Store, workflow: Workflow, user: str | None) -> list[float | None]:
+    """Each task's memory need: its P95 as ``advisor sbatch`` would ask it (None: not known)."""
+    needs: list[float | None] = []
+    for position, task in enumerate(workflow.tasks):
+        found = forecast_memory(
+            store, task.model_task, user=user, input_bytes=input_bytes(workflow, position)
+        )
+        needs.append(found.p95_mb if found is not None else None)
+    return needs

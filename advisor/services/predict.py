@@ -1,5 +1,8 @@
 """``advisor predict``: runtimes per node class for one task, or for a file of queries.
 
+Each row also says the peak memory a run needs (advisor.models.memory_forecast), which does not
+depend on the class.
+
 As a user sees them: the shared models plus that user's own runs (the wrapper's view).
 """
 
@@ -13,6 +16,7 @@ from typing import Any
 from advisor.errors import InputError, UnknownTaskError
 from advisor.inputs import total_uncompressed
 from advisor.models.loading import NodeContext, load_models, load_node_context
+from advisor.models.memory_forecast import MemoryForecast, forecast_memory
 from advisor.models.predict import ClassPrediction, NoFactorError, TaskModels, predict_task
 from advisor.models.queries import read_queries
 from advisor.models.task_model import Reference
@@ -56,6 +60,8 @@ class Predicted:
     node: str | None
     input_bytes: int
     prediction: ClassPrediction
+    #: The peak memory a run needs (the same on every class); None: no peaks known.
+    memory: MemoryForecast | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The row schemas/predict-output.json has."""
@@ -73,6 +79,9 @@ class Predicted:
             "p50_s": d.p50_s,
             "p90_s": d.p90_s,
             "p95_s": d.p95_s,
+            "mem_p50_mb": self.memory.p50_mb if self.memory else None,
+            "mem_p95_mb": self.memory.p95_mb if self.memory else None,
+            "mem_basis": self.memory.basis if self.memory else None,
         }
 
 
@@ -121,6 +130,7 @@ def predict_runtime(
     """Predictions for each node class (of the node, of the partition, or every known one)."""
     loaded = _load(store, task, user)
     context = load_node_context(store)
+    memory = forecast_memory(store, task, user=user, input_bytes=input_bytes)
     rows: list[Predicted] = []
     skipped: list[str] = []
     for name, node_class in _targets(store, loaded, context, node, partition):
@@ -129,7 +139,11 @@ def predict_runtime(
         except NoFactorError:
             skipped.append(node_class)
             continue
-        rows.append(Predicted(task, name, input_bytes, prediction))
+        rows.append(
+            Predicted(
+                task=task, node=name, input_bytes=input_bytes, prediction=prediction, memory=memory
+            )
+        )
     if not rows:
         raise InputError(
             f"no benchmark scores and no runs of {task!r} on {', '.join(map(repr, skipped))}",
@@ -162,7 +176,16 @@ def predict_queries(
                 f"node {q.node!r}: no benchmark scores and no runs of {q.task!r} there",
                 source=where,
             ) from None
-        rows.append(Predicted(q.task, q.node, q.input_bytes, prediction))
+        memory = forecast_memory(store, q.task, user=user, input_bytes=q.input_bytes)
+        rows.append(
+            Predicted(
+                task=q.task,
+                node=q.node,
+                input_bytes=q.input_bytes,
+                prediction=prediction,
+                memory=memory,
+            )
+        )
     return Predictions(method, tuple(rows))
 
 

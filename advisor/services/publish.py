@@ -15,11 +15,14 @@ digests a dictionary recovered offline.  So the target is a directory of two kin
   the task models (learned from the administrator's imports only), the class effects and the
   site's calibration, each partition's kill budget and price of a kill (its counts of completed
   and killed jobs are left out), the history cells' margins (not their scores, one per job),
-  the QoS limits and associations (what ``sacctmgr`` shows every user by default), and per
+  the QoS limits and associations (what ``sacctmgr`` shows every user by default), per
   partition the summed risk of the jobs running under history limits (all users' together:
-  ``reserved_risk``, what the price of the next kill counts).
+  ``reserved_risk``, what the price of the next kill counts), and of memory (issue 33) the
+  tasks' shared keys (user ''), the residual pools' margins, each partition's memory bounds and
+  OOM kill budget (without its counts) and the site's memory mode.
 * ``<uid>.db`` (the user's own, mode 0400, one per user with anything of theirs): that user's
-  refinements of the task models, their history keys (job names in the clear: theirs), their
+  refinements of the task models, their history keys and memory keys (job names in the clear:
+  theirs; memory_models is in both files, advisor.store.connection.SPLIT_TABLES), their
   history-advised submissions of the in-flight horizon (no argv), the ids of those of their
   jobs that ended, and how far their spool segments were ingested (inode and offset).
 
@@ -55,6 +58,7 @@ from advisor.store.connection import (
     PUBLISHED_LAYOUT,
     SCHEMA_VERSION,
     SHARED_COPY,
+    SPLIT_TABLES,
     USER_LAYOUT,
     USER_TABLES,
     Store,
@@ -90,6 +94,16 @@ SHARED: dict[str, str] = {
     "updated_at FROM src.history_budget",
     "history_cells": "(partition, cell, scores, quantiles, updated_at) "
     "SELECT partition, cell, '[]', quantiles, updated_at FROM src.history_cells",
+    # memory (advisor.advice.memory): the tasks' shared keys (users' own are in their files),
+    # the pools' margins (not their residuals: one per run), the partitions' bounds and OOM
+    # kill budgets (their correction; the counts of jobs that ran and were killed left out)
+    "memory_models": "SELECT * FROM src.memory_models WHERE user = ''",
+    "memory_site": "(pool, residuals, margins, updated_at) "
+    "SELECT pool, '[]', margins, updated_at FROM src.memory_site",
+    "memory_budget": "(partition, budget, log_margin, ran, killed, updated_at) "
+    "SELECT partition, budget, log_margin, 0, 0, updated_at FROM src.memory_budget",
+    "partition_memory": "SELECT * FROM src.partition_memory",
+    "site_settings": "SELECT * FROM src.site_settings",
     # the limits a wrapper's --time must stay within (what sacctmgr shows every user by default;
     # each user's own file instead cost a file per user with an association at every publish)
     "qos_limits": "SELECT * FROM src.qos_limits",
@@ -109,6 +123,8 @@ USER: dict[str, str] = {
     "json_each(:users)) AND task IN (SELECT task FROM src.task_models)",
     "history_keys": "SELECT * FROM src.history_keys WHERE kind IN ('user+name', 'user+family', "
     "'user+partition', 'user') AND user IN (SELECT value FROM json_each(:users))",
+    "memory_models": "SELECT * FROM src.memory_models WHERE user <> '' "
+    "AND user IN (SELECT value FROM json_each(:users))",
     # the tables below name their columns: a column a later migration adds gets its default
     "advice": "(id, created_at, user, task, partition, quantile, policy, argv, cluster, job_id, "  # noqa: S608 - constant fragments
     "outcome, request_s) SELECT id, created_at, user, task, partition, quantile, policy, '[]', "
@@ -123,6 +139,7 @@ USER: dict[str, str] = {
 #: Whose rows there are: user names in the tables above (and uids in spool marks).
 _OWNERS = (
     "SELECT user FROM src.history_keys UNION SELECT user FROM src.user_task_models "
+    "UNION SELECT user FROM src.memory_models WHERE user <> '' "
     "UNION SELECT user FROM src.advice WHERE policy = 'history' AND outcome = 'submitted' "
     "AND job_id IS NOT NULL AND created_at >= :since AND created_at <= :now"
 )
@@ -275,7 +292,7 @@ def _templates() -> tuple[bytes, bytes, list[str]]:
                 row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             ]
             for table in tables:
-                if (table in USER_TABLES) != users:
+                if table not in SPLIT_TABLES and (table in USER_TABLES) != users:
                     db.execute(f"DROP TABLE {table}")
             if users:
                 schema = [str(row[0]) for row in db.execute(

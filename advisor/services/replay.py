@@ -3,7 +3,8 @@
 The log is an SWF file, a saved sacct dump or the cluster's own accounting read live
 (advisor.replay.site_jobs); the rules of the replay are advisor.replay.engine's, the policies
 the history policy (advisor.replay.advised), the guarded one (advisor.replay.guarded) and the
-baselines (advisor.replay.baselines), the queue simulation advisor.replay.schedule's.  With
+baselines (advisor.replay.baselines), the queue simulation advisor.replay.schedule's, the
+memory policies' advisor.replay.memory's (sacct records with ReqMem and MaxRSS).  With
 ``budgets`` the history policy is replayed once more per kill budget, so a site sees the
 trade-off between kills and freed time on its own history.  Returns a ``Replayed``, whose
 ``to_json`` is schemas/replay-output.json.
@@ -35,6 +36,7 @@ from advisor.replay.engine import limit_series as _limit_series
 from advisor.replay.engine import replay as _replay
 from advisor.replay.guarded import GuardedPolicy
 from advisor.replay.jobs import ReplayJob
+from advisor.replay.memory import MemoryReplay, replay_memory
 from advisor.replay.schedule import Machine, Schedule
 from advisor.slurm.backend import SlurmBackend
 
@@ -122,6 +124,8 @@ class Replayed:
     #: the history policy's kill budget, and its figures at each of request.budgets
     budget_pct: float = 100 * DEFAULT_BUDGET
     budgets: tuple[BudgetFigures, ...] = ()
+    #: the memory policies, for sacct records that asked for memory and measured a peak
+    memory: MemoryReplay | None = None
 
     def policy_figures(self, name: str) -> dict[str, Any]:
         """One policy's figures as JSON, with the schedule's beside them."""
@@ -137,6 +141,8 @@ class Replayed:
             out["schedule"] = self.schedule.to_json()
         if self.budgets:
             out["budgets"] = [entry.to_json() for entry in self.budgets]
+        if self.memory is not None:
+            out["memory"] = self.memory.to_json()
         return out
 
     @property
@@ -208,13 +214,16 @@ def _check_request(request: ReplayRequest) -> None:
 
 def _read_jobs(
     request: ReplayRequest, backend: SlurmBackend | None = None
-) -> tuple[list[ReplayJob], LogSource]:
-    """The jobs to replay, in submit order, and what the output says of their source."""
+) -> tuple[list[ReplayJob], LogSource, MemoryReplay | None]:
+    """The jobs to replay (submit order), their source, and the memory policies' replay.
+
+    The memory replay is of sacct records only: SWF logs have no MaxRSS.
+    """
     if request.log:
         from advisor.accounting.swf import read_swf
         from advisor.replay.jobs import replay_jobs
 
-        return replay_jobs(read_swf(request.log)), LogSource(request.log, "swf")
+        return replay_jobs(read_swf(request.log)), LogSource(request.log, "swf"), None
     from advisor.replay.site_jobs import dump_jobs, sacct_jobs
 
     if request.sacct_file:
@@ -236,9 +245,8 @@ def _read_jobs(
             "advisor replay: what to replay?",
             hint="give an SWF log, --sacct-file DUMP, or --since WHEN (e.g. --since 90d) for sacct",
         )
-    return site.jobs, LogSource(
-        site.label, site.source, site.skipped, site.states, tuple(site.warnings)
-    )
+    source = LogSource(site.label, site.source, site.skipped, site.states, tuple(site.warnings))
+    return site.jobs, source, replay_memory(site.records)
 
 
 def _machine(request: ReplayRequest, jobs: list[ReplayJob]) -> Machine:
@@ -277,7 +285,7 @@ def replay(
         from advisor.reports.plots import pyplot
 
         pyplot()  # without matplotlib, stop before the work
-    jobs, source = _read_jobs(request, backend)
+    jobs, source, memory = _read_jobs(request, backend)
     contenders = policies(DEFAULT_CONFIG._replace(budget=request.budget))
     names = [p.name for p in contenders]
     keep = names if request.schedule else ("user", "advisor") if request.plot else ()
@@ -305,6 +313,7 @@ def replay(
         plotted=request.plot,
         budget_pct=100 * request.budget,
         budgets=budgets,
+        memory=memory,
     )
 
 

@@ -1,6 +1,7 @@
-"""``advisor report``: the four administrator reports, each as one ``Report``.
+"""``advisor report``: the administrator reports, each as one ``Report``.
 
-accuracy (advisor.reports.accuracy), limits (advisor.reports.limits), nodes
+accuracy (advisor.reports.accuracy), limits (advisor.reports.limits), memory
+(advisor.reports.memory), nodes
 (advisor.reports.classes) and models (advisor.reports.models) read the cache and return the
 same shape (advisor.reports.document.Report: rows per group, the total, notes); here the
 notes a reader needs are added and the pictures asked for are drawn (advisor.reports.plots).
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from advisor.progress import Bars
 from advisor.reports import accuracy as accuracy_module
 from advisor.reports import limits as limits_module
+from advisor.reports import memory as memory_module
 from advisor.reports.classes import nodes_report
 from advisor.reports.document import Report, ReportName
 from advisor.reports.loading import Selection
@@ -33,7 +35,7 @@ class ReportRequest:
     """Which report, over which jobs or classes, shaped how, and the picture to draw."""
 
     report: ReportName
-    #: accuracy, limits: the jobs (by end time), user, partition and task
+    #: accuracy, limits, memory: the jobs (by end time), user, partition and task
     selection: Selection = field(default_factory=Selection)
     #: accuracy, limits: the keys to group by (default: the report's own)
     by: tuple[str, ...] | None = None
@@ -93,6 +95,27 @@ def _limits(store: Store, request: ReportRequest, now: datetime) -> Report:
     return replace(done.report, notes=tuple(notes))
 
 
+def _memory(store: Store, request: ReportRequest, now: datetime) -> Report:
+    by = request.by or memory_module.DEFAULT_BY
+    done = memory_module.memory_report(
+        store, request.selection, by=by, shape=request.shape, now=now
+    )
+    notes = []
+    total = done.report.total or {}
+    if total.get("jobs") and not total.get("measured"):
+        notes.append(
+            "no job with a measured peak: sacct's MaxRSS comes from the jobs' steps "
+            "(JobAcctGatherType), and 'advisor update' reads them"
+        )
+    if request.plot:
+        from advisor.reports.plots import save_memory_scatter
+
+        title = f"Memory requested vs peak{_scope(request.selection)}"
+        save_memory_scatter(done.jobs, request.plot, title=title)
+        notes.append(f"requested vs peak: {request.plot}")
+    return replace(done.report, notes=tuple(notes))
+
+
 def _models(store: Store, request: ReportRequest, now: datetime) -> Report:
     report = models_report(store, task=request.task, shape=request.shape, now=now)
     notes = tuple(
@@ -120,6 +143,8 @@ def report(
         return _accuracy(store, request, moment, bars)
     if request.report == "limits":
         return _limits(store, request, moment)
+    if request.report == "memory":
+        return _memory(store, request, moment)
     if request.report == "nodes":
         return nodes_report(
             store, partition=request.partition, task=request.task, shape=request.shape, now=moment

@@ -110,6 +110,7 @@ def _result(done: Ingested, spool: SpoolDone | None, pruned: Pruned) -> UpdateRe
         already_stored=done.already_stored,
         model_updates=done.model_updates,
         censored_updates=done.censored_updates,
+        memory_updates=done.memory_updates,
         states=done.states,
         spool=spool,
         pruned=pruned,

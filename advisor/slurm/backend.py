@@ -23,10 +23,18 @@ from advisor.slurm.limits import (
     parse_qos,
     parse_reservations,
 )
-from advisor.slurm.parsers import parse_job_id, parse_nodes, parse_partitions, parse_test_only
+from advisor.slurm.parsers import (
+    parse_config_memory,
+    parse_job_id,
+    parse_nodes,
+    parse_partition_memory,
+    parse_partitions,
+    parse_test_only,
+)
 from advisor.slurm.records import (
     Association,
     JobRecord,
+    MemoryLimits,
     Node,
     Partition,
     Qos,
@@ -41,7 +49,15 @@ from advisor.slurm.runner import (
     TransientSlurmError,
     no_resubmit,
 )
-from advisor.slurm.sacct_text import SACCT_FIELDS, SacctRows, SacctSink
+from advisor.slurm.sacct_text import (
+    SACCT_FIELDS,
+    STEP_FIELDS,
+    SacctRows,
+    SacctSink,
+    StepPeaks,
+    StepSink,
+    with_peaks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +81,10 @@ class SlurmBackend(Protocol):
 
     def nodes(self) -> list[Node]:
         """Nodes with CPUs, memory and features."""
+        ...
+
+    def memory_limits(self) -> dict[str, MemoryLimits]:
+        """Each partition's memory default and limits."""
         ...
 
     def qos(self) -> list[Qos]:
@@ -137,6 +157,12 @@ class CliBackend:
         """Nodes from ``scontrol show node -o``."""
         return parse_nodes(self.commands.run(["scontrol", "show", "node", "-o"]).stdout)
 
+    def memory_limits(self) -> dict[str, MemoryLimits]:
+        """Each partition's memory default and limits, the site's (``scontrol show config``) where unset."""
+        site = parse_config_memory(self.commands.run(["scontrol", "show", "config"]).stdout)
+        partitions = self.commands.run(["scontrol", "show", "partition", "-o"]).stdout
+        return parse_partition_memory(partitions, site)
+
     def qos(self) -> list[Qos]:
         """Every QoS with its MaxWall (``sacctmgr show qos``)."""
         return parse_qos(self._sacctmgr("qos", QOS_FIELDS))
@@ -206,12 +232,40 @@ class CliBackend:
         time-out, retried as any transient failure).  Output whose delimiters do not make
         whole records (a name held this call's delimiter: a 1 in 2**32 guess) is asked for
         once more, with another delimiter no name can hold, since names were set before the
-        call.
+        call.  A second query reads the jobs' steps, whose rows alone carry the memory a job
+        used (MaxRSS), within the same max_bytes and timeout_s: each record gets the largest
+        peak of its steps (``max_rss_mb``).
+        """
+        budget = (max_bytes, max_records, timeout_s)
+        try:
+            rows = self._sacct(start, end, job_ids, *budget)
+        except InputError:
+            rows = self._sacct(start, end, job_ids, *budget)
+        steps = self.step_peaks(start, end, job_ids=job_ids, max_bytes=max_bytes,
+                                timeout_s=timeout_s)  # fmt: skip
+        return SacctRows(with_peaks(rows.records, steps.peaks), rows.problems + steps.problems)
+
+    def step_peaks(
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        job_ids: Sequence[int] = (),
+        max_bytes: int | None = None,
+        timeout_s: float | None = None,
+    ) -> StepPeaks:
+        """The peak memory of the steps of the jobs of the window (sacct without -X), streamed.
+
+        Output that does not split into whole records is one problem, not a failure: the
+        window's jobs are stored without their peaks (no user's text is in these fields).
+        Past max_bytes or timeout_s the query fails as the window's own does (the window is
+        halved, advisor.accounting.windows): a job's steps can be many rows, and only one peak
+        per job is held.
         """
         try:
-            return self._sacct(start, end, job_ids, max_bytes, max_records, timeout_s)
-        except InputError:
-            return self._sacct(start, end, job_ids, max_bytes, max_records, timeout_s)
+            return self._sacct_steps(start, end, job_ids, max_bytes, timeout_s)
+        except InputError as error:
+            return StepPeaks({}, [f"sacct steps: {error.message}"])
 
     def _sacct(
         self,
@@ -222,27 +276,56 @@ class CliBackend:
         max_records: int | None,
         timeout_s: float | None,
     ) -> SacctRows:
-        """The records of one sacct call."""
+        """The records of one sacct call (allocations only)."""
         delimiter = sacct_delimiter()
+        return self.commands.consume(
+            self._sacct_argv(start, end, job_ids, delimiter, SACCT_FIELDS, steps=False),
+            lambda: SacctSink(delimiter, SACCT_FIELDS, max_records=max_records),
+            timeout_s=timeout_s,
+            max_bytes=max_bytes,
+        )
+
+    def _sacct_steps(
+        self,
+        start: datetime,
+        end: datetime,
+        job_ids: Sequence[int],
+        max_bytes: int | None,
+        timeout_s: float | None,
+    ) -> StepPeaks:
+        """The steps' peaks of one sacct call (steps too: no --allocations)."""
+        delimiter = sacct_delimiter()
+        return self.commands.consume(
+            self._sacct_argv(start, end, job_ids, delimiter, STEP_FIELDS, steps=True),
+            lambda: StepSink(delimiter, STEP_FIELDS),
+            timeout_s=timeout_s,
+            max_bytes=max_bytes,
+        )
+
+    @staticmethod
+    def _sacct_argv(
+        start: datetime,
+        end: datetime,
+        job_ids: Sequence[int],
+        delimiter: str,
+        fields: Sequence[str],
+        *,
+        steps: bool,
+    ) -> list[str]:
         argv = [
             "sacct",
             "--allusers",
-            "--allocations",
+            *(() if steps else ("--allocations",)),
             "--parsable2",
             "--noheader",
             f"--delimiter={delimiter}",
-            f"--format={','.join(SACCT_FIELDS)}",
+            f"--format={','.join(fields)}",
             f"--starttime={_sacct_time(start)}",
             f"--endtime={_sacct_time(end)}",
         ]
         if job_ids:
             argv.append(f"--jobs={','.join(str(job) for job in job_ids)}")
-        return self.commands.consume(
-            argv,
-            lambda: SacctSink(delimiter, SACCT_FIELDS, max_records=max_records),
-            timeout_s=timeout_s,
-            max_bytes=max_bytes,
-        )
+        return argv
 
     def run_on_node(
         self,

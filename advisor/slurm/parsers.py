@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from advisor.errors import InputError
 from advisor.slurm.hostlist import expand_hostlist
-from advisor.slurm.records import Node, Partition, StartEstimate
+from advisor.slurm.records import MemoryLimits, Node, Partition, StartEstimate
 from advisor.slurm.sacct_text import (
     SACCT_FIELDS,
     parse_req_mem_mb,
@@ -21,6 +21,7 @@ from advisor.slurm.sacct_text import (
 )
 from advisor.slurm.timefmt import parse_timelimit
 from advisor.slurm.timestamps import parse_timestamp
+from advisor.text import ascii_int
 
 _KV = re.compile(r"(?:^|\s)([A-Za-z][\w:/.]*)=(.*?)(?=\s[A-Za-z][\w:/.]*=|$)")
 _TEST_ONLY = re.compile(
@@ -78,6 +79,60 @@ def parse_partitions(text: str) -> list[Partition]:
             )
         )
     return partitions
+
+
+_MEMORY_KEYS = {
+    "DefMemPerCPU": "def_per_cpu_mb",
+    "DefMemPerNode": "def_per_node_mb",
+    "MaxMemPerCPU": "max_per_cpu_mb",
+    "MaxMemPerNode": "max_per_node_mb",
+}
+
+
+def _memory_mb(value: str, field: str) -> int | None:
+    """``500``, ``500 MB`` (newer scontrol show config), ``UNLIMITED``; 0 means none."""
+    text = value.strip().removesuffix("MB").strip()
+    if not text or text.upper() in ("UNLIMITED", "NONE", "(NULL)", "N/A"):
+        return None
+    number = ascii_int(text)
+    if number is None:
+        raise InputError(f"scontrol: {field}: not a memory size {value[:40]!r}")
+    return number or None
+
+
+def parse_config_memory(text: str) -> MemoryLimits:
+    """The site's memory defaults and limits from ``scontrol show config`` (``Key = value``)."""
+    found: dict[str, int | None] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        field = _MEMORY_KEYS.get(key.strip())
+        if sep and field is not None:
+            found[field] = _memory_mb(value, key.strip())
+    return MemoryLimits(**found)
+
+
+def parse_partition_memory(text: str, site: MemoryLimits) -> dict[str, MemoryLimits]:
+    """Each partition's memory limits from ``scontrol show partition -o``, the site's where unset.
+
+    A partition prints DefMemPerCPU or DefMemPerNode, and MaxMemPerCPU or MaxMemPerNode; a value
+    it does not set itself (``UNLIMITED``) is the site's (slurm.conf), as slurmctld applies it.
+    """
+    limits = {}
+    for pairs in _records(text):
+        name = pairs.get("PartitionName")
+        if not name:
+            raise InputError("scontrol show partition: a record has no PartitionName")
+        own = {field: _memory_mb(pairs[key], f"partition {name}: {key}")
+               for key, field in _MEMORY_KEYS.items() if key in pairs}  # fmt: skip
+        default = {k: v for k, v in own.items() if k.startswith("def_") and v is not None}
+        most = {k: v for k, v in own.items() if k.startswith("max_") and v is not None}
+        merged = site._asdict()
+        if default:  # the partition's own default replaces the site's, of either kind
+            merged.update({"def_per_cpu_mb": None, "def_per_node_mb": None} | default)
+        if most:
+            merged.update({"max_per_cpu_mb": None, "max_per_node_mb": None} | most)
+        limits[name] = MemoryLimits(**merged)
+    return limits
 
 
 def _partition_qos(value: str | None) -> str | None:

@@ -83,11 +83,37 @@ class JobRecord(NamedTuple):
     #: What req_mem_mb is per: 'cpu' or 'node' (sacct before 21.08: ``4000Mc``, ``16Gn``);
     #: None for the job's total, which sacct prints since 21.08.
     req_mem_per: str | None = None
+    #: The job's peak memory per node in MB: the largest MaxRSS (TRESUsageInMax ``mem``) of its
+    #: steps, which sacct gives on the step rows only (None: not measured, or not in the dump).
+    max_rss_mb: float | None = None
 
     @property
     def is_final(self) -> bool:
         """True once slurmdbd has the whole record (final state and a partition)."""
         return self.state in FINAL_STATES and bool(self.partition) and self.end is not None
+
+    @property
+    def req_mem_per_node_mb(self) -> float | None:
+        """The memory the job asked for on each of its nodes, in MB (None: not known)."""
+        return per_node_mb(self.req_mem_mb, self.req_mem_per, self.cpus, len(self.nodes))
+
+
+def per_node_mb(
+    req_mem_mb: float | None, req_mem_per: str | None, cpus: int, nodes: int
+) -> float | None:
+    """ReqMem as memory per node, in MB (None: not known).
+
+    ReqMem is per CPU (``Mc``), per node (``Mn``) or, since Slurm 21.08, the job's total over
+    its nodes; an allocation whose nodes are not known counts as one node.
+    """
+    if req_mem_mb is None:
+        return None
+    nodes = max(1, nodes)
+    if req_mem_per == "cpu":
+        return req_mem_mb * max(1, cpus) / nodes
+    if req_mem_per == "node":
+        return req_mem_mb
+    return req_mem_mb / nodes
 
 
 #: The QoS slurmctld gives a job whose association names no default and several QoS.
@@ -240,3 +266,41 @@ class StartEstimate(NamedTuple):
     processors: int
     nodes: tuple[str, ...]
     partition: str
+
+
+class MemoryLimits(NamedTuple):
+    """What a partition gives a job that asks for no memory, and the most a job may ask (MB).
+
+    None: no such setting (a default of neither kind gives the job its nodes' whole memory).
+    """
+
+    def_per_cpu_mb: int | None = None
+    def_per_node_mb: int | None = None
+    max_per_cpu_mb: int | None = None
+    max_per_node_mb: int | None = None
+
+    def default_mb(self, cpus_per_node: int, node_memory_mb: int) -> int:
+        """What a job asking for no memory gets per node (slurm.conf DefMemPerCPU/DefMemPerNode)."""
+        if self.def_per_cpu_mb is not None:
+            return self.def_per_cpu_mb * max(1, cpus_per_node)
+        if self.def_per_node_mb is not None:
+            return self.def_per_node_mb
+        return node_memory_mb
+
+    def most_mb(self, cpus_per_node: int) -> int | None:
+        """The most a job may ask per node (MaxMemPerNode, else MaxMemPerCPU × its CPUs; None: any)."""
+        if self.max_per_node_mb is not None:
+            return self.max_per_node_mb
+        if self.max_per_cpu_mb is not None:
+            return self.max_per_cpu_mb * max(1, cpus_per_node)
+        return None
+
+
+def peak_mb(*figures: float | None) -> float | None:
+    """The largest of the figures that are there; None when none is, or when it is 0.
+
+    A MaxRSS of 0 is no sample, not a peak: Slurm samples every JobAcctGatherFrequency, and on
+    22.05 (jobacct_gather/cgroup, cgroup v2) a job that ends before the first sample has 0.
+    """
+    present = [figure for figure in figures if figure is not None]
+    return max(present) if present and max(present) > 0 else None

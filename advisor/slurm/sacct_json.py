@@ -26,7 +26,7 @@ from typing import Any
 
 from advisor.errors import InputError
 from advisor.slurm.hostlist import expand_hostlist
-from advisor.slurm.records import JobRecord
+from advisor.slurm.records import JobRecord, peak_mb
 from advisor.slurm.timefmt import NoLimit
 from advisor.text import storable
 
@@ -95,13 +95,39 @@ def _time(value: object, field: str) -> datetime | None:
 
 def _tres(job: Mapping[str, Any], kind: str, name: str) -> int | None:
     """The count of one TRES (``cpu``, ``mem``) among ``tres.<kind>``."""
-    items = _object(job.get("tres"), "tres").get(kind) or []
+    return _tres_count(_object(job.get("tres"), "tres").get(kind), f"tres.{kind}", name)
+
+
+def _tres_count(items: object, where: str, name: str) -> int | None:
+    """The count of one TRES in a list of ``{type, count}`` (where: how errors name the list)."""
+    if not items:
+        return None
     if not isinstance(items, list):
-        raise InputError(f"tres.{kind} is not a list")
+        raise InputError(f"{where} is not a list")
     for item in items:
         if isinstance(item, Mapping) and item.get("type") == name:
-            return _whole(item.get("count"), f"tres.{kind}.{name}")
+            return _whole(item.get("count"), f"{where}.{name}")
     return None
+
+
+def _step_peak_mb(job: Mapping[str, Any]) -> float | None:
+    """The largest peak memory of the job's steps in MB (``steps[].tres.requested.max`` mem).
+
+    sacct --json files what the text calls TRESUsageInMax under ``requested`` (bytes).
+    """
+    steps = job.get("steps") or []
+    if not isinstance(steps, list):
+        raise InputError("steps is not a list")
+    peak: float | None = None
+    for number, step in enumerate(steps):
+        if not isinstance(step, Mapping):
+            raise InputError(f"steps[{number}] is not an object")
+        where = f"steps[{number}].tres.requested"
+        usage = _object(_object(step.get("tres"), f"steps[{number}].tres").get("requested"), where)
+        count = _tres_count(usage.get("max"), f"{where}.max", "mem")
+        if count is not None:
+            peak = peak_mb(peak, count / 1024**2)
+    return peak
 
 
 def json_state(job: Mapping[str, Any]) -> str:
@@ -246,6 +272,7 @@ def json_record(job: object, *, where: str = "sacct --json", cluster: str = "") 
             end=_time(times.get("end"), "time.end"),
             comment=_text(comment, "comment.job"),
             req_mem_per=req_mem_per,
+            max_rss_mb=_step_peak_mb(job),
         )
     except (InputError, OverflowError, OSError, ValueError) as error:
         message = error.message if isinstance(error, InputError) else str(error)

@@ -18,7 +18,7 @@ from typing import NamedTuple, TypeVar
 
 from advisor.errors import InputError, SlurmOutputTooLarge
 from advisor.slurm.hostlist import expand_hostlist
-from advisor.slurm.records import JobRecord
+from advisor.slurm.records import JobRecord, peak_mb
 from advisor.slurm.timefmt import NoLimit, parse_duration, parse_timelimit
 from advisor.slurm.timestamps import parse_timestamp
 from advisor.text import ascii_int, storable
@@ -47,6 +47,13 @@ SACCT_FIELDS: tuple[str, ...] = (
     "Comment",
     "Cluster",
 )
+
+#: The fields of the step query (``CliBackend.accounting_rows``): each job's steps' peak memory,
+#: which sacct gives on the step rows only (MaxRSS of one task; TRESUsageInMax ``mem`` is the
+#: same figure, and the one some sites' dumps keep).  No field a user chooses.
+STEP_FIELDS: tuple[str, ...] = ("JobIDRaw", "JobID", "MaxRSS", "TRESUsageInMax", "Cluster")
+#: The fields that give a row's peak memory (a step's; an allocation's in some old dumps).
+USAGE_FIELDS = ("MaxRSS", "TRESUsageInMax")
 
 #: What a row cannot do without, each as the fields that can stand for it (the first is named).
 NEEDED: tuple[tuple[str, ...], ...] = (
@@ -90,6 +97,8 @@ FIELD_NAMES = {name.lower(): name for name in _FIELD_NAMES}
 _MEM = re.compile(r"(\d{1,15}(?:\.\d{1,9})?)([KMGTP]?)([nc]?)", re.IGNORECASE)
 _MEM_MB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 _MEM_PER = {"c": "cpu", "n": "node", "": None}
+_USAGE = re.compile(r"(\d{1,19}(?:\.\d{1,9})?)([KMGTP]?)", re.IGNORECASE)
+_TRES_MEM = re.compile(r"(?:^|,)mem=([^,]*)")
 _STATE = re.compile(r"([A-Z_]+)(?: by (\d{1,18}))?\+?")
 _EXIT = re.compile(r"(\d{1,3}):(\d{1,3})")
 _LEADING_ID = re.compile(r"(\d{1,18})(?:$|[_.+])")
@@ -146,6 +155,31 @@ def parse_req_mem(value: str) -> tuple[float | None, str | None]:
 def parse_req_mem_mb(value: str) -> float | None:
     """Megabytes in sacct's ReqMem (``100M``, ``2G``; pre-21.08 suffixes ``n``/``c`` too)."""
     return parse_req_mem(value)[0]
+
+
+def parse_mem_usage(value: str, field: str = "MaxRSS") -> float | None:
+    """Megabytes in a memory figure sacct measured (``1294440K``, ``438.50M``, ``1.40G``).
+
+    sacct prints usage with a binary suffix; a bare number is bytes (``0``, and what
+    ``--noconvert`` prints).  An empty field is no figure.
+    """
+    value = value.strip()
+    if not value:
+        return None
+    match = _USAGE.fullmatch(value)
+    if not match:
+        raise InputError(f"{field}: not a memory size {value[:80]!r}")
+    unit = match.group(2).upper()
+    megabytes = float(match.group(1)) * (_MEM_MB[unit] if unit else 1 / 1024**2)
+    if not math.isfinite(megabytes):
+        raise InputError(f"{field}: not a memory size {value[:80]!r}")
+    return megabytes
+
+
+def parse_tres_mem(value: str, field: str = "TRESUsageInMax") -> float | None:
+    """Megabytes of the ``mem`` entry of a TRES list (``cpu=00:01:02,mem=1016K,...``)."""
+    match = _TRES_MEM.search(value)
+    return parse_mem_usage(match.group(1), f"{field} mem") if match else None
 
 
 def parse_state(value: str) -> tuple[str, int | None]:
@@ -219,10 +253,15 @@ class RowReader:
                          "Comment", "Cluster")
         )  # fmt: skip
         self._cpus = [(at[name], name) for name in CPU_FIELDS if name in at]
+        self._max_rss, self._tres_max = at.get("MaxRSS", missing), at.get("TRESUsageInMax", missing)
+        #: Whether rows of these fields say how much memory a step used (``step_usage``).
+        self.has_usage = any(name in at for name in USAGE_FIELDS)
         self._has_end = "End" in at
         self.state = _memo(parse_state)
         self.nodes = _memo(lambda text: expand_hostlist(storable(text)))  # names: stored as text
         self.req_mem = _memo(parse_req_mem)
+        self.usage = _memo(parse_mem_usage)
+        self.tres_mem = _memo(parse_tres_mem)
         self.exit_code = _memo(parse_exit_code)
         self.timelimit = _memo(lambda text: parse_timelimit(text, field="Timelimit"))
         self.duration = _memo(lambda text: parse_duration(text, field="Elapsed"))
@@ -234,6 +273,25 @@ class RowReader:
         """The row's JobID as sacct printed it (its JobIDRaw when JobID is empty)."""
         row = (*values, "")
         return row[self._job_id] or row[self._raw]
+
+    def step_usage(
+        self, values: Sequence[str], *, where: str = "sacct"
+    ) -> tuple[str, float | None]:
+        """A step row's job (the JobID before its ``.``) and the step's peak memory in MB.
+
+        InputError names the row and the field when a figure is not a memory size.
+        """
+        row = (*values, "")
+        job_id = self.printed_job_id(values).strip()
+        try:
+            return job_id.partition(".")[0], self._peak(row)
+        except InputError as error:
+            raise InputError(f"{where}: job {job_id[:40]}: {error.message}") from None
+
+    def _peak(self, row: Sequence[str]) -> float | None:
+        if not self.has_usage:
+            return None
+        return peak_mb(self.usage(row[self._max_rss]), self.tres_mem(row[self._tres_max]))
 
     def record(
         self,
@@ -308,6 +366,7 @@ class RowReader:
             end,
             self.text(row[self._comment]),
             req_mem_per,
+            self._peak(row),
         )
 
     def _time_limit(self, row: Sequence[str]) -> int | NoLimit | None:
@@ -511,3 +570,81 @@ class SacctSink:
                 rows.problems.append(
                     f"{source} record {number}: {error.message.removeprefix(source + ': ')}"
                 )
+
+
+class StepPeaks(NamedTuple):
+    """The steps' peak memory per job ((cluster, JobID) -> MB), and the rows that could not be read."""
+
+    peaks: dict[tuple[str, str], float]
+    problems: list[str]
+
+
+def parse_step_peaks(
+    text: str, delimiter: str, fields: Sequence[str] = STEP_FIELDS, *, source: str = "sacct steps"
+) -> StepPeaks:
+    """The largest peak of each job's steps, from output made with a delimiter no value holds.
+
+    Allocation rows (no ``.`` in the JobID) are passed over; a row that does not parse is a
+    problem, not a failure.
+    """
+    sink = StepSink(delimiter, fields, source=source)
+    sink.feed(text)
+    return sink.finish()
+
+
+class StepSink:
+    """``parse_step_peaks`` of output that arrives in pieces (SlurmCommands.consume).
+
+    What is held is one peak per job, never the text (a job's steps can be thousands of rows).
+    """
+
+    def __init__(
+        self, delimiter: str, fields: Sequence[str] = STEP_FIELDS, *, source: str = "sacct steps"
+    ) -> None:
+        self.stream = RecordStream(len(fields), delimiter)
+        self.reader = row_reader(tuple(fields))
+        self.cluster_at = list(fields).index("Cluster") if "Cluster" in fields else None
+        self.source, self.number = source, 0
+        self.peaks = StepPeaks({}, [])
+
+    def feed(self, text: str) -> None:
+        """Read the rows this piece completes."""
+        self._read(self.stream.feed(text))
+
+    def finish(self) -> StepPeaks:
+        """Every job's peak, and the rows that could not be read."""
+        self._read(self.stream.close())
+        return self.peaks
+
+    def _read(self, records: list[list[str]]) -> None:
+        reader, source, (peaks, problems) = self.reader, self.source, self.peaks
+        for values in records:
+            self.number += 1
+            if "." not in reader.printed_job_id(values):
+                continue
+            try:
+                job_id, peak = reader.step_usage(values, where=source)
+            except InputError as error:
+                problems.append(
+                    f"{source} record {self.number}: {error.message.removeprefix(source + ': ')}"
+                )
+                continue
+            if peak is None:
+                continue
+            at = self.cluster_at
+            key = (values[at].strip() if at is not None else "", job_id)
+            peaks[key] = max(peak, peaks.get(key, peak))
+
+
+def with_peaks(
+    records: Sequence[JobRecord], peaks: dict[tuple[str, str], float]
+) -> list[JobRecord]:
+    """The records, each with the peak of its steps where one was measured."""
+    if not peaks:
+        return list(records)
+    return [
+        job
+        if (peak := peaks.get((job.cluster, job.job_id))) is None
+        else job._replace(max_rss_mb=peak_mb(job.max_rss_mb, peak))
+        for job in records
+    ]

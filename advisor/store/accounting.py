@@ -46,13 +46,15 @@ def job_row(job: JobRecord, ingested_at: str) -> tuple[Any, ...]:
         job.comment,
         job.req_mem_per,
         ingested_at,
+        job.max_rss_mb,
     )
 
 
 #: The columns of a job_row, in its order.
 JOB_COLUMNS = ("cluster", "job_id", "job_id_raw", "name", "user", "account", "partition",
                "nodes", "cpus", "req_mem_mb", "elapsed_s", "timelimit_s", "state", "exit_code",
-               "submit", "start", "end", "comment", "req_mem_per", "ingested_at")  # fmt: skip
+               "submit", "start", "end", "comment", "req_mem_per", "ingested_at",
+               "max_rss_mb")  # fmt: skip
 # Column names are the constants above, never input.
 _INSERT = (
     f"INSERT INTO accounting_jobs ({', '.join(JOB_COLUMNS)}) "  # noqa: S608
@@ -126,6 +128,7 @@ def save_jobs(
             "comment": job.comment,
             "ingested_at": now,
             "req_mem_per": job.req_mem_per,
+            "max_rss_mb": job.max_rss_mb,
         }
         for job in jobs
         if job.is_final

@@ -46,6 +46,10 @@ class Advice(NamedTuple):
     p95_s: float | None = None
     #: The user's own --time when the limit was lowered below it (policy 'guarded'): the ceiling.
     request_s: int | None = None
+    #: The --mem per node the advisor set (or, advising only, would have set), and what it did
+    #: (advisor.advice.memory: 'set', 'lowered', 'advise', 'kept').
+    mem_mb: int | None = None
+    mem_action: str | None = None
 
 
 #: The advice table's origin values (Origin).
@@ -62,8 +66,8 @@ def record_advice(
         cursor = store.conn.execute(
             """INSERT INTO advice (created_at, user, task, partition, node_class, predicted_s,
                  quantile, limit_s, policy, argv, cluster, job_id, outcome, input_bytes,
-                 p50_s, p90_s, p95_s, request_s, origin)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                 p50_s, p90_s, p95_s, request_s, mem_mb, mem_action, origin)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 created_at or utc_now(),
                 advice.user,
@@ -83,6 +87,8 @@ def record_advice(
                 advice.p90_s,
                 advice.p95_s,
                 advice.request_s,
+                advice.mem_mb,
+                advice.mem_action,
                 origin,
             ),
         )
@@ -174,3 +180,29 @@ def day_use(store: Store, user: str, day: str) -> DayUse:
         (user, day, f"{day}T99"),
     ).fetchone()
     return DayUse(int(row[0]), int(row[1]))
+
+
+class AppliedMemory(NamedTuple):
+    """What an advice row says the wrapper set as a job's --mem (MB per node)."""
+
+    cluster: str | None
+    user: str
+    mem_mb: int
+
+
+def applied_memory(store: Store, job_ids: Iterable[int]) -> dict[int, list[AppliedMemory]]:
+    """Per job id: the --mem that advice rows say the wrapper set (not only advised).
+
+    Spool rows count, as in applied_limits: a user's wrapper writes them where the cache is
+    not the user's to write, and a forged one can only count a kill of that user's own job.
+    """
+    rows = store.conn.execute(
+        "SELECT job_id, cluster, user, mem_mb FROM advice "
+        "WHERE job_id IN (SELECT value FROM json_each(?)) AND outcome = 'submitted' "
+        "AND mem_action IN ('set', 'lowered') AND mem_mb IS NOT NULL",
+        (json.dumps(sorted(set(job_ids))),),
+    )
+    found: dict[int, list[AppliedMemory]] = {}
+    for job_id, cluster, user, mem_mb in rows:
+        found.setdefault(int(job_id), []).append(AppliedMemory(cluster, str(user), int(mem_mb)))
+    return found

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 #: len(advisor.store.migrations.MIGRATIONS), written out: opening a cache to read (the sbatch
 #: wrapper) checks the version without loading the migrations' SQL; tests/unit/store/test_store.py
 #: holds the two equal.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 APP_ID = 0x5A11AD01  # PRAGMA application_id: refuses to treat a foreign SQLite file as a cache
 #: The published copies (services/publish.py): a directory users' ADVISOR_DB names, holding the
 #: file every user reads and one file per user, which Store.open attaches as ``mine``.
@@ -41,6 +41,9 @@ USER_LAYOUT = "user/2"
 #: The tables of users' own rows: in each user's file, not in the shared one.
 USER_TABLES = frozenset({"history_keys", "advice", "accounting_jobs", "watermarks",
                          "user_task_models"})  # fmt: skip
+#: Tables in both: the shared file holds their rows of no user (user ''), each user's file
+#: their own (a published copy reads a user's from ``mine``: advisor.store.memory_models).
+SPLIT_TABLES = frozenset({"memory_models"})
 
 
 def _null(value: None) -> None:

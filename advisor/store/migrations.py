@@ -322,4 +322,58 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX advice_job_id ON advice (job_id);
     CREATE INDEX advice_created ON advice (created_at);
     """,
+    # 11: memory, the second resource (issue 33).  Accounting keeps each job's peak memory per
+    # node (the largest MaxRSS of its steps); an observation keeps a run's peak and whether it
+    # is a lower bound (OUT_OF_MEMORY: killed at its request, as TIMEOUT is for time).
+    # memory_models holds the recent peaks per task (user '': the shared model, from imports
+    # and calibration) and per user and job name (that user's own jobs); memory_site the
+    # prediction errors the margins rest on, per pool (models/memory.py).
+    """
+    ALTER TABLE accounting_jobs ADD COLUMN max_rss_mb REAL;
+    ALTER TABLE observations ADD COLUMN peak_mem_mb REAL CHECK (peak_mem_mb IS NULL OR peak_mem_mb >= 0);
+    ALTER TABLE observations ADD COLUMN mem_censored INTEGER NOT NULL DEFAULT 0
+        CHECK (mem_censored IN (0, 1));
+    CREATE TABLE memory_models (
+        user TEXT NOT NULL,                  -- '' for a task's shared model
+        task TEXT NOT NULL,                  -- a task, or a user's job's task key
+        runs TEXT NOT NULL,                  -- JSON list of [peak_mb, input_bytes or null, censored], oldest first, bounded
+        n_obs INTEGER NOT NULL CHECK (n_obs >= 0),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (user, task)
+    );
+    CREATE TABLE memory_site (
+        pool TEXT PRIMARY KEY,               -- 'sized' (extrapolated over the input), 'runs'
+        residuals TEXT NOT NULL,             -- JSON list of [distance, log(peak / P95)], bounded
+        margins TEXT NOT NULL,               -- JSON list of [distance, margin]: conformal quantiles
+        updated_at TEXT NOT NULL
+    );
+    -- the kill budget for OUT_OF_MEMORY per partition (models/memory_budget.py)
+    CREATE TABLE memory_budget (
+        partition TEXT PRIMARY KEY,
+        budget REAL NOT NULL CHECK (budget > 0 AND budget < 1),
+        log_margin REAL NOT NULL,
+        ran INTEGER NOT NULL CHECK (ran >= 0),
+        killed INTEGER NOT NULL CHECK (killed >= 0),
+        updated_at TEXT NOT NULL
+    );
+    -- what a partition gives a job that asks for no memory and the most it may ask (MB, NULL:
+    -- no such limit), from scontrol's partitions and the site's slurm.conf (advisor cluster --save)
+    CREATE TABLE partition_memory (
+        partition TEXT PRIMARY KEY,
+        def_per_cpu_mb INTEGER,
+        def_per_node_mb INTEGER,
+        max_per_cpu_mb INTEGER,
+        max_per_node_mb INTEGER,
+        updated_at TEXT NOT NULL
+    );
+    -- the site's choices the wrappers read (key 'memory_mode': advise, fill or lower)
+    CREATE TABLE site_settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    -- the --mem the advisor set (or, advising only, would have set) per node, and what it did
+    ALTER TABLE advice ADD COLUMN mem_mb INTEGER;
+    ALTER TABLE advice ADD COLUMN mem_action TEXT;
+    """,
 )

@@ -12,7 +12,11 @@ from advisor.store.connection import Store
 
 @dataclass(frozen=True)
 class Observation:
-    """One execution of a task; runtime_s is a lower bound when censored (killed at its limit)."""
+    """One execution of a task; runtime_s is a lower bound when censored (killed at its limit).
+
+    peak_mem_mb: the run's peak memory per node (None: not measured); a lower bound when
+    mem_censored (killed OUT_OF_MEMORY at its request).
+    """
 
     source: str
     source_key: str
@@ -29,6 +33,8 @@ class Observation:
     partition: str | None = None
     state: str | None = None
     observed_at: str | None = None
+    peak_mem_mb: float | None = None
+    mem_censored: bool = False
 
     @property
     def from_accounting(self) -> bool:
@@ -73,7 +79,11 @@ def load_observations(store: Store, task: str | None = None) -> list[Observation
         rows = store.query("SELECT * FROM observations WHERE task = ? ORDER BY id", (task,))
     return [
         Observation(
-            **{**{k: v for k, v in row.items() if k != "id"}, "censored": bool(row["censored"])}
+            **{
+                **{k: v for k, v in row.items() if k != "id"},
+                "censored": bool(row["censored"]),
+                "mem_censored": bool(row["mem_censored"]),
+            }
         )
         for row in rows
     ]

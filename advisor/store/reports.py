@@ -63,15 +63,31 @@ SELECT j.cluster, j.job_id, j.name, j.user, j.account, j.partition, j.nodes, j.c
 """
 
 
+def _params(where: JobFilter) -> dict[str, str | None]:
+    return {"since": where.since, "until": where.until, "user": where.user,
+            "partition": where.partition}  # fmt: skip
+
+
 def jobs_with_advice(store: Store, where: JobFilter) -> list[dict[str, Any]]:
     """Finished jobs in the window, each with its newest advice row (advice columns None if none)."""
-    params = {
-        "since": where.since,
-        "until": where.until,
-        "user": where.user,
-        "partition": where.partition,
-    }
-    return store.query(_JOBS, params)
+    return store.query(_JOBS, _params(where))
+
+
+_MEMORY_JOBS = """
+SELECT j.cluster, j.job_id, j.name, j.user, j.account, j.partition, j.nodes, j.cpus,
+       j.req_mem_mb, j.req_mem_per, j.max_rss_mb, j.elapsed_s, j.state, j.end, j.comment
+  FROM accounting_jobs j
+ WHERE (:since IS NULL OR j.end >= :since)
+   AND (:until IS NULL OR j.end < :until)
+   AND (:user IS NULL OR j.user = :user)
+   AND (:partition IS NULL OR j.partition = :partition)
+ ORDER BY j.end, j.cluster, j.job_id_raw
+"""
+
+
+def memory_jobs(store: Store, where: JobFilter) -> list[dict[str, Any]]:
+    """Finished jobs in the window with what they asked and used of memory (``report memory``)."""
+    return store.query(_MEMORY_JOBS, _params(where))
 
 
 def observation_counts(store: Store, task: str | None = None) -> dict[str, dict[str, Any]]:

@@ -215,6 +215,9 @@ def main(
     prepared = prepare(cmd, side)
     if prepared.warning:
         print(prepared.warning, file=err)
+    memory = prepared.advice.memory if prepared.advice is not None else None
+    if memory is not None and memory.action == "advise" and not cmd.advisor.explain:
+        print(f"advisor: memory: {memory.reason}", file=err)  # the advise mode's one line
     if cmd.advisor.dry_run or cmd.advisor.explain:
         from advisor.wrapper.explain import command_line, explanation
     if cmd.advisor.dry_run:

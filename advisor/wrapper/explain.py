@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from advisor.advice.advice import JobAdvice, PickEstimate
 from advisor.advice.limits import Decision, PartitionLimit
+from advisor.advice.memory import NO_MEMORY, MemoryDecision
 from advisor.lite import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class Explanation(NamedTuple):
     estimates: tuple[PickEstimate, ...]
     added: tuple[str, ...]
     argv: tuple[str, ...]  # what runs, "sbatch" first
+    memory: MemoryDecision = NO_MEMORY
 
     def to_json(self) -> dict[str, Any]:
         """The --advisor-explain document (schemas/sbatch-explain.json)."""
@@ -141,7 +143,22 @@ class Explanation(NamedTuple):
             "added": list(self.added),
             "argv": list(self.argv),
             "command": command_line(self.argv),
+            "memory": _memory_json(self.memory),
         }
+
+
+def _memory_json(memory: MemoryDecision) -> dict[str, Any]:
+    forecast = memory.forecast
+    return {
+        "action": memory.action,
+        "mem_mb": memory.mem_mb,
+        "reason": memory.reason,
+        "p50_mb": forecast.p50_mb if forecast else None,
+        "p95_mb": forecast.p95_mb if forecast else None,
+        "basis": forecast.basis if forecast else None,
+        "runs": forecast.runs if forecast else None,
+        "default_mb": memory.default_mb,
+    }
 
 
 def explanation(advice: JobAdvice | None, argv: Sequence[str], warning: str | None) -> Explanation:
@@ -181,6 +198,7 @@ def explanation(advice: JobAdvice | None, argv: Sequence[str], warning: str | No
         estimates=advice.estimates,
         added=advice.added,
         argv=full,
+        memory=advice.memory,
     )
 
 
@@ -223,4 +241,7 @@ def decision_line(explained: Explanation) -> str:
         parts.append(f"--time-min {decision.time_min_s // 60} min")
     if explained.picked:
         parts.append(f"partition {explained.picked}")
-    return "; ".join(parts) + f" ({decision.reason})"
+    line = "; ".join(parts) + f" ({decision.reason})"
+    if explained.memory.action != "none" or explained.memory.reason:
+        line += f"; memory: {explained.memory.reason}"
+    return line

@@ -15,6 +15,7 @@ from advisor.advice.advice import (
     advise_from_history,
     candidate_partitions,
     pick_earliest,
+    with_memory,
 )
 from advisor.advice.limits import Decision
 from advisor.advice.settings import CommandLine
@@ -206,12 +207,14 @@ def _from_history(
     job_name = task_name(None, request, sbatch.script if sbatch.script is not None else "sbatch")
     partitions = candidate_partitions(request, snapshot)
     if job_name is None or not partitions:
-        return _unadvised(cmd, request, task, f"no model for task {task!r}")
+        unadvised = _unadvised(cmd, request, task, f"no model for task {task!r}")
+        return with_memory(unadvised, sbatch, snapshot)
     found = side.history(cmd.advisor.db, user, job_name, partitions, _request_s(request))
     if not any(found.values()):
-        return _unadvised(
+        unadvised = _unadvised(
             cmd, request, task, f"no model for task {task!r} and no history of {job_name!r}"
         )
+        return with_memory(unadvised, sbatch, snapshot)
     result = advise_from_history(sbatch, cmd.advisor, request, job_name, found, snapshot)
     if cmd.advisor.pick == "earliest":
         result = _noted(result, "--advisor-pick needs a task model")
@@ -305,6 +308,8 @@ def advice_record(
     found = prepared.advice
     # The history policy counts its jobs still running by advice rows of policy 'history'.
     policy = "history" if found is not None and found.basis == "history" else cmd.advisor.policy
+    memory = found.memory if found is not None and found.memory.action != "none" else None
+    mem_mb, mem_action = (memory.mem_mb, memory.action) if memory else (None, None)
     if found is None or not found.limits:
         return Advice(
             user=user,
@@ -315,6 +320,8 @@ def advice_record(
             cluster=cluster,
             job_id=done.job_id,
             input_bytes=found.measured_bytes if found else None,
+            mem_mb=mem_mb,
+            mem_action=mem_action,
         )
     chosen = [p for p in found.limits if p.limit_s is not None]
     if found.picked:
@@ -339,6 +346,8 @@ def advice_record(
         p90_s=slowest.p90_s if slowest else None,
         p95_s=slowest.p95_s if slowest else None,
         request_s=found.decision.request_s,
+        mem_mb=mem_mb,
+        mem_action=mem_action,
     )
 
 

@@ -25,7 +25,7 @@ complete -c advisor -n __fish_use_subcommand -a sbatch -d 'submit like sbatch, w
 complete -c advisor -n __fish_use_subcommand -a export -d 'write the limits file slurm/job_submit.lua reads'
 complete -c advisor -n __fish_use_subcommand -a update -d 'ingest finished jobs from sacct (or a dump, or an SWF log) and learn from them'
 complete -c advisor -n __fish_use_subcommand -a replay -d 'replay an SWF log or the site'"'"'s own sacct history: the advisor'"'"'s limits, with and without the guard, against the user'"'"'s, AVE2 and MAX5 (--schedule: and the queue waits)'
-complete -c advisor -n __fish_use_subcommand -a report -d 'administrator reports: accuracy, limits, nodes, models'
+complete -c advisor -n __fish_use_subcommand -a report -d 'administrator reports: accuracy, limits, memory, nodes, models'
 complete -c advisor -n __fish_use_subcommand -a publish -d 'write the read-only copies of the cache users'"'"' wrappers read'
 complete -c advisor -n __fish_use_subcommand -a guard -d 'raise the limits the advisor tightened before running jobs reach them'
 complete -c advisor -n __fish_use_subcommand -a doctor -d 'check the site set-up: cache, published copy, export, Lua plugin, update age'
@@ -41,6 +41,7 @@ complete -c advisor -n '__fish_seen_subcommand_from cluster' -l format -r -f -a 
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from cluster' -l save
+complete -c advisor -n '__fish_seen_subcommand_from cluster' -l memory-mode -r -f -a 'advise fill lower'
 complete -c advisor -n '__fish_seen_subcommand_from bench' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from bench' -l format -r -f -a 'table json csv parsable github grid tsv'
@@ -265,10 +266,11 @@ complete -c advisor -n '__fish_seen_subcommand_from replay' -l cluster -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l time-format -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l trust-names
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l strict
-complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits nodes models' -a accuracy -d 'prediction errors and calibration per task and node class'
-complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits nodes models' -a limits -d 'requested vs used time, unused core-hours, and what the advisor'"'"'s limits did'
-complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits nodes models' -a nodes -d 'node classes: benchmark ratios, task factors, benchmark age'
-complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits nodes models' -a models -d 'task models: observations, Pearson r, CPU weight, last update'
+complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits memory nodes models' -a accuracy -d 'prediction errors and calibration per task and node class'
+complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits memory nodes models' -a limits -d 'requested vs used time, unused core-hours, and what the advisor'"'"'s limits did'
+complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits memory nodes models' -a memory -d 'requested vs used memory in GB-hours, OOM kills, and what the advisor would free'
+complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits memory nodes models' -a nodes -d 'node classes: benchmark ratios, task factors, benchmark age'
+complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits memory nodes models' -a models -d 'task models: observations, Pearson r, CPU weight, last update'
 complete -c advisor -n '__fish_seen_subcommand_from report' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from report' -l format -r -f -a 'table json csv parsable github grid tsv'
@@ -304,6 +306,21 @@ complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subc
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l reverse
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l top -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from limits' -l by -r -f
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -s h -l help
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l db -r -F
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l parsable
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l quiet
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l since -r -f
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l until -r -f
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l user -r -f
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l partition -r -f -a '(advisor completion --partitions 2>/dev/null)'
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l task -r -f
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l plot -r -F
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l sort -r -f
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l reverse
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l top -r -f
+complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from memory' -l by -r -f
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from report; and __fish_seen_subcommand_from nodes' -l format -r -f -a 'table json csv parsable github grid tsv'

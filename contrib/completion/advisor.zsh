@@ -12,7 +12,7 @@ _advisor() {
         word="${COMP_WORDS[i]}"
         if (( skip )); then skip=0; [[ "${COMP_WORDS[i-1]}" == --db ]] && _advisor_db="$word"; continue; fi
         case "$word" in
-            --advice-per-day|--advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--budgets|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--group|--input|--input-bytes|--input-format|--keep-advice|--keep-history|--kill-budget|--label|--margin|--max-export-age|--max-update-age|--method|--names-per-user|--node|--node-class|--nodelist|--nodes|--out|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--runs|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--target|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--train|--until|--user|--window|--workflow|-N|-p|-w) skip=1;;
+            --advice-per-day|--advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--budgets|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--group|--input|--input-bytes|--input-format|--keep-advice|--keep-history|--kill-budget|--label|--margin|--max-export-age|--max-update-age|--memory-mode|--method|--names-per-user|--node|--node-class|--nodelist|--nodes|--out|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--runs|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--target|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--train|--until|--user|--window|--workflow|-N|-p|-w) skip=1;;
             -*) ;;
             *) case " $(_advisor_subs "$path") " in
                    *" $word "*) path="${path:+$path }$word";;
@@ -35,10 +35,11 @@ _advisor() {
         --format) value='table json csv parsable github grid tsv';;
       esac;;
     cluster)
-      opts='--db --format --help --parsable --quiet --save --verbose --version -h -v'; subs=''; files=0
+      opts='--db --format --help --memory-mode --parsable --quiet --save --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
+        --memory-mode) value='advise fill lower';;
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
       esac;;
@@ -298,7 +299,7 @@ _advisor() {
         --format) value='table json csv parsable github grid tsv';;
       esac;;
     report)
-      opts='--db --format --help --parsable --quiet --verbose --version -h -v'; subs='accuracy limits nodes models'; files=0
+      opts='--db --format --help --parsable --quiet --verbose --version -h -v'; subs='accuracy limits memory nodes models'; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
@@ -323,6 +324,23 @@ _advisor() {
         --format) value='table json csv parsable github grid tsv';;
       esac;;
     'report limits')
+      opts='--by --db --format --help --parsable --partition --plot --quiet --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
+      case "$prev" in
+        --db) value=@file;;
+        --format) value='table json csv parsable github grid tsv';;
+        --since) value=@value;;
+        --until) value=@value;;
+        --user) value=@value;;
+        --partition) value=@partition;;
+        --task) value=@value;;
+        --plot) value=@file;;
+        --sort) value=@value;;
+        --top) value=@value;;
+        --by) value=@value;;
+        --db) value=@file;;
+        --format) value='table json csv parsable github grid tsv';;
+      esac;;
+    'report memory')
       opts='--by --db --format --help --parsable --partition --plot --quiet --reverse --since --sort --task --top --until --user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
         --db) value=@file;;
@@ -441,9 +459,10 @@ _advisor_subs() {
         export) echo '';;
         update) echo '';;
         replay) echo '';;
-        report) echo 'accuracy limits nodes models';;
+        report) echo 'accuracy limits memory nodes models';;
         'report accuracy') echo '';;
         'report limits') echo '';;
+        'report memory') echo '';;
         'report nodes') echo '';;
         'report models') echo '';;
         publish) echo '';;

@@ -261,9 +261,10 @@ def test_root_update_never_fails_because_of_one_record(
 
     def sacct(argv: Sequence[str], timeout_s: float, stdin: str | None) -> CommandResult:
         delimiter = next(a for a in argv if a.startswith("--delimiter=")).split("=", 1)[1]
-        rows = [format_sacct_row(job, delimiter=delimiter).split(delimiter) for job in jobs]
+        fields = next(a for a in argv if a.startswith("--format=")).split("=", 1)[1].split(",")
+        rows = [format_sacct_row(job, fields, delimiter=delimiter).split(delimiter) for job in jobs]
         for row, index, value in broken:
-            if row < len(rows) and delimiter not in value:
+            if row < len(rows) and index < len(fields) and delimiter not in value:
                 rows[row][index] = value
         return CommandResult(tuple(argv), 0, "".join(delimiter.join(r) + "\n" for r in rows), "")
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from advisor.services.learn import learn
@@ -42,14 +43,24 @@ def train(path: Path, task: str, partitions: Sequence[Partition], nodes: Sequenc
     return path
 
 
-def cache_content(path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """Every table's rows without the *_at timestamps: what two equal caches share."""
+def cache_content(
+    path: Path, *, leave_out: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's rows without the *_at timestamps: what two equal caches share.
+
+    leave_out: per table, columns not compared ('*': the whole table).
+    """
     conn = sqlite3.connect(path)
     tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     content = {}
     for table in sorted(tables):
+        skipped = leave_out.get(table, ())
+        if "*" in skipped:
+            continue
         columns = [
-            r[1] for r in conn.execute(f"PRAGMA table_info({table})") if not r[1].endswith("_at")
+            r[1]
+            for r in conn.execute(f"PRAGMA table_info({table})")
+            if not r[1].endswith("_at") and r[1] not in skipped
         ]
         query = f"SELECT {', '.join(columns)} FROM {table}"  # noqa: S608 - names from the schema
         content[table] = sorted(conn.execute(query).fetchall(), key=repr)

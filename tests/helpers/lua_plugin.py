@@ -28,7 +28,8 @@ TEST_KEY = bytes(range(32))
 HEAD = {"version": 3, "names": NAME_SCHEME, "key_id": key_id(TEST_KEY)}
 
 DRIVER = r"""
-slurm = { SUCCESS = 0, ERROR = -1, NO_VAL = 4294967294, ESLURM_ACCESS_DENIED = 2002 }
+slurm = { SUCCESS = 0, ERROR = -1, NO_VAL = 4294967294, NO_VAL64 = 18446744073709551614,
+          ESLURM_ACCESS_DENIED = 2002 }
 local logs = {}
 function slurm.log_user(fmt, ...) logs[#logs + 1] = "user: " .. string.format(fmt, ...) end
 function slurm.log_error(fmt, ...) logs[#logs + 1] = "error: " .. string.format(fmt, ...) end
@@ -58,10 +59,13 @@ for line in io.lines() do
     local job = case.job
     if job.time_limit == nil then job.time_limit = slurm.NO_VAL end
     if job.time_min == nil then job.time_min = slurm.NO_VAL end
+    if job.pn_min_memory == nil then job.pn_min_memory = slurm.NO_VAL64 end
     local rc = slurm_job_submit(job, case.parts, case.uid or 0)
+    local mem = job.pn_min_memory
+    if mem == slurm.NO_VAL64 then mem = -1 end
     print(cjson.encode({ rc = rc, time_limit = job.time_limit, time_min = job.time_min,
                          comment = job.comment or "", admin_comment = job.admin_comment or "",
-                         logs = table.concat(logs, "\n") }))
+                         logs = table.concat(logs, "\n"), pn_min_memory = mem }))
   end
 end
 """

@@ -23,7 +23,11 @@ def active(records: Sequence[JobRecord], start: datetime, end: datetime) -> list
 
 
 class FakeSacct:
-    """A Runner answering sacct windows from records; scripted failures per call number."""
+    """A Runner answering sacct windows from records; scripted failures per call number.
+
+    Calls are the allocation queries (``--allocations``); the steps query each window makes
+    after its allocation query is counted in ``step_calls``.
+    """
 
     def __init__(
         self, records: Sequence[JobRecord], failures: dict[int, str] | None = None
@@ -31,11 +35,18 @@ class FakeSacct:
         self.records = list(records)
         self.failures = failures or {}
         self.calls: list[tuple[datetime, datetime]] = []
+        self.step_calls: list[tuple[datetime, datetime]] = []
 
     def __call__(self, argv: Sequence[str], timeout_s: float, stdin: str | None) -> CommandResult:
         options = dict(arg.split("=", 1) for arg in argv if arg.startswith("--") and "=" in arg)
         start = datetime.fromisoformat(options["--starttime"])
         end = datetime.fromisoformat(options["--endtime"])
+        if "--allocations" not in argv:
+            self.step_calls.append((start, end))
+            fields = options["--format"].split(",")
+            rows = [format_sacct_row(job, fields, delimiter=options["--delimiter"])
+                    for job in active(self.records, start, end)]  # fmt: skip
+            return CommandResult(tuple(argv), 0, "".join(f"{row}\n" for row in rows), "")
         self.calls.append((start, end))
         failure = self.failures.get(len(self.calls))
         if failure is not None:

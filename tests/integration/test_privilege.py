@@ -14,6 +14,7 @@ from __future__ import annotations
 import filecmp
 import hashlib
 import json
+import math
 import os
 import pwd
 import re
@@ -35,10 +36,16 @@ import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.advice.snapshot import load_snapshot
-from advisor.history.cache import save_key_states
+from advisor.history.cache import (
+    load_budgets,
+    load_key_states,
+    load_quantiles,
+    save_key_states,
+)
+from advisor.history.cells import LEVELS, key_cell
 from advisor.history.keys import HistoryKey
-from advisor.history.lookup import history_limit
-from advisor.history.policy import KeyState
+from advisor.history.lookup import history_advice, history_limit
+from advisor.history.policy import DEFAULT_CONFIG, KeyState, Proposal, clamp, margin_limit_s
 from advisor.services.cluster import fetch_cluster
 from advisor.services.export import UserLimits, export_document
 from advisor.services.publish import publish_copies
@@ -47,7 +54,7 @@ from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord
 from advisor.slurm.timefmt import format_duration, parse_duration
 from advisor.store.advice import Advice, record_advice
-from advisor.store.cluster import save_cluster
+from advisor.store.cluster import load_partitions, save_cluster
 from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
@@ -302,7 +309,14 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
     commands, job names, comments and accounts; issue 31, N4: it (and the export) still told
     every user each user's runtimes and advised jobs.  Here they are planted for nobody;
     daemon reads what it can of the copies and the export (nobody's file, the export and its
-    key it cannot); nobody's wrapper and the plugin still give nobody the limit."""
+    key it cannot); nobody's wrapper and the plugin still give nobody their limits.
+
+    Each its own (issue 30): the wrapper's is the live rule (the risk that frees most at the
+    partition's price, up to max_risk times the budget: its kills are recorded and raise the
+    price), the plugin's the export's (the cell's margin at the budget itself: its limits have
+    no advice row, so their kills never move the price, and the promise holds by the cell's
+    coverage alone), found under nobody's keyed digest.  At this partition's low price the
+    wrapper may take more risk than the plugin; both stay within MaxTime."""
     secret = secrets.token_hex(6)
     planted = {"token": f"API_TOKEN=tok{secret}", "wrap": f"curl https://x.invalid/{secret}w",
                "name": f"{TASK}-{secret}n", "comment": f"grant-{secret}c", "account": f"acct{secret}"}  # fmt: skip
@@ -332,7 +346,11 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
                                     task=planted["name"], partition="cpu", limit_s=4200,
                                     job_id=70000, cluster="advisor"))  # fmt: skip
         expected = history_limit(store, "nobody", planted["name"], "cpu")
-    assert expected is not None
+        found, max_time = history_advice(store, "nobody", planted["name"], "cpu")
+        plugin_s = exported_limit_s(store, "nobody", planted["name"], "cpu")
+    assert expected is not None and isinstance(found, Proposal) and max_time is not None
+    assert found.risk <= DEFAULT_CONFIG.max_risk * found.budget
+    assert 60 <= expected[0] <= max_time and 60 <= plugin_s <= max_time
     public = site.root / f"public-{secret}"
     public.mkdir(mode=0o755)
     copy, export = public / "copies", public / "limits.json"
@@ -369,13 +387,14 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
         shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
         time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
     document, key = json.loads(export.read_text()), export_key_of(export)
-    # the plugin's limit: nobody's own entry under the keyed digest (the export's margin at the
-    # kill budget's level: it knows neither the price of a kill nor the jobs running)
+    # the plugin's limit: nobody's own entry under the keyed digest, the export's margin at the
+    # kill budget's level (exported_limit_s): it knows neither the price nor the jobs running
     entry = document["users"]["nobody"]["tasks"][name_key("nobody", planted["name"], key)]
+    assert entry["partitions"]["cpu"]["limit_min"] * 60 == plugin_s
     install_export(document, key)
     try:
         _, info, err = plain_sbatch(site, "nobody", "-J", planted["name"], "-p", "cpu")
-        assert parse_duration(info["TimeLimit"]) == entry["partitions"]["cpu"]["limit_min"] * 60
+        assert parse_duration(info["TimeLimit"]) == plugin_s
         assert "advisor: no --time given" in err
         _, info, _ = plain_sbatch(site, "daemon", "-J", planted["name"], "-p", "cpu")
         assert info["TimeLimit"] == "00:30:00"  # nobody's entry is nobody's only
@@ -383,6 +402,24 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
         remove_export()
         if before is not None:
             EXPORT.write_bytes(before)
+
+
+def exported_limit_s(store: Store, user: str, name: str, partition: str) -> int:
+    """The export's limit of a user's job name in a partition (export_limits' docstring).
+
+    The key's longest run plus the widest margin of its kind's cells at their partitions'
+    budget levels (partitions with kills left in their budget), within this one's MaxTime.
+    """
+    key = HistoryKey("user+name", user, name, "")
+    state = load_key_states(store, [key])[key]
+    margins = []
+    for part, budget in load_budgets(store).items():
+        scores = load_quantiles(store, key_cell(part, key.kind))
+        at = [s for level, s in zip(LEVELS, scores or (), strict=False) if level <= budget.budget]
+        if budget.credit > 0 and at and math.isfinite(at[0]):
+            margins.append(at[0])  # the largest level at or under the budget
+    max_time = {p.name: p.max_time_s for p in load_partitions(store)}[partition]
+    return clamp(margin_limit_s(state.basis_s, max(margins)), request_s=None, max_time_s=max_time)
 
 
 def _spool(site: Site, *users: str) -> Path:

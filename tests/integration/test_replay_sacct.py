@@ -2,9 +2,10 @@
 
 A set of jobs with various runtimes, time limits, partitions, outcomes (completed, failed,
 timed out, cancelled) and names (plain, Nextflow's, Snakemake's) is submitted with plain
-sbatch; once sacct has them all, they are dumped with sacct to a file, and the replay of the
-dump (``--sacct-file``) must give exactly the figures of the live replay (``--since``/
-``--until``, through update's windowed queries) of the same period, overall and per partition.
+sbatch; once sacct has them all, they are dumped with sacct to a file (steps and their MaxRSS
+included), and the replay of the dump (``--sacct-file``) must give exactly the figures of the
+live replay (``--since``/``--until``, through update's windowed queries) of the same period,
+overall and per partition.
 Other users' jobs may be in the period: both replays see them alike.  The TIMEOUT job needs a
 1-minute limit (about 70 s), the slow part.  With ADVISOR_RECORD_FIXTURES=1 the dump (of this
 module's jobs only) and the live query's own output are kept under tests/data/slurm.
@@ -102,7 +103,9 @@ def period(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> dic
     bounds = [f"--starttime={since.isoformat()}", f"--endtime={until.isoformat()}"]
     fields = f"--format={','.join(SACCT_FIELDS)}"
     dump = folder / "sacct.txt"
-    done = subprocess.run(["sacct", "-a", "-X", "--parsable2", fields, *bounds], capture_output=True,
+    # with the steps and their MaxRSS: the live replay asks for them too (its memory policies)
+    steps = f"--format={','.join((*SACCT_FIELDS, 'MaxRSS', 'TRESUsageInMax'))}"
+    done = subprocess.run(["sacct", "-a", "--parsable2", steps, *bounds], capture_output=True,
                           text=True, timeout=120, check=True, env=CLEAN_ENV)  # fmt: skip
     dump.write_text(done.stdout)
     if os.environ.get("ADVISOR_RECORD_FIXTURES") == "1":

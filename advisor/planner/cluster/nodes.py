@@ -23,13 +23,14 @@ UNUSABLE_STATES = ("DOWN", "DRAIN", "FAIL", "FUTURE")
 
 @dataclass(frozen=True)
 class ClusterNode:
-    """A node with its cores, features and class."""
+    """A node with its cores, features, class and memory (MB; 0: not known)."""
 
     name: str
     cpus: int
     features: tuple[str, ...]
     node_class: str
     state: str = "IDLE"
+    memory_mb: int = 0
 
     @property
     def usable(self) -> bool:
@@ -59,6 +60,13 @@ class Cluster:
     def classes(self) -> tuple[str, ...]:
         """The classes of the usable nodes, first seen first."""
         return tuple(dict.fromkeys(node.node_class for node in self.nodes))
+
+    def class_memory(self) -> dict[str, int]:
+        """Per class, the memory its smallest usable node has (MB; 0 where it is not known)."""
+        found: dict[str, int] = {}
+        for node in self.nodes:
+            found[node.node_class] = min(found.get(node.node_class, node.memory_mb), node.memory_mb)
+        return found
 
     def planning_nodes(self) -> tuple[Node, ...]:
         """The nodes as the schedulers take them: cores as slots, with their class."""
@@ -102,6 +110,7 @@ def build_cluster(
             features=tuple(n.features),
             node_class=class_of.get(n.name, n.name),
             state=n.state,
+            memory_mb=n.memory_mb,
         )
         for n in nodes
     }

@@ -3,7 +3,8 @@
 Answers ``--starttime``/``--endtime`` window queries from a dump (env ``FAKE_SACCT_DUMP``: a
 header line of field names, then rows, all joined by the unit separator 0x1f), printing the
 jobs active in the window with the requested ``--format`` and ``--delimiter``, after sleeping
-``FAKE_SACCT_DELAY`` seconds.  Standard library only.
+``FAKE_SACCT_DELAY`` seconds.  A field the dump does not have prints empty (as sacct prints
+MaxRSS on an allocation row).  Standard library only.
 """
 
 import os
@@ -31,7 +32,7 @@ def main(argv: list[str]) -> int:
                 continue
             if ended != "Unknown" and datetime.fromisoformat(ended) < start:
                 continue
-            sys.stdout.write(delimiter.join(row[name] for name in wanted) + "\n")
+            sys.stdout.write(delimiter.join(row.get(name, "") for name in wanted) + "\n")
     return 0
 
 

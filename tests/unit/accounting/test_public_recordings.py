@@ -53,7 +53,11 @@ def test_each_recording_loads_or_is_refused_in_one_line(tmp_path: Path, name: st
         return
     result = ingest(tmp_path, name, **expected.options)
     validate(
-        {**result.to_json(), "spool": None, "pruned": {"advice": 0, "history_keys": 0}},
+        {
+            **result.to_json(),
+            "spool": None,
+            "pruned": {"advice": 0, "history_keys": 0},
+        },
         "update-output",
         source=name,
     )

@@ -19,6 +19,7 @@ from advisor.services.update import update_from_sacct
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.runner import CommandResult, RetryPolicy, SlurmCommands
+from advisor.slurm.sacct_text import STEP_FIELDS
 from advisor.store import Store
 from advisor.store.accounting import get_watermark
 from tests.helpers.caches import cache_content
@@ -51,6 +52,7 @@ def test_every_job_is_stored_once_and_a_second_run_changes_nothing(cache_path: P
     assert first.stored == len(RECORDS) == sum(w.stored for w in first.windows)
     assert first.watermark == UNTIL.isoformat()
     assert len(fake.calls) == len(first.windows)  # one sacct query per window
+    assert fake.step_calls == fake.calls  # and one of its steps
     before = cache_content(cache_path)
     again = run_update(
         cache_path, fake, since=SINCE.isoformat(), until=UNTIL.isoformat(), window=6 * HOUR
@@ -187,7 +189,10 @@ def test_fields_requested_are_exactly_the_adapters(cache_path: Path) -> None:
     with Store.open(cache_path) as store:
         update_from_sacct(store, CliBackend(SlurmCommands(spy)), since=SINCE.isoformat(),
                           until=UNTIL.isoformat())  # fmt: skip
-    assert all(
-        {"--allusers", "--allocations", f"--format={','.join(SACCT_FIELDS)}"} <= set(argv)
-        for argv in seen
-    )
+    allocations = [argv for argv in seen if "--allocations" in argv]
+    steps = [argv for argv in seen if "--allocations" not in argv]
+    assert len(allocations) == len(steps) > 0
+    assert all({"--allusers", f"--format={','.join(SACCT_FIELDS)}"} <= set(argv)
+               for argv in allocations)  # fmt: skip
+    assert all({"--allusers", f"--format={','.join(STEP_FIELDS)}"} <= set(argv)
+               for argv in steps)  # fmt: skip

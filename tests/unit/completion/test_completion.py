@@ -34,7 +34,13 @@ def _bash_complete(*words: str, db: Path | None = None) -> list[str]:
 def test_bash_completes_commands_subcommands_options_and_choices() -> None:
     assert _bash_complete("advisor", "repo") == ["report"]
     assert set(_bash_complete("advisor", "rep")) == {"replay", "report"}
-    assert set(_bash_complete("advisor", "report", "")) == {"accuracy", "limits", "nodes", "models"}
+    assert set(_bash_complete("advisor", "report", "")) == {
+        "accuracy",
+        "limits",
+        "memory",
+        "nodes",
+        "models",
+    }
     assert _bash_complete("advisor", "--format", "json", "report", "accuracy", "--so") == ["--sort"]
     assert _bash_complete("advisor", "plan", "--algorithm", "") == ["fdws", "heft", "peft"]
     assert _bash_complete("advisor", "sbatch", "--advisor-dr") == ["--advisor-dry-run"]

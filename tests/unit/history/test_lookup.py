@@ -182,3 +182,23 @@ def test_the_limits_file_carries_each_users_history_for_the_lua_plugin(store: St
     sim = alice["tasks"][name_key("alice", "sim", b"")]["partitions"]
     assert 50 < sim["short"]["limit_min"] <= 120 and sim["cpu"]["limit_min"] > 50
     assert "bob" not in doc["users"] and doc["tasks"] == {}
+
+
+def test_the_export_holds_the_budget_level_where_the_wrapper_follows_the_price(
+    store: Store,
+) -> None:
+    """The plugin's kills never move the price (no advice row), so the export stays at the
+    budget's level; the wrapper's own limit for the same job, with nothing in flight and
+    MaxTime as request, is the price's choice: bolder at a low price, more careful at a high."""
+    learn(store, *(finished(n, 600, name="post", partition="cpu") for n in range(1, 7)))
+    earned(store, "cpu")  # a price of 1000 s per kill
+    rows = {(row["kind"], row["name"]): row["limit_s"] for row in export_limits(store).rows}
+    exported = rows[("user+name", "post")]
+    assert exported == 60 * math.ceil((600 + math.exp(CALM.quantiles()[6]) * 7800) / 60)  # 1 %
+    cheap = history_advice(store, "alice", "post", "cpu")[0]
+    assert isinstance(cheap, Proposal) and cheap.risk == 0.05 and cheap.limit_s < exported
+    dear = EARNED._replace(log_price=math.log(1e6))  # as after a run of kills
+    save_budgets(store, {"cpu": dear})
+    careful = history_advice(store, "alice", "post", "cpu")[0]
+    assert isinstance(careful, Proposal) and careful.risk < 0.01 and careful.limit_s >= exported
+    assert {(row["kind"], row["name"]): row["limit_s"] for row in export_limits(store).rows} == rows

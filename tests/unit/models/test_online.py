@@ -227,7 +227,7 @@ def test_bulk_queries_in_csv(
         main(["--db", str(learned), "--format", "csv", "predict", "--queries", str(queries)]) == 0
     )
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0] == "task,node,input_bytes,predicted_s,p50_s,p90_s,p95_s"
+    assert lines[0] == "task,node,input_bytes,predicted_s,p50_s,p90_s,p95_s,mem_p50_mb,mem_p95_mb"
     assert [line.split(",")[:3] for line in lines[1:]] == [
         ["align", "local", str(int(GB))],
         ["align", "slow", str(int(2 * GB))],

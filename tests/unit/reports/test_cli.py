@@ -16,7 +16,7 @@ from advisor.render import formats
 from advisor.validate import validate
 from tests.helpers.report_cache import fill_cache
 
-REPORTS = ("accuracy", "limits", "nodes", "models")
+REPORTS = ("accuracy", "limits", "memory", "nodes", "models")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

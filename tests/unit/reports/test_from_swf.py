@@ -30,7 +30,7 @@ def _swf_rows() -> list[list[str]]:
     ]
 
 
-@pytest.mark.parametrize("report", ["accuracy", "limits", "nodes", "models"])
+@pytest.mark.parametrize("report", ["accuracy", "limits", "memory", "nodes", "models"])
 def test_every_report_renders_in_every_format(
     cache: Path, report: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -29,7 +29,7 @@ from advisor.services.evaluate import (
 from advisor.validate import validate
 
 COLUMNS = ["Label", "Machine", "Workflow", "Task", "WorkflowInputSize", "Realtime",
-           "TaskInputSizeUncompressed"]  # fmt: skip
+           "TaskInputSizeUncompressed", "peak_rss"]  # fmt: skip
 SPEED = {"local": 1.0, "twin": 1.2, "slow": 2.0}
 
 
@@ -40,8 +40,17 @@ def _runtime_s(task: str, size: float, machine: str, rng: random.Random) -> floa
     return 30.0 * SPEED[machine] * rng.uniform(0.8, 1.25)  # does not follow its input
 
 
+def _peak_bytes(task: str, size: float, rng: random.Random) -> int:
+    """A peak that grows with the input (align) or does not (count), the same on every machine."""
+    noise = rng.lognormvariate(0, 0.05)
+    if task == "align":
+        return round((200e6 + 0.5 * size) * noise)
+    return round(300e6 * noise)
+
+
 def _traces(root: Path) -> Path:
     rng = random.Random(29)
+    peaks = random.Random(33)
     nodes = {
         "nodes": [
             {"name": "local", "sysbench_cpu_events_per_s": 400, "fio_io_score": 400,
@@ -68,7 +77,7 @@ def _traces(root: Path) -> Path:
                     ):
                         for size in sizes:
                             ms = round(1000 * _runtime_s(task, size, machine, rng))
-                            writer.writerow([label, machine, workflow, task, int(size * 10 if label == "test" else size), ms, int(size)])  # fmt: skip
+                            writer.writerow([label, machine, workflow, task, int(size * 10 if label == "test" else size), ms, int(size), _peak_bytes(task, size, peaks)])  # fmt: skip
     return root
 
 
@@ -91,6 +100,12 @@ def test_the_protocol_on_traces_follows_the_schema(traces: Path) -> None:
     assert pooled[(HETEROGENEOUS, "advisor")].median_error < 0.15
     # the pooled rows over the folds have no multiplier of their own
     assert all(r.conformal is None for r in done.folds if r.fold == "all")
+    # the memory model, on the same traces' peaks: the input-driven peaks of the full-size test
+    # runs (beyond every training size) are covered by the line, not by the largest peak seen
+    memory = {(r.method, r.scope): r.summary for r in done.memory}
+    assert memory[("advisor", "pooled")].coverage >= 0.9
+    assert memory[("largest training peak", "pooled")].coverage <= 0.5
+    assert [row["method"] for row in data["memory"]] == [r.method for r in done.memory]
 
 
 def _runs_file(path: Path) -> Path:

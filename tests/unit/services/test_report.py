@@ -18,7 +18,7 @@ from advisor.validate import validate
 from tests.helpers.report_cache import ADVISED, fill_cache
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-REPORTS = ("accuracy", "limits", "nodes", "models")
+REPORTS = ("accuracy", "limits", "memory", "nodes", "models")
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_every_report_has_the_one_shape_and_its_schema(store: Store, name: str) 
     assert data["generated_at"] == "2026-12-01T12:00:00+00:00"
     assert data["groups"] == done.groups and data["rows"] == [dict(r) for r in done.rows]
     assert ("reference" in data) == (name == "nodes")
-    assert ("by" in data) == ("total" in data) == (name in ("accuracy", "limits"))
+    assert ("by" in data) == ("total" in data) == (name in ("accuracy", "limits", "memory"))
     assert ("methods" in data) == ("jobs" in data) == (name == "accuracy")
     assert "notes" not in data
 
