@@ -17,6 +17,7 @@ from typing import Any
 from advisor.history.cache import prune_keys
 from advisor.store.advice import prune_advice
 from advisor.store.connection import Store
+from advisor.store.memory_models import prune_memory_keys
 
 #: A row the wrapper wrote itself (into a cache its user may write) may be this far ahead of
 #: the update's clock (the login node's clock may run ahead); a later one is deleted.
@@ -41,7 +42,8 @@ class Retention:
     advice_days this bounds one user's rows to 3.6 million and 1.4 GiB, whatever they write.
     user_names: each user's 4,096 most recently updated job-name keys (the export keeps 512 per
     user; the wrapper reads only the keys of the job it submits): 4,096 × 50 runs bounds one
-    user's history to a few MB whatever they name their jobs.
+    user's history to a few MB whatever they name their jobs.  history_days and user_names
+    bound users' memory keys (one per user and job name) the same way.
     """
 
     advice_days: int = 180
@@ -64,10 +66,15 @@ class Pruned:
 
     advice: int
     history_keys: int
+    memory_keys: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """As in schemas/update-output.json."""
-        return {"advice": self.advice, "history_keys": self.history_keys}
+        return {
+            "advice": self.advice,
+            "history_keys": self.history_keys,
+            "memory_keys": self.memory_keys,
+        }
 
 
 def stored_time(moment: datetime) -> str:
@@ -101,7 +108,10 @@ def advice_time(text: str, now: datetime, retention: Retention = DEFAULT_RETENTI
 def prune(
     store: Store, retention: Retention = DEFAULT_RETENTION, *, now: datetime | None = None
 ) -> Pruned:
-    """Delete what is past the retention: old and future advice, stale and surplus history keys."""
+    """Delete what is past the retention: old and future advice, stale and surplus keys.
+
+    Keys: history keys, and users' memory keys by the same bounds.
+    """
     moment = now or datetime.now(UTC)
     with store.write():
         advice = prune_advice(
@@ -114,4 +124,9 @@ def prune(
             before=stored_time(moment - timedelta(days=retention.history_days)),
             names_per_user=retention.user_names,
         )
-    return Pruned(advice, keys)
+        memory = prune_memory_keys(
+            store,
+            before=stored_time(moment - timedelta(days=retention.history_days)),
+            names_per_user=retention.user_names,
+        )
+    return Pruned(advice, keys, memory)

@@ -109,14 +109,14 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                       metavar="DAYS", help="delete advice rows older than this "
                       f"(default {DEFAULT_RETENTION.advice_days})")  # fmt: skip
     kept.add_argument("--keep-history", type=_count, default=DEFAULT_RETENTION.history_days,
-                      metavar="DAYS", help="delete history keys no job updated for this long "
+                      metavar="DAYS", help="delete history and memory keys no job updated for this long "
                       f"(default {DEFAULT_RETENTION.history_days})")  # fmt: skip
     kept.add_argument("--advice-per-day", type=_count, default=DEFAULT_RETENTION.user_day_rows,
                       metavar="ROWS", help="store at most this many of one user's spooled advice "
                       f"rows per day (default {DEFAULT_RETENTION.user_day_rows}; and "
                       f"{ROW_ARGV_BYTES} bytes of argv per row on average)")  # fmt: skip
     kept.add_argument("--names-per-user", type=_count, default=DEFAULT_RETENTION.user_names,
-                      metavar="N", help="keep each user's N most recently run job names' history "
+                      metavar="N", help="keep each user's N most recently run job names' history and memory "
                       f"(default {DEFAULT_RETENTION.user_names})")  # fmt: skip
     parser.set_defaults(func=run)
 
@@ -162,10 +162,10 @@ def run(args: argparse.Namespace) -> Result:
             f" removed, {spool.waiting_users} users' lines wait for the next run)"
         )
         notes.extend(f"spool: {problem}" for problem in spool.problems)
-    if done.pruned.advice or done.pruned.history_keys:
+    if done.pruned.advice or done.pruned.history_keys or done.pruned.memory_keys:
         notes.append(
             f"deleted past the retention: {done.pruned.advice} advice rows, "
-            f"{done.pruned.history_keys} history keys"
+            f"{done.pruned.history_keys} history keys, {done.pruned.memory_keys} memory keys"
         )
     if done.held_back_by is not None:
         notes.append(

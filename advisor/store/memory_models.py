@@ -251,3 +251,32 @@ def save_memory_budgets(store: Store, budgets: Mapping[str, BudgetRow]) -> None:
             "killed = excluded.killed, updated_at = excluded.updated_at",
             [(name, *state, now) for name, state in budgets.items()],
         )
+
+
+def prune_memory_keys(store: Store, *, before: str, names_per_user: int) -> int:
+    """Delete users' stale memory keys, and each user's past the newest names_per_user; how many.
+
+    As history keys are pruned (advisor.history.cache.prune_keys), and for the same reason:
+    every distinct job name of a user makes a (user, task) key.  The tasks' shared keys (user
+    '') come from the administrator's imports and calibration runs and are kept.  Joins the
+    caller's transaction.
+    """
+    with store.write():
+        stale = store.conn.execute(
+            "DELETE FROM memory_models WHERE user <> '' AND updated_at < ?", (before,)
+        )
+        crowded = [
+            str(row[0])
+            for row in store.conn.execute(
+                "SELECT user FROM memory_models WHERE user <> '' GROUP BY user HAVING COUNT(*) > ?",
+                (names_per_user,),
+            )
+        ]
+        surplus = 0
+        for user in crowded:
+            surplus += store.conn.execute(
+                "DELETE FROM memory_models WHERE rowid IN (SELECT rowid FROM memory_models "
+                "WHERE user = ? ORDER BY updated_at DESC, n_obs DESC, task LIMIT -1 OFFSET ?)",
+                (user, names_per_user),
+            ).rowcount
+    return int(stale.rowcount) + surplus

@@ -56,7 +56,7 @@ def test_each_recording_loads_or_is_refused_in_one_line(tmp_path: Path, name: st
         {
             **result.to_json(),
             "spool": None,
-            "pruned": {"advice": 0, "history_keys": 0},
+            "pruned": {"advice": 0, "history_keys": 0, "memory_keys": 0},
         },
         "update-output",
         source=name,

@@ -32,6 +32,7 @@ from advisor.store.advice import (
     guarded_requests,
     record_advice,
 )
+from advisor.store.memory_models import KeyRuns, MemoryKey, all_keys, save_keys
 from tests.helpers.jobs import earned, finished
 from tests.helpers.paths import TEST_DATA
 
@@ -136,6 +137,31 @@ def test_stale_history_keys_go_and_each_user_keeps_the_newest_names(tmp_path: Pa
         assert pruned.history_keys == 200 + 2
         assert names == [f"run_S{n:04d}" for n in range(200, 300)]  # the newest 100
         assert load_key_states(store, [old]) == {}
+
+
+def test_users_memory_keys_are_pruned_as_their_history_keys_and_shared_ones_stay(
+    tmp_path: Path,
+) -> None:
+    """Every job name of a user is a memory key too (issue 33 on issue 31's N7): same bounds."""
+    runs = KeyRuns(((1000.0, None, False),) * 3, 3)
+    with Store.open(tmp_path / "c.db") as store:
+        for number in range(300):
+            save_keys(store, {MemoryKey("mallory", f"run_S{number:04d}"): runs})
+            store.conn.execute(
+                "UPDATE memory_models SET updated_at = ? WHERE task = ?",
+                ((NOW - timedelta(minutes=300 - number)).isoformat(), f"run_S{number:04d}"),
+            )
+        save_keys(store, {MemoryKey("alice", "sim"): runs, MemoryKey("", "align"): runs})
+        store.conn.execute("UPDATE memory_models SET updated_at = ? WHERE task IN ('sim', 'align')",
+                           ((NOW - timedelta(days=400)).isoformat(),))  # fmt: skip
+        pruned = prune(store, Retention(user_names=100), now=NOW)
+        left = all_keys(store)
+    assert pruned.memory_keys == 200 + 1 and pruned.to_json()["memory_keys"] == 201
+    assert sorted(key.task for key in left if key.user == "mallory") == [
+        f"run_S{n:04d}" for n in range(200, 300)
+    ]  # the newest 100
+    assert MemoryKey("alice", "sim") not in left  # stale
+    assert MemoryKey("", "align") in left  # the administrator's shared key, however old
 
 
 def test_the_export_reads_each_users_most_used_names_only(tmp_path: Path) -> None:

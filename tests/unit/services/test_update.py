@@ -30,7 +30,7 @@ def test_a_log_gives_the_json_the_accounting_gives(tmp_path: Path) -> None:
         {
             **expected.to_json(),
             "spool": None,
-            "pruned": {"advice": 0, "history_keys": 0},
+            "pruned": {"advice": 0, "history_keys": 0, "memory_keys": 0},
         }
     )
     assert done == UpdateResult(**{f.name: getattr(expected, f.name) for f in fields(expected)},

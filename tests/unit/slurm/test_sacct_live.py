@@ -141,7 +141,7 @@ def test_update_stores_names_with_line_breaks_and_every_other_job(tmp_path: Path
         {
             **result.to_json(),
             "spool": None,
-            "pruned": {"advice": 0, "history_keys": 0},
+            "pruned": {"advice": 0, "history_keys": 0, "memory_keys": 0},
         },
         "update-output",
         source="advisor update",
