@@ -21,17 +21,27 @@ import pytest
 
 from advisor.accounting.ingest import Ingestor
 from advisor.accounting.retention import prune
+from advisor.advice.memory import load_memory_view
 from advisor.advice.snapshot import load_snapshot
 from advisor.cli import main
 from advisor.errors import AdvisorError, CacheError, InputError
 from advisor.history.cache import load_budget, reserved_risk
 from advisor.history.lookup import IN_FLIGHT_HORIZON, history_limit
+from advisor.models.memory_forecast import forecast_memory
 from advisor.services.publish import publish_copies
 from advisor.spool import mark_source, mark_value
 from advisor.store.accounting import set_watermark
 from advisor.store.advice import Advice, record_advice
 from advisor.store.cluster import load_site_limits
 from advisor.store.connection import Store
+from advisor.store.memory_models import (
+    KeyRuns,
+    MemoryKey,
+    load_memory_mode,
+    save_keys,
+    save_memory_budgets,
+    save_memory_mode,
+)
 from advisor.store.task_models import load_user_models
 from advisor.validate import validate
 from tests.helpers.caches import NODES, PARTITIONS, train
@@ -166,6 +176,45 @@ def test_each_user_decides_from_their_copy_as_from_the_cache(cache: Path, tmp_pa
                     "align", 10**9, part, 0.95
                 ) == theirs.predictor.forecast("align", 10**9, part, 0.95)
             assert history_limit(nobody, "carol", "x", "cpu") is None
+
+
+def test_memory_keys_are_split_like_the_rest_and_the_wrapper_finds_both(
+    cache: Path, tmp_path: Path
+) -> None:
+    """Issue 33's five tables: users' (user, task) keys in their own files, the rest shared."""
+    peaks = {"alice": 2000.0, "bob": 3000.0, "": 1000.0}
+    with Store.open(cache) as store:
+        save_keys(store, {
+            MemoryKey(user, task): KeyRuns(tuple((peaks[user] + n, None, False) for n in range(5)), 5)
+            for user, task in (("alice", SECRETS["name"]), ("bob", BOBS), ("", "align"))
+        })  # fmt: skip
+        save_memory_budgets(store, {"cpu": (0.01, 0.2, 40, 2)})
+        save_memory_mode(store, "fill")
+    copies = _publish(cache, tmp_path / "copies")
+    shared = sqlite3.connect(copies / "shared.db")
+    assert shared.execute("SELECT user, task FROM memory_models").fetchall() == [("", "align")]
+    assert shared.execute("SELECT ran, killed FROM memory_budget").fetchall() == [(0, 0)]
+    shared.close()
+    assert not _values(copies / "shared.db") & {"alice", "bob", SECRETS["name"], BOBS}
+    assert BOBS not in _values(copies / "4201.db") and SECRETS["name"] in _values(
+        copies / "4201.db"
+    )
+    with Store.open(cache, readonly=True) as working:
+        for user, uid, name in (("alice", 4201, SECRETS["name"]), ("bob", 4202, BOBS)):
+            with Store.open(copies, readonly=True, uid=uid) as mine:
+                for task in (name, "align"):
+                    expected = forecast_memory(working, task, user=user)
+                    assert forecast_memory(mine, task, user=user) == expected, (user, task)
+                    assert load_memory_view(mine, [task], user) == load_memory_view(
+                        working, [task], user
+                    )
+                assert load_memory_mode(mine) == "fill"
+        own = forecast_memory(working, BOBS, user="bob")
+        with Store.open(copies, readonly=True, uid=4201) as alices:  # none of bob's
+            assert own is not None and forecast_memory(alices, BOBS, user="bob") is None
+        with Store.open(copies, readonly=True, uid=4299) as nobody:  # no file: the shared key
+            found = forecast_memory(nobody, "align", user="carol")
+            assert found is not None and found == forecast_memory(working, "align", user="carol")
 
 
 def test_the_kill_budget_reaches_the_copies_without_anyones_jobs(
