@@ -85,5 +85,13 @@ class SlurmCommandError(SlurmError):
     """A Slurm command answered with a permanent error (bad option, rejected job)."""
 
 
+class SlurmTimeoutError(SlurmUnavailableError):
+    """A Slurm query gave no whole answer within its time-out (not retried: ask for less)."""
+
+
+class SlurmOutputTooLarge(SlurmError):
+    """A Slurm query printed more than its caller's budget; it was stopped (ask for less)."""
+
+
 class CacheError(AdvisorError):
     """The SQLite cache is unusable: newer schema, corrupt file, locked for too long."""

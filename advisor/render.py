@@ -1,6 +1,10 @@
 """Turning command results into text: tables (tabulate), JSON, CSV or sacct's parsable lines.
 
-Pure: returns strings.
+Pure: returns strings.  Cells hold what users wrote (job names, tags, comments): in tables, CSV
+and parsable lines every character that is not printable is escaped (advisor.text.printable), so
+a name cannot move the cursor, clear the screen, set the title or write the clipboard of whoever
+reads the report; and a CSV cell that a spreadsheet would run as a formula (``=``, ``+``, ``-``,
+``@``) starts with ``'``.  JSON escapes control characters itself.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,7 +66,13 @@ class Result:
     exit_code: int = 0
 
 
-def _cell(value: Any) -> Any:
+#: What a spreadsheet runs as a formula when a cell starts with it (OWASP, "CSV injection").
+_FORMULA = ("=", "+", "-", "@")
+_NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+
+
+def _plain(value: Any) -> Any:
+    """The value as a cell shows it, before escaping."""
     if isinstance(value, float) and math.isfinite(value):
         return round(value, 3)
     if isinstance(value, list | tuple):
@@ -69,6 +80,22 @@ def _cell(value: Any) -> Any:
     if value is None:
         return ""
     return value
+
+
+def _cell(value: Any) -> Any:
+    cell = _plain(value)
+    return printable(cell) if isinstance(cell, str) else cell
+
+
+def _csv_cell(value: Any) -> Any:
+    cell = _cell(value)
+    if isinstance(cell, str) and cell.startswith(_FORMULA) and not _NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+def _note(text: str) -> str:
+    return printable(text, keep="\n\t")
 
 
 def _json_default(value: Any) -> Any:
@@ -84,7 +111,7 @@ def _parsable_field(value: Any) -> str:
     line break in a job name, one row in two); here a row is one line, and its fields split at
     every '|' that no backslash precedes.
     """
-    text = str(_cell(value))
+    text = str(_plain(value))  # escaped once, below
     if text.isprintable() and PARSABLE_SEPARATOR not in text and "\\" not in text:
         return text
     text = text.replace("\\", "\\\\").replace(PARSABLE_SEPARATOR, "\\" + PARSABLE_SEPARATOR)
@@ -118,9 +145,9 @@ def render(result: Result, fmt: str = "table") -> str:
                 out.write("\n")
             writer = csv.writer(out, lineterminator="\n")
             header = table.header()
-            writer.writerow(header)
+            writer.writerow([_csv_cell(column) for column in header])
             for row in table.rows:
-                writer.writerow([_cell(row.get(column)) for column in header])
+                writer.writerow([_csv_cell(row.get(column)) for column in header])
         return out.getvalue().rstrip("\n")
     from tabulate import tabulate
 
@@ -131,10 +158,10 @@ def render(result: Result, fmt: str = "table") -> str:
         header = table.header()
         body = tabulate(
             [[_cell(row.get(column)) for column in header] for row in table.rows],
-            headers=header,
+            headers=[printable(column) for column in header],
             tablefmt=style,
             disable_numparse=False,
         )
-        parts.append(f"{table.title}\n{body}" if table.title else body)
-    parts.extend(result.notes)
+        parts.append(f"{_note(table.title)}\n{body}" if table.title else body)
+    parts.extend(_note(note) for note in result.notes)
     return "\n\n".join(parts)

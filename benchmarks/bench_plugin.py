@@ -29,6 +29,7 @@ time for a 3 MiB name; the plugin and the limits file are put back afterwards.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -186,10 +187,15 @@ def cluster(versions: dict[str, Path]) -> None:
             stamp = time.time() + 2  # slurmctld notices a new mtime, in whole seconds
             os.utime(plugin, (stamp, stamp))
             time.sleep(2.2)
-            version = 2 if "EXPORT_VERSION = 2" in plugin.read_text() else 1
+            text = plugin.read_text()
+            version = next((n for n in (3, 2) if f"EXPORT_VERSION = {n}" in text), 1)
             doc = {"version": version, "names": "blake2s-96:advname1", "generated_at": "now",
                    "quantile": 0.95, "margin": 0.1, "partitions": {}, "tasks": {task: {"partitions": limits}},
                    "users": {"root": {"tasks": {}, "partitions": {"cpu": {"limit_min": 70}}}}}  # fmt: skip
+            if version == 3:  # keyed names (issue 31 N4): the key beside the file
+                key_id = hashlib.blake2s(bytes(32), digest_size=4, person=b"advkeyid").hexdigest()
+                doc.update(names="blake2s-96-keyed:advname2", key_id=key_id)
+                Path(f"{export}.key").write_text(bytes(32).hex() + "\n")
             tmp = export.with_suffix(".bench")
             tmp.write_text(json.dumps(doc))
             tmp.chmod(0o644)

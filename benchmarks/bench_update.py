@@ -1,8 +1,8 @@
-"""Throughput and memory of ``advisor update --swf`` and ``--sacct-file`` at 100k and 1M rows.
+"""Throughput and memory of ``advisor update`` (``--swf``, ``--sacct-file``, live sacct) at 100k and 1M rows.
 
 Run it as a user runs the advisor, from a regular (non-editable) install:
 ``python3 -m venv /tmp/vb && /tmp/vb/bin/pip install . && /tmp/vb/bin/python
-benchmarks/bench_update.py [--sizes 100000,1000000] [--kinds swf,sacct]``.
+benchmarks/bench_update.py [--sizes 100000,1000000] [--kinds swf,sacct,live]``.
 
 Inputs, written to a temporary directory:
 
@@ -18,6 +18,11 @@ Inputs, written to a temporary directory:
   by a uid, OUT_OF_MEMORY, memory per CPU or node, user comments, a quarter of the users
   submitting through the wrapper (advisor tags, their limit the tag's), and a few rows that
   are no finished job (still running, pending array remainders).
+* **live**: the same rows answered by a stand-in for ``sacct`` on PATH, one process per 24-hour
+  window as the update asks (each window's rows, in the query's delimiter and fields): the
+  live path as a site runs it, from the process's output to the cache.  The child imports
+  ``update_from_sacct`` from where its version keeps it, so the same benchmark measures an
+  older install too.
 
 The cache is a site's: the Lotaru models of two tasks (fastqc, bwa) and nodes with a class,
 so the runs of those tasks (about 3 % of the dump's jobs) update the task models.
@@ -256,6 +261,48 @@ def write_sacct(path: Path, rows: int) -> None:
         out.writelines(row + "\n" for row in site_rows(rows))
 
 
+FAKE_SACCT = r"""#!PYTHON
+import os, sys
+from datetime import datetime, timedelta
+options = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+start = datetime.fromisoformat(options["starttime"])
+end = datetime.fromisoformat(options["endtime"])
+delimiter = options["delimiter"]
+folder = os.path.dirname(os.path.abspath(sys.argv[0]))
+fields = open(os.path.join(folder, "fields")).read().split(",")
+if options["format"].split(",") != fields:
+    sys.exit("sacct: error: the stand-in answers the advisor's fields only")
+day = start.replace(hour=0, minute=0, second=0)
+while day < end:
+    try:
+        with open(os.path.join(folder, day.strftime("%Y-%m-%d")), encoding="utf-8") as rows:
+            sys.stdout.write(rows.read().replace("\x1f", delimiter))
+    except FileNotFoundError:
+        pass
+    day += timedelta(days=1)
+"""
+
+
+def write_live(folder: Path, rows: int) -> None:
+    """The rows as a stand-in sacct answers them: one file per day of their end, and the tool."""
+    folder.mkdir()
+    (folder / "fields").write_text(",".join(SACCT_FIELDS))
+    files: dict[str, Any] = {}
+    for row in site_rows(rows):
+        values = row.split("|")
+        if len(values) != len(SACCT_FIELDS):  # a name holding '|': not this benchmark's
+            continue
+        when = values[17] if values[17] != "Unknown" else values[15]
+        day = when[:10]
+        out = files.get(day) or files.setdefault(day, (folder / day).open("w", encoding="utf-8"))
+        out.write("\x1f".join(values) + "\n")
+    for out in files.values():
+        out.close()
+    tool = folder / "sacct"
+    tool.write_text(FAKE_SACCT.replace("PYTHON", sys.executable))
+    tool.chmod(0o755)
+
+
 def site_cache(path: Path) -> None:
     """A site's cache: the Lotaru models of fastqc and bwa, the nodes, cpu nodes classed."""
     with Store.open(path) as store:
@@ -289,7 +336,12 @@ def status(field):
     return int(line.split()[1]) / 1024
 
 import advisor
-from advisor.accounting.update import BATCH, update_from_file
+try:
+    from advisor.accounting.saved import BATCH, update_from_file
+    from advisor.services.update import update_from_sacct
+except ImportError:  # an older install (before issue 32): one module for both
+    from advisor.accounting.update import BATCH, update_from_file, update_from_sacct
+from advisor.slurm.backend import CliBackend
 from advisor.store import Store
 trace = []
 if mode in ("baseline", "floor"):
@@ -330,7 +382,13 @@ else:
             trace.append((done, total, status("VmRSS:")))
     start, clock = time.perf_counter(), os.times()
     with Store.open(db) as store:
-        done = update_from_file(store, Path(source), kind=mode, progress=sample)
+        if mode == "live":
+            os.environ["PATH"] = source + os.pathsep + os.environ["PATH"]
+            days = sorted(name for name in os.listdir(source) if name[:1].isdigit())
+            done = update_from_sacct(store, CliBackend(), since=days[0] + "T00:00:00",
+                                     until=days[-1] + "T23:59:59", progress=sample)
+        else:
+            done = update_from_file(store, Path(source), kind=mode, progress=sample)
     seconds, used = time.perf_counter() - start, os.times()
     result = {"rows": done.records, "stored": done.stored, "seconds": seconds,
               "cpu_s": used.user + used.system - clock.user - clock.system,
@@ -358,14 +416,14 @@ def measure(mode: str, source: Path, db: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000", help="input sizes in rows")
-    parser.add_argument("--kinds", default="swf,sacct", help="inputs: swf, sacct or both")
+    parser.add_argument("--kinds", default="swf,sacct,live", help="inputs: swf, sacct, live")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
     kinds = args.kinds.split(",")
     where = Path(advisor.__file__).resolve()
     if REPO in where.parents:
         print(f"note: advisor imported from the source tree ({where}), not an install")
-    writers = {"swf": write_swf, "sacct": write_sacct}
+    writers = {"swf": write_swf, "sacct": write_sacct, "live": write_live}
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
@@ -375,9 +433,10 @@ def main() -> None:
         for kind in kinds:
             for size in sizes:
                 started = time.perf_counter()
-                source = work / f"{kind}-{size}.txt"
+                source = work / (f"{kind}-{size}" if kind == "live" else f"{kind}-{size}.txt")
                 writers[kind](source, size)
-                print(f"{kind} {size:,} rows: {source.stat().st_size / 2**20:.0f} MiB, "
+                mib = sum(p.stat().st_size for p in [source, *source.glob("*")] if p.is_file())
+                print(f"{kind} {size:,} rows: {mib / 2**20:.0f} MiB, "
                       f"written in {time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
                 cache, bare = work / f"{kind}-{size}.db", work / f"{kind}-{size}-bare.db"
                 both = work / f"{kind}-{size}-floor.db"
@@ -387,7 +446,7 @@ def main() -> None:
                 baseline = measure("baseline", cache, bare)
                 floor = measure("floor", cache, both)
                 table.append((kind, size, update, baseline, floor))
-                source.unlink()
+                shutil.rmtree(source) if source.is_dir() else source.unlink()
                 for path in work.glob(f"{kind}-{size}*.db*"):
                     path.unlink()
         print(f"advisor from {Path(table[0][2]['advisor']).parent}")

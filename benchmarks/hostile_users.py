@@ -62,6 +62,8 @@ class Version:
         argv = argv if argv.is_file() else tree / "advisor" / "wrapper" / "argv.py"
         renamed = "--advisor-" in argv.read_text()
         self.dry_run = "--advisor-dry-run" if renamed else "--dry-run"  # finding 14 renamed it
+        publish = (tree / "advisor" / "services" / "publish.py").read_text()
+        self.copies_directory = "shared.db" in publish  # issue 31 N4: one file per user
 
     def advisor(self, *args: object, user: str | None = None, env: dict[str, str] | None = None,
                 cwd: Path | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
@@ -179,7 +181,9 @@ def _site(v: Version, tmp: Path) -> tuple[Path, Path]:
                     (SECRETS[2], runs))  # fmt: skip
     sql.commit()
     sql.close()
-    copy = tmp / "copy.db"
+    copy = tmp / ("copies" if v.copies_directory else "copy.db")
+    if v.copies_directory:  # publish writes a directory since issue 31
+        copy.mkdir(mode=0o755)
     done = v.advisor("--db", cache, "publish", "--out", copy)
     if done.returncode != 0:
         raise SystemExit(f"{v.label}: publish failed: {done.stderr}")
@@ -191,7 +195,8 @@ def finding_6(v: Version, tmp: Path) -> str:
     export = tmp / "limits.json"
     v.advisor("--db", cache, "export", "--out", export)
     found = []
-    for path in (copy, export):
+    readable = [*copy.iterdir(), Path(f"{export}.key")] if copy.is_dir() else [copy]
+    for path in [*readable, export]:
         read = subprocess.run(
             ["runuser", "-u", "daemon", "--", "cat", str(path)], capture_output=True, check=False
         )
@@ -246,7 +251,8 @@ def finding_13(v: Version, tmp: Path) -> str:
     shared = tmp / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    published = v.advisor("--db", cache, "publish", "--out", shared / "copy.db")
+    published = v.advisor("--db", cache, "publish", "--out",
+                          shared if v.copies_directory else shared / "copy.db")  # fmt: skip
     swap = subprocess.run(["runuser", "-u", "nobody", "--", "sh", "-c",
                            f"echo mine > {shared}/x && mv -f {shared}/x {shared}/copy.db"],
                           capture_output=True, check=False)  # fmt: skip
@@ -501,21 +507,31 @@ def main() -> None:
         help="findings to run (3-cluster: on the real cluster, under its lock)",
     )
     args = parser.parse_args()
+    compare(SCENARIOS | ON_CLUSTER, args.only, args.before, args.after, label="finding")
+
+
+def compare(
+    scenarios: dict[str, Callable[[Version, Path], str]],
+    only: list[str],
+    before: str,
+    after: str,
+    *,
+    label: str,
+) -> None:
+    """Each scenario of only on both versions, one line each (as root: it uses other users)."""
     if os.geteuid() != 0:
         sys.exit("run as root: the attacks use the users nobody and daemon")
-    work = Path(tempfile.mkdtemp(prefix="hostile-users-"))
+    work = Path(tempfile.mkdtemp(prefix="hostile-"))
     work.chmod(0o755)
     try:
-        versions = [Version("before", extract(args.before, work / "before")),
-                    Version("after", extract(args.after, work / "after"))]  # fmt: skip
-        for finding in args.only:
+        versions = [Version("before", extract(before, work / "before")),
+                    Version("after", extract(after, work / "after"))]  # fmt: skip
+        for finding in only:
             for version in versions:
                 tmp = work / f"{finding}-{version.label}"
                 tmp.mkdir(mode=0o755)
-                print(
-                    f"finding {finding:>2} {version.label:>6}: {(SCENARIOS | ON_CLUSTER)[finding](version, tmp)}",
-                    flush=True,
-                )
+                print(f"{label} {finding:>2} {version.label:>6}: "
+                      f"{scenarios[finding](version, tmp)}", flush=True)  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -21,10 +21,13 @@ Every input a user controls is bounded before any work that grows with it: the n
 comment, the partition list, the QoS and the account (Slurm refuses each over 1024 bytes after
 this plugin has run, so the plugin must not pay for them first).
 
-The file is readable by every user, so it holds no user's job names: users[user].tasks is keyed
-by name_key(user, name), a BLAKE2s digest (advisor/store/names.py) computed here in plain Lua
-5.1 arithmetic, since no C hash library is guaranteed inside slurmctld (0.1 ms for a short
-name, 1.5 ms at 1024 bytes). A name or comment over Slurm's 1024-byte limit returns at once:
+The file tells each user's own limits, so `advisor export` writes it readable by slurmctld's
+group only (0640), and it holds no user's job names: users[user].tasks is keyed by
+name_key(user, name), a BLAKE2s digest under a secret key (advisor/store/names.py) that
+`advisor export` keeps beside it (KEY_PATH, also 0640), computed here in plain Lua 5.1
+arithmetic, since no C hash library is guaranteed inside slurmctld (0.1 ms for a short name,
+1.5 ms at 1024 bytes).  Without the key that made the file (its key_id) users' own entries are
+not used. A name or comment over Slurm's 1024-byte limit returns at once:
 slurmctld rejects such a job after the plugin, and it must not cost the controller first.
 
 The file is parsed once and parsed again only when it changes (mtime, size and inode through
@@ -39,8 +42,9 @@ Installation for sites: contrib/job_submit/README.md. The test cluster installs 
 slurm/job_submit.lua (slurm/cluster.sh up); it must stay valid without a limits file.
 --]]
 
--- Where `advisor export --out PATH` writes (readable by user slurm).
+-- Where `advisor export --out PATH` writes (readable by user slurm), and its key.
 local EXPORT_PATH = "/etc/slurm/advisor-limits.json"
+local KEY_PATH = EXPORT_PATH .. ".key"
 -- Where `advisor guard --export EXPORT_PATH` beats (advisor.services.guard.heartbeat_file).
 local GUARD_PATH = EXPORT_PATH:gsub("%.json$", "") .. ".guard.json"
 local PASSWD_PATH = "/etc/passwd"
@@ -64,9 +68,9 @@ local GUARD_MAX_BYTES = 4096
 local PASSWD_RETRY_S = 60
 -- `advisor export` writes at most 16 MiB; anything much bigger is not its file.
 local EXPORT_MAX_BYTES = 32 * 1024 * 1024
-local EXPORT_VERSION = 2
+local EXPORT_VERSION = 3
 
-local cache = { key = nil, raw = nil, doc = nil }
+local cache = { key = nil, raw = nil, doc = nil, name_key = nil }
 local users_by_uid = nil
 local passwd_read_at = nil
 
@@ -171,14 +175,19 @@ local function compress(h, s, offset, counter, last)
 	end
 end
 
--- BLAKE2s (RFC 7693) of text, outlen bytes, with an 8-byte personalisation, as lowercase hex.
-local function blake2s(text, outlen, person)
+-- BLAKE2s (RFC 7693) of text, outlen bytes, with an 8-byte personalisation and an optional key
+-- (up to 32 bytes: its block, zero-padded, comes first), as lowercase hex.
+local function blake2s(text, outlen, person, key)
 	XOR8 = XOR8 or xor_table()
 	local h = {}
 	for i = 0, 7 do
 		h[i] = IV[i + 1]
 	end
-	h[0] = bxor(h[0], 0x01010000 + outlen)
+	local keylen = key and #key or 0
+	if keylen > 0 then
+		text = key .. string.rep("\0", 64 - keylen) .. text
+	end
+	h[0] = bxor(h[0], 0x01010000 + keylen * 256 + outlen)
 	h[6] = bxor(h[6], word(person, 1))
 	h[7] = bxor(h[7], word(person, 5))
 	local n = #text
@@ -198,8 +207,8 @@ local function blake2s(text, outlen, person)
 end
 
 -- The key of a user's job name in users[user].tasks (advisor/store/names.py).
-local function name_key(user, name)
-	return blake2s(user .. "\0" .. name, 12, "advname1")
+local function name_key(user, name, key)
+	return blake2s(user .. "\0" .. name, 12, "advname2", key)
 end
 
 
@@ -211,6 +220,25 @@ local function read_all(path)
 	local text = handle:read("*a")
 	handle:close()
 	return text
+end
+
+-- The key users' job names are digested with (KEY_PATH: 64 hex digits), when it is the one
+-- the export was made with (its key_id); else nil, and users' own entries are not used.
+local function names_key(doc)
+	local text = read_all(KEY_PATH)
+	local hex = text and text:match("^(%x+)%s*$")
+	if not hex or #hex ~= 64 then
+		slurm.log_error("advisor: no key in %s; users' own limits are not used", KEY_PATH)
+		return nil
+	end
+	local key = hex:gsub("%x%x", function(pair)
+		return string.char(tonumber(pair, 16))
+	end)
+	if blake2s(key, 4, "advkeyid") ~= doc.key_id then
+		slurm.log_error("advisor: %s is not the key of %s; users' own limits are not used", KEY_PATH, EXPORT_PATH)
+		return nil
+	end
+	return key
 end
 
 -- A value that changes whenever the file is replaced; nil when there is no file, false when
@@ -260,6 +288,7 @@ local function limits()
 	local ok, doc = pcall(cjson.decode, raw)
 	if ok and type(doc) == "table" and doc.version == EXPORT_VERSION then
 		cache.doc = doc
+		cache.name_key = names_key(doc)
 	else
 		slurm.log_error("advisor: %s is not a valid limits file; jobs pass unchanged", EXPORT_PATH)
 	end
@@ -363,13 +392,13 @@ local function job_name(job_desc)
 	return job_desc.name
 end
 
--- The user's own entry for a name (a digest of user and name keys it), or nil.
+-- The user's own entry for a name (a keyed digest of user and name keys it), or nil.
 local function own_entry(mine, user, name)
 	local own = table_at(mine, "tasks")
-	if own == nil or next(own) == nil or type(user) ~= "string" then
+	if own == nil or next(own) == nil or type(user) ~= "string" or cache.name_key == nil then
 		return nil
 	end
-	return table_at(own, name_key(user, name))
+	return table_at(own, name_key(user, name, cache.name_key))
 end
 
 -- True while `advisor guard` is alive: its heartbeat file is at most fresh_s old. Then a user's
@@ -616,7 +645,8 @@ local function memory_advice(job_desc, part_list, submit_uid)
 	name = task_key(name, job_desc.comment)
 	local user = user_name(job_desc, submit_uid)
 	local mine = table_at(table_at(memory, "users"), user)
-	local entry = (mine and type(user) == "string" and table_at(mine, name_key(user, name)))
+	local entry = (mine and type(user) == "string" and cache.name_key
+			and table_at(mine, name_key(user, name, cache.name_key)))
 		or table_at(table_at(memory, "tasks"), name)
 	local value = entry and tonumber(entry.mem_mb)
 	if not value or value ~= value or value < 1 then

@@ -32,6 +32,7 @@ from advisor.accounting.mapping import (
     recorded_advice,
     was_advised,
 )
+from advisor.accounting.windows import HeldBack, WindowDone
 from advisor.history.book import HistoryBook
 from advisor.history.cache import (
     data_version,
@@ -132,6 +133,52 @@ class IngestStats:
             "memory_updates": self.memory_updates,
             "states": dict(sorted(self.states.items())),
         }
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What an ingestion read, skipped, stored and learned (the update's result, less the spool)."""
+
+    source: str  # 'sacct', 'sacct-file' or 'swf'
+    path: str | None  # the file ingested (None for sacct)
+    cluster: str | None  # a dump's default cluster (None otherwise)
+    records: int  # allocation rows read
+    windows: tuple[WindowDone, ...]  # one per sacct query (none for files)
+    watermark: str | None
+    held_back_by: HeldBack | None
+    skipped: Mapping[str, int]  # rows not ingested, by reason (sorted)
+    warnings: tuple[str, ...]  # the first rows skipped because they are wrong
+    stored: int
+    already_stored: int
+    model_updates: int
+    censored_updates: int
+    memory_updates: int  # peaks learned into users' memory keys
+    states: Mapping[str, int]  # new jobs by final state (sorted)
+
+    def to_json(self) -> dict[str, Any]:
+        """As in schemas/update-output.json (without its spool), keys in this order."""
+        return {
+            "source": self.source,
+            "path": self.path,
+            "cluster": self.cluster,
+            "records": self.records,
+            "windows": [window.to_json() for window in self.windows],
+            "watermark": self.watermark,
+            "held_back_by": self.held_back_by.to_json() if self.held_back_by else None,
+            "skipped": dict(self.skipped),
+            "warnings": list(self.warnings),
+            "stored": self.stored,
+            "already_stored": self.already_stored,
+            "model_updates": self.model_updates,
+            "censored_updates": self.censored_updates,
+            "memory_updates": self.memory_updates,
+            "states": dict(self.states),
+        }
+
+
+def skip_counts(skipped: Mapping[str, int]) -> dict[str, int]:
+    """Skipped rows by reason as results give them: sorted, without zeros."""
+    return {reason: count for reason, count in sorted(skipped.items()) if count}
 
 
 def modelled_tasks(store: Store) -> dict[str, int]:
@@ -339,3 +386,10 @@ _INPUT = tuple(Observation.__dataclass_fields__).index("input_bytes")
 _PEAK = tuple(Observation.__dataclass_fields__).index("peak_mem_mb")
 #: Records the online updates keep from one batch to the next, at most.
 MAX_KEPT_MODELS = 20_000
+
+
+def ingestor_for(store: Store, kill_budget: float | None) -> Ingestor:
+    """An ingestor that restates every partition's kill budget, when one is given."""
+    if kill_budget is None:
+        return Ingestor(store)
+    return Ingestor(store, config=DEFAULT_CONFIG._replace(budget=kill_budget), restate=True)

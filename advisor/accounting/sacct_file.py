@@ -17,10 +17,17 @@ changes the fields from there on.
 Rows end at ``\n`` only: ``\r``, ``\v``, ``\f``, ``\x1c``-``\x1e``, ``\x85``,
 ``\u2028``, ``\u2029`` are kept in the field they are in.  A ``\n`` in a job name or comment
 splits its row in two; a row with too few fields is joined with the next lines while that
-gives exactly the header's number of fields and a row that parses.  sacct prints such text raw,
-so a user can forge a row of a text dump with a job name: read the dump of a cluster whose
-users you do not trust from ``sacct --json`` (names are escaped there), or let ``advisor
-update`` query sacct itself.
+gives exactly the header's number of fields and a row that parses.
+
+sacct prints such text raw, so in a text dump whose delimiter users know, a job name can hold
+a line break followed by whole rows of other users' jobs (a 15-hour limit moved to 61 minutes
+by 50 forged rows, issue 31 N9).  What such rows cannot avoid is a row that does not join back:
+the forger's own, cut by the line break and completed only after the forged lines.  So, unless
+the dump's names are vouched for (``DumpFormat.trust_names``: ``--trust-names``), a row that
+does not join back refuses the whole dump (before anything is stored), and so does a dump whose
+last field is text users write, where a line break followed by a forged row looks like the
+next row.  ``sacct --json`` escapes names, and ``advisor update`` without a file queries sacct
+with a delimiter no name can hold: both are read whatever the names.
 """
 
 from __future__ import annotations
@@ -33,7 +40,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from advisor.accounting.files import open_text, read_json_array
-from advisor.errors import InputError
+from advisor.errors import InputError, UsageError
+from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.records import FINAL_STATES, JobRecord, peak_mb
 from advisor.slurm.sacct_json import json_record
 from advisor.slurm.sacct_text import (
@@ -59,6 +67,8 @@ KNOWN_STATES = frozenset(
     }
 )  # fmt: skip
 
+#: The cluster of dump rows without a Cluster field when neither --cluster nor slurm.conf names one.
+DEFAULT_CLUSTER = "default"
 #: A row split by line breaks in a name is joined over at most this many lines.
 MAX_JOINED_LINES = 16
 #: Fields of user text: a line break in the last one continues it on the next line.
@@ -67,6 +77,12 @@ TEXT_FIELDS = frozenset(
      "WorkDir"}
 )  # fmt: skip
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+_TRUST_HINT = (
+    "DUMPdump with 'sacct --json' (names escaped), or let 'advisor update' query sacct; "
+    "--trust-names reads it anyway (only if no user could know its delimiter)"
+)
 
 
 class Skipped(NamedTuple):
@@ -95,6 +111,9 @@ class DumpFormat(NamedTuple):
     fields: tuple[str, ...] | None = None  # a --noheader dump's fields, in order
     cluster: str = "default"  # for rows without Cluster
     time_format: str | None = None  # a strptime form for SLURM_TIME_FORMAT set to another
+    #: The dump's names and comments are trusted not to forge rows (its delimiter was secret,
+    #: or its users are the reader): a row that does not join back costs that row only.
+    trust_names: bool = False
 
 
 Row = tuple[int, "JobRecord | Skipped"]
@@ -229,13 +248,21 @@ class _TextDump:
         self.trailing = len(values) > 1 and values[-1] == ""
         if self.trailing:
             values.pop()  # sacct --parsable ends every line with the delimiter
-        self._set_fields(dump_fields(values, source=self.source, line=number))
+        self._set_fields(dump_fields(values, source=self.source, line=number), number)
 
-    def _set_fields(self, fields: tuple[str, ...]) -> None:
+    def _set_fields(self, fields: tuple[str, ...], line: int | None = None) -> None:
         self.fields = self.header = fields
         self.reader = row_reader(fields)
         self.has_partition = "Partition" in fields
         self.text_last = fields[-1] in TEXT_FIELDS
+        if self.text_last and not self.dump.trust_names:
+            where = "--fields" if line is None else f"line {line}"
+            raise InputError(
+                f"{where}: the last field, {fields[-1]}, is text users write: a line break in "
+                "it followed by a forged row could not be told from the next job",
+                source=self.source,
+                hint=_TRUST_HINT.replace("DUMP", "dump with a last field users cannot write, "),
+            )
 
     def _is_header(self, values: Sequence[str]) -> bool:
         first = values[0].strip()
@@ -357,9 +384,18 @@ class _TextDump:
             return UNPARSED
         values = without_trailing(parts, expected)
         record = self._record(number, values) if len(values) == expected else None
-        if record is None or (
+        torn = record is None or (
             taken > 1 and isinstance(record, Skipped) and record.reason == "malformed"
-        ):
+        )
+        if torn and taken > 1 and not self.dump.trust_names:
+            raise InputError(
+                f"line {number}: a line break in a job name or comment is followed by lines "
+                "that do not complete its row: in a text dump they could be rows a job name "
+                "forged",
+                source=self.source,
+                hint=_TRUST_HINT.replace("DUMP", ""),
+            )
+        if record is None or torn:
             first = row_values(self.buffer.popleft()[1], self.delimiter, expected)
             if len(first) == expected:  # whole, but does not parse
                 return self._record(number, first)
@@ -371,6 +407,34 @@ class _TextDump:
         for _ in range(taken):
             self.buffer.popleft()
         return record
+
+
+def dump_format(
+    *,
+    delimiter: str | None = None,
+    fields: str | None = None,
+    cluster: str | None = None,
+    time_format: str | None = None,
+    trust_names: bool | None = None,
+) -> DumpFormat:
+    """How to read a dump from the command's options; the cluster defaults to the local one."""
+    if delimiter == "":
+        raise UsageError("--delimiter must not be empty")
+    names = tuple(name.strip() for name in fields.split(",")) if fields is not None else None
+    if names is not None and not all(names):
+        raise UsageError(f"--fields: an empty field name in {fields!r}")
+    if time_format is not None and not any(f"%{c}" in time_format for c in "YyG"):
+        raise UsageError(
+            f"--time-format {time_format!r} has no year (%Y): such times cannot be read back",
+            hint="e.g. --time-format '%d/%m/%Y %H:%M:%S'",
+        )
+    return DumpFormat(
+        delimiter=delimiter,
+        fields=names,
+        cluster=cluster or local_cluster_name() or DEFAULT_CLUSTER,
+        time_format=time_format,
+        trust_names=bool(trust_names),
+    )
 
 
 def _json_rows(path: Path, source: str, dump: DumpFormat, *, check: bool) -> Iterator[Row]:

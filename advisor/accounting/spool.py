@@ -1,4 +1,4 @@
-"""``advisor update --spool DIR``: users' advice lines (advisor.spool) into the cache.
+"""Users' advice lines (advisor.spool) into an open cache, as ``advisor update --spool DIR`` asks.
 
 Each user's directory ``<uid>/`` (and the old layout's ``<uid>.jsonl``) is read file by file
 from its watermark (inode and byte offset, stored with the rows in one transaction, so a killed
@@ -19,6 +19,8 @@ ever and no line is lost or stored twice, whenever the update is killed.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import pwd
 import re
@@ -26,6 +28,7 @@ import sqlite3
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, NamedTuple
 
+from advisor.accounting.retention import DEFAULT_RETENTION, Retention, advice_time
 from advisor.errors import CacheError, InputError
 from advisor.spool import (
     LINE_MAX_BYTES,
@@ -41,8 +44,9 @@ from advisor.spool import (
     user_dir,
 )
 from advisor.store.accounting import delete_watermark, get_watermark, set_watermark
-from advisor.store.advice import Advice, record_advice
+from advisor.store.advice import Advice, day_use, record_advice
 from advisor.store.connection import Store
+from advisor.text import printable
 
 #: Read at most this much of one user's files per update, and of all files per update.
 USER_BYTES = 16 << 20
@@ -51,6 +55,14 @@ RUN_BYTES = 256 << 20
 USER_FILES = 32
 #: A user's directory with more entries than this is refused (listing it would cost the run).
 USER_ENTRIES = 4096
+#: A segment (or old-layout file) larger than this is not read: a day of one user's advice at
+#: the retention's daily quota (20,000 lines of at most 420 bytes of argv each) is about
+#: 12 MiB, so a larger file is not advice.  A finished one is removed (issue 31, N16: the
+#: update read a 100 GB segment 16 MiB per run, over 6,400 runs, and kept it until then).
+SEGMENT_BYTES = 64 << 20
+#: A segment dated after tomorrow (UTC) is not read: the wrapper writes today's only, and one
+#: dated 9999 would never be finished, so never removed.
+AHEAD = timedelta(days=1)
 #: A segment this many days old takes no more lines: once stored, it is removed.
 FINISHED_AFTER = timedelta(days=2)
 #: Where the last run's byte cap stopped: the next run starts with that user.
@@ -69,22 +81,36 @@ def _user_name(uid: int) -> str:
 
 
 class _Run:
-    """Counts, named problems and the byte budget of one ingestion."""
+    """Counts, named problems, the byte budget and the per-day quotas of one ingestion."""
 
-    def __init__(self, run_bytes: int) -> None:
+    def __init__(
+        self, run_bytes: int, now: datetime, retention: Retention, segment_bytes: int
+    ) -> None:
         self.left = run_bytes
+        self.segment_bytes = segment_bytes
+        self.now, self.retention = now, retention
+        self.days: dict[tuple[str, str], list[int]] = {}  # (user, day): [rows, argv bytes]
         self.counts: dict[str, Any] = {
             "files": 0, "rows": 0, "skipped_lines": 0, "refused_files": 0, "failed_files": 0,
             "removed_segments": 0, "waiting_users": 0, "problems": [],
         }  # fmt: skip
 
+    def admits(self, store: Store, user: str, day: str, argv_bytes: int) -> bool:
+        """Whether one more row of user's day stays within the retention's daily quota."""
+        used = self.days.get((user, day))
+        if used is None:
+            used = self.days[(user, day)] = list(day_use(store, user, day))
+        retention = self.retention
+        if used[0] + 1 > retention.user_day_rows or used[1] + argv_bytes > retention.user_day_bytes:
+            return False
+        used[0], used[1] = used[0] + 1, used[1] + argv_bytes
+        return True
+
     def problem(self, kind: str, where: str, why: str) -> None:
         self.counts[kind] += 1
         if len(self.counts["problems"]) < PROBLEMS_SHOWN:  # names are users': nothing raw
             text = f"{where}: {why}"
-            self.counts["problems"].append(
-                "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-            )
+            self.counts["problems"].append(printable(text))
 
 
 def ingest_spool(
@@ -94,13 +120,21 @@ def ingest_spool(
     now: datetime | None = None,
     user_bytes: int = USER_BYTES,
     run_bytes: int = RUN_BYTES,
+    retention: Retention = DEFAULT_RETENTION,
+    segment_bytes: int = SEGMENT_BYTES,
 ) -> dict[str, Any]:
-    """Copy every user's new lines into advice: counts of files, rows, skipped and refused."""
+    """Copy every user's new lines into advice: counts of files, rows, skipped and refused.
+
+    A line is stored only when its created_at is a time within the retention and not ahead of
+    now, and while its user's day stays within the retention's daily quota; other lines are
+    skipped and counted.
+    """
     try:
         names = os.listdir(directory)
     except OSError as error:
         raise InputError(f"cannot read the spool: {error.strerror}", source=directory) from None
-    run = _Run(run_bytes)
+    moment = now or datetime.now(UTC)
+    run = _Run(run_bytes, moment, retention, segment_bytes)
     users: dict[int, set[str]] = {}
     for name in names:
         legacy = name.endswith(".jsonl")
@@ -114,7 +148,7 @@ def ingest_spool(
     order = sorted(users)
     cursor = get_watermark(store, CURSOR)
     start = next((i for i, uid in enumerate(order) if str(uid) == cursor), 0)
-    today = (now or datetime.now(UTC)).date()
+    today = moment.date()
     stopped = None
     for uid in order[start:] + order[:start]:
         if run.left <= LINE_MAX_BYTES:
@@ -158,6 +192,9 @@ def _ingest_user(
         segments = _segments(folder, dir_fd, run)
         for day, name in segments[:USER_FILES]:
             path = os.path.join(folder, name)
+            if day > today + AHEAD:
+                run.problem("refused_files", path, "dated after tomorrow: not read")
+                continue
             if left <= LINE_MAX_BYTES:
                 return False
             opened = open_spool(name, uid, dir_fd=dir_fd)
@@ -213,8 +250,24 @@ def _ingest_open(
     (locked, full) gets out of here: any other error is this file's problem, counted and named.
     """
     fd, info = opened
+    if info.st_size > run.segment_bytes:
+        os.close(fd)
+        removed = ""
+        if finished is not None:  # it will never be read: it goes, then its mark
+            dir_fd, name = finished
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=dir_fd)
+                delete_watermark(store, source)
+                run.counts["removed_segments"] += 1
+                removed = "; removed"
+        run.problem(
+            "refused_files",
+            path,
+            f"{info.st_size} bytes, over {run.segment_bytes}: not read{removed}",
+        )
+        return 0, True
     try:
-        read = _ingest_file(store, fd, info, source, budget, finished is not None)
+        read = _ingest_file(store, fd, info, source, budget, finished is not None, run)
         if finished is not None and read.offset == info.st_size == os.fstat(fd).st_size:
             dir_fd, name = finished
             os.unlink(name, dir_fd=dir_fd)  # first the file, then its mark: never read twice
@@ -248,7 +301,13 @@ _LINE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, sqlite3.In
 
 
 def _ingest_file(
-    store: Store, fd: int, info: os.stat_result, source: str, budget: int, finished: bool
+    store: Store,
+    fd: int,
+    info: os.stat_result,
+    source: str,
+    budget: int,
+    finished: bool,
+    run: _Run,
 ) -> _Read:
     """What one open file gave, from its watermark on, with the watermark moved."""
     mark = parse_mark(get_watermark(store, source))
@@ -262,15 +321,23 @@ def _ingest_file(
         lines, used = [*lines, data[used:]], len(data)
     if not used:
         return _Read(len(data), 0, 0, start, capped)
-    user, rows, skipped = _user_name(info.st_uid), 0, 0
+    user, rows, skipped, over = _user_name(info.st_uid), 0, 0, 0
     with store.write():
         for raw in lines:
             try:
                 line = parse_raw(raw)
-                if line is None:
+                created_at = (
+                    None
+                    if line is None
+                    else advice_time(line["created_at"], run.now, run.retention)
+                )
+                if line is None or created_at is None:
                     skipped += 1
                     continue
-                created_at = line.pop("created_at")
+                if not run.admits(store, user, created_at[:10], _argv_bytes(line["argv"])):
+                    over += 1
+                    continue
+                line.pop("created_at")
                 record_advice(
                     store, Advice(user=user, **line), created_at=created_at, origin="spool"
                 )
@@ -279,4 +346,17 @@ def _ingest_file(
                 continue
             rows += 1
         set_watermark(store, source, mark_value(fd, info.st_ino, start + used))
+    if over:
+        retention = run.retention
+        run.problem(
+            "skipped_lines", source.removeprefix("spool:"),
+            f"{over} lines over the daily quota ({retention.user_day_rows} rows, "
+            f"{retention.user_day_bytes} bytes of argv per user and day)",
+        )  # fmt: skip
+        skipped += over - 1  # problem() counted one
     return _Read(len(data), rows, skipped, start + used, capped)
+
+
+def _argv_bytes(argv: list[str]) -> int:
+    """The bytes the argv takes as the advice row stores it (JSON text)."""
+    return len(json.dumps(argv).encode("utf-8"))

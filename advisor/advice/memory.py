@@ -68,12 +68,7 @@ def load_memory_view(store: Store, tasks: Sequence[str], user: str | None) -> Me
     """The view for jobs of these tasks by this user (the caller holds the read transaction)."""
     runs: dict[str, tuple[tuple[MemRun, ...], tuple[MemRun, ...]]] = {}
     for task in tasks:
-        key = task
-        if user and store.published:  # a user's own task names are digests there (store.names)
-            from advisor.store.names import name_key
-
-            key = name_key(user, task)
-        mine = load_key_runs(store, MemoryKey(user, key)) if user else None
+        mine = load_key_runs(store, MemoryKey(user, task)) if user else None
         shared = load_key_runs(store, MemoryKey("", task))
         if not (mine and mine.runs) and not (shared and shared.runs):
             runs[task] = ((), ())

@@ -3,7 +3,7 @@
 What ``advisor sbatch`` would set as ``--mem`` (advisor.advice.memory), worked out for the plugin,
 which sees a job's name, user and partitions but not its input: every task's shared memory P95
 at its largest input (``tasks``), every user's own keys with enough runs (``users[user]``, keyed
-by the digest of (user, task) as the time limits are: the file is readable by every user), the
+by the keyed digest of (user, task) as the time limits are, advisor.store.names), the
 site's mode, and per partition the most a job may ask per node (its MaxMemPerNode and its
 largest node's memory: ``max_mb``, -1 for none known; ``max_per_cpu_mb`` for MaxMemPerCPU) and
 its kill budget's factor, by which the plugin multiplies the value (``factor``: e^correction).
@@ -30,25 +30,28 @@ from advisor.store.names import name_key
 
 
 def memory_export(
-    store: Store, partitions: Mapping[str, tuple[str, ...]], *, usable: Any = None
+    store: Store, partitions: Mapping[str, tuple[str, ...]], key: bytes, *, usable: Any = None
 ) -> dict[str, Any]:
-    """The ``memory`` section for partitions (name -> its nodes); usable(name): a name jobs can have."""
+    """The ``memory`` section for partitions (name -> its nodes); usable(name): a name jobs can have.
+
+    key: the export's key, which users' (user, task) names are digested with (no name in clear).
+    """
     margins = load_margins(store)
     tasks: dict[str, Any] = {}
     users: dict[str, dict[str, Any]] = {}
-    for key, state in all_keys(store).items():
-        if usable is not None and not usable(key.task):
+    for mkey, state in all_keys(store).items():
+        if usable is not None and not usable(mkey.task):
             continue
         found = forecast_from(
-            key.task, ((USER if key.user else TASK, key_runs(state)),), margins, None
+            mkey.task, ((USER if mkey.user else TASK, key_runs(state)),), margins, None
         )
         if found is None:
             continue
         entry = {"mem_mb": max(1, math.ceil(found.p95_mb))}
-        if key.user:
-            users.setdefault(key.user, {})[name_key(key.user, key.task)] = entry
+        if mkey.user:
+            users.setdefault(mkey.user, {})[name_key(mkey.user, mkey.task, key)] = entry
         else:
-            tasks[key.task] = entry
+            tasks[mkey.task] = entry
     limits, memory = load_memory_limits(store), node_memory(store)
     budgets = load_memory_budgets(store)
     parts = {}

@@ -27,7 +27,7 @@ DEPRECATIONS = "deprecations"
 NORMALISE = "normalise"
 
 #: How a saved sacct dump is read (``--sacct-file`` of update and replay).
-DUMP_OPTIONS = ("delimiter", "fields", "cluster", "time_format")
+DUMP_OPTIONS = ("delimiter", "fields", "cluster", "time_format", "trust_names")
 #: Skipped rows' warnings printed to stderr (the JSON output keeps up to update.MAX_WARNINGS).
 SHOWN_WARNINGS = 20
 
@@ -170,6 +170,15 @@ def add_dump_options(parser: argparse.ArgumentParser) -> None:
         help="a strptime format for times printed with another SLURM_TIME_FORMAT, e.g. "
         "'%%d/%%m/%%Y %%H:%%M:%%S' (epoch seconds and ISO 8601 forms are read without it)",
     )
+    dump.add_argument(
+        "--trust-names",
+        action="store_const",
+        const=True,
+        help="read a text dump whose job names and comments hold line breaks as well as it can "
+        "(a row that does not join back is skipped); without it such a dump, or one whose last "
+        "field is JobName or Comment, is refused: a job name there can forge other users' rows "
+        "unless no user could know the delimiter",
+    )
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -180,7 +189,7 @@ def add_dump_options(parser: argparse.ArgumentParser) -> None:
 
 def dump_format_of(args: argparse.Namespace) -> DumpFormat:
     """How to read --sacct-file; the dump options without --sacct-file are a usage error."""
-    from advisor.accounting.update import dump_format
+    from advisor.accounting.sacct_file import dump_format
 
     given = [
         f"--{name.replace('_', '-')}" for name in DUMP_OPTIONS if getattr(args, name) is not None

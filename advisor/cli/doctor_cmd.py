@@ -15,17 +15,19 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "doctor",
         parents=parents,
         help="check the site set-up: cache, published copy, export, Lua plugin, update age",
-        description="One line per check, ok, warn or fail, with what to do: the cache is there "
-        "and of this advisor's schema version; the published copy is readable by every user; "
-        "the limits export is valid, fresh and readable by the slurm user; slurm.conf has "
+        description="One line per check, ok, warn or fail, with what to do: the cache is there, "
+        "readable by its owner only, and of this advisor's schema version; the published "
+        "copies' shared file is readable by every user and each user's own file by that user "
+        "only; the limits export and its key are valid, fresh, readable by the slurm user and "
+        "by no other; slurm.conf has "
         "JobSubmitPlugins=lua and the job_submit.lua beside it reads that export; 'advisor "
         "update' ran recently. Exit code 1 when a check fails. Reads files only.",
     )
     parser.add_argument(
         "--published",
         default=PUBLISHED,
-        metavar="PATH",
-        help=f"the copy users read (default {PUBLISHED})",
+        metavar="DIR",
+        help=f"the directory of the copies users read (default {PUBLISHED})",
     )
     parser.add_argument(
         "--export",

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from advisor.advice.settings import DEFAULT_MARGIN, DEFAULT_QUANTILE
 from advisor.render import Result, Table
-from advisor.services.export import export_to_file
+from advisor.services.export import export_to_file, group_id
 from advisor.store.clock import utc_now
 from advisor.store.connection import Store
 
@@ -33,11 +33,20 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         parents=parents,
         help="write the limits file slurm/job_submit.lua reads",
         description="Per task and partition, the limit 'advisor sbatch' would set (for the task's "
-        "largest training input), as JSON (schemas/export.json) for slurmctld's job_submit.lua. "
-        "Written atomically with mode 0644, so user slurm can read it; users' job names are in it "
-        "only as digests, and it is bounded (names, names per user, size).",
+        "largest training input), and each user's own limits, as JSON (schemas/export.json) for "
+        "slurmctld's job_submit.lua.  Written atomically with mode 0640 and slurmctld's group, so "
+        "only root and slurmctld read it (it tells each user's limits, that is their runtimes); "
+        "users' job names are in it only as digests under a secret key kept beside it in "
+        "PATH.key (made on first use, the same mode), and it is bounded (names, names per user, "
+        "size).",
     )
     parser.add_argument("--out", metavar="PATH", required=True, help="where to write the file")
+    parser.add_argument(
+        "--group",
+        metavar="GROUP",
+        help="the group that may read the file and its key: slurmctld's (default: the group of "
+        "SlurmUser in slurm.conf, $SLURM_CONF honoured, else your own)",
+    )
     parser.add_argument(
         "--quantile", type=_quantile, default=DEFAULT_QUANTILE, help="upper quantile (default 0.95)"
     )
@@ -51,15 +60,16 @@ def run(args: argparse.Namespace) -> Result:
     """Read the cache, write the file, show what it holds."""
     with Store.open(getattr(args, "db", None), readonly=True) as store:
         done = export_to_file(
-            store, args.out, quantile=args.quantile, margin=args.margin, generated_at=utc_now()
-        )
+            store, args.out, quantile=args.quantile, margin=args.margin, generated_at=utc_now(),
+            group=group_id(args.group) if args.group else None,
+        )  # fmt: skip
     rows = [asdict(limit) for limit in done.limits]
     return Result(
         data=done.to_json(),
         tables=(Table(rows, columns=("task", "partition", "limit_min", "predicted_s")),),
         notes=(
-            f"wrote {done.path}: {done.tasks} tasks, own limits of "
-            f"{done.users} users (their job names as digests); left out: "
+            f"wrote {done.path} (and its key, {done.path}.key; both 0640): {done.tasks} tasks, "
+            f"own limits of {done.users} users (their job names as keyed digests); left out: "
             f"{done.unusable_names} names no job can have, "
             f"{done.over_cap} names past the per-user cap",
         ),

@@ -6,6 +6,7 @@ import argparse
 import os
 from datetime import datetime, timedelta
 
+from advisor.accounting.retention import DEFAULT_RETENTION, ROW_ARGV_BYTES, Retention
 from advisor.cli.common import (
     add_dump_options,
     add_time_window,
@@ -35,6 +36,16 @@ def _hours(text: str) -> timedelta:
     if not 0 < hours <= 24 * 366:
         raise argparse.ArgumentTypeError("expected hours between 0 and 8784")
     return timedelta(hours=hours)
+
+
+def _count(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number") from None
+    if not 1 <= number <= 10**9:
+        raise argparse.ArgumentTypeError("expected a whole number from 1 to 1000000000")
+    return number
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -91,6 +102,22 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "jobs that may be killed at an advised limit, from now on, for every partition "
         f"(default: each keeps its own; a new one gets {100 * DEFAULT_BUDGET:g})",
     )
+    kept = parser.add_argument_group(
+        "retention", "what the cache keeps of users' advice and history (docs/reliability.md)"
+    )
+    kept.add_argument("--keep-advice", type=_count, default=DEFAULT_RETENTION.advice_days,
+                      metavar="DAYS", help="delete advice rows older than this "
+                      f"(default {DEFAULT_RETENTION.advice_days})")  # fmt: skip
+    kept.add_argument("--keep-history", type=_count, default=DEFAULT_RETENTION.history_days,
+                      metavar="DAYS", help="delete history and memory keys no job updated for this long "
+                      f"(default {DEFAULT_RETENTION.history_days})")  # fmt: skip
+    kept.add_argument("--advice-per-day", type=_count, default=DEFAULT_RETENTION.user_day_rows,
+                      metavar="ROWS", help="store at most this many of one user's spooled advice "
+                      f"rows per day (default {DEFAULT_RETENTION.user_day_rows}; and "
+                      f"{ROW_ARGV_BYTES} bytes of argv per row on average)")  # fmt: skip
+    kept.add_argument("--names-per-user", type=_count, default=DEFAULT_RETENTION.user_names,
+                      metavar="N", help="keep each user's N most recently run job names' history and memory "
+                      f"(default {DEFAULT_RETENTION.user_names})")  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -98,10 +125,12 @@ def run(args: argparse.Namespace) -> Result:
     """Ingest and summarise."""
     dump = dump_format_of(args)
     with Store.open(getattr(args, "db", None)) as store, ProgressBar("update") as bar:
+        retention = Retention(advice_days=args.keep_advice, history_days=args.keep_history,
+                              user_day_rows=args.advice_per_day, user_names=args.names_per_user)  # fmt: skip
         done = update(store, CliBackend(), sacct_file=args.sacct_file, swf=args.swf, dump=dump,
                       since=_iso(args.since), until=_iso(args.until), window=args.window,
-                      spool=args.spool, strict=args.strict, progress=bar,
-                      budget=args.kill_budget)  # fmt: skip
+                      spool=args.spool, strict=args.strict, progress=bar, retention=retention,
+                      kill_budget=args.kill_budget)  # fmt: skip
     skipped = done.skipped
     warn_skipped(list(done.warnings), dict(skipped))
     states = [{"state": state, "jobs": count} for state, count in done.states.items()]
@@ -133,6 +162,11 @@ def run(args: argparse.Namespace) -> Result:
             f" removed, {spool.waiting_users} users' lines wait for the next run)"
         )
         notes.extend(f"spool: {problem}" for problem in spool.problems)
+    if done.pruned.advice or done.pruned.history_keys or done.pruned.memory_keys:
+        notes.append(
+            f"deleted past the retention: {done.pruned.advice} advice rows, "
+            f"{done.pruned.history_keys} history keys, {done.pruned.memory_keys} memory keys"
+        )
     if done.held_back_by is not None:
         notes.append(
             f"held back by job {done.held_back_by.job_id} (record not final yet); run again later"

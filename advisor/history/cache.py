@@ -23,18 +23,9 @@ from advisor.store.connection import Store
 Cell = tuple[str, str]
 
 
-def stored_key(store: Store, key: HistoryKey) -> HistoryKey:
-    """The key as the cache holds it: in a published copy a job name is a digest (store.names)."""
-    if key.kind in ("user+name", "user+family") and store.published:
-        from advisor.store.names import name_key
-
-        return key._replace(name=name_key(key.user, key.name))
-    return key
-
-
 def load_key_states(store: Store, keys: Iterable[HistoryKey]) -> dict[HistoryKey, KeyState]:
     """The stored states of these keys (keys never seen are absent), in one query."""
-    wanted = {stored_key(store, key): key for key in keys}
+    wanted = {key: key for key in keys}
     rows = store.conn.execute(
         "SELECT kind, user, name, partition, runs, completed, kills FROM history_keys "
         "WHERE (kind, user, name, partition) IN (SELECT json_extract(value, '$[0]'), "
@@ -51,15 +42,6 @@ def data_version(store: Store) -> int:
     ``PRAGMA data_version``: what this connection read stays true while it does not change.
     """
     return int(store.conn.execute("PRAGMA data_version").fetchone()[0])
-
-
-def all_key_states(store: Store) -> dict[HistoryKey, KeyState]:
-    """Every stored key state (for exports and reports), ordered by key."""
-    rows = store.conn.execute(
-        "SELECT kind, user, name, partition, runs, completed, kills FROM history_keys "
-        "ORDER BY kind, user, name, partition"
-    )
-    return {HistoryKey(*row[:4]): _state(row[4:]) for row in rows}
 
 
 def _state(row: tuple[str, int, int]) -> KeyState:
@@ -230,11 +212,90 @@ def reserved_risk(store: Store, partition: str, *, since: str, unknown: float) -
     """The summed risk of the partition's jobs running under a history limit.
 
     A job advised for several partitions (``-p a,b``) counts in each.  unknown: the risk of an
-    advice row that recorded none (the budget: the risk the policy takes on average).
+    advice row that recorded none (the budget: the risk the policy takes on average).  A
+    published copy holds only its user's own advice: there the sum over every user's jobs at
+    publish time (services/publish.py) stands for it.
     """
+    if store.published:
+        found = store.conn.execute(
+            "SELECT value FROM main.publication WHERE key = 'reserved_risk'"
+        ).fetchone()
+        known, unrecorded = json.loads(found[0]).get(partition, (0.0, 0.0)) if found else (0, 0)
+        return float(known) + unknown * float(unrecorded)
     row = store.conn.execute(
         "SELECT COALESCE(SUM(COALESCE(1 - a.quantile, ?)), 0) "
         + _RUNNING.format(where="instr(',' || a.partition || ',', ',' || ? || ',') > 0"),
         (unknown, partition, since),
     ).fetchone()
     return float(row[0])
+
+
+def prune_keys(store: Store, *, before: str, names_per_user: int) -> int:
+    """Delete stale keys, and each user's job-name keys past the newest names_per_user; how many.
+
+    Stale: not updated since before.  Past the newest: the least recently updated go first.
+    Joins the caller's transaction.  Every distinct job name makes a key: a user who puts a
+    sample id in each name makes a million of them without trying, and nothing else ever
+    removes one.
+    """
+    with store.write():
+        stale = store.conn.execute("DELETE FROM history_keys WHERE updated_at < ?", (before,))
+        crowded = [
+            str(row[0])
+            for row in store.conn.execute(
+                "SELECT user FROM history_keys WHERE kind = 'user+name' GROUP BY user "
+                "HAVING COUNT(*) > ?",
+                (names_per_user,),
+            )
+        ]
+        surplus = 0
+        for user in crowded:
+            surplus += store.conn.execute(
+                "DELETE FROM history_keys WHERE rowid IN (SELECT rowid FROM history_keys "
+                "WHERE kind = 'user+name' AND user = ? "
+                "ORDER BY updated_at DESC, completed + kills DESC, name LIMIT -1 OFFSET ?)",
+                (user, names_per_user),
+            ).rowcount
+    return int(stale.rowcount) + surplus
+
+
+def top_name_states(
+    store: Store,
+    *,
+    per_user: int,
+    max_name_bytes: int,
+    min_runs: int,
+    skip: Iterable[str] = (),
+) -> tuple[dict[HistoryKey, KeyState], int, int]:
+    """The key states the export can use, and how many name keys it cannot.
+
+    Each user's per_user most used job-name keys that can propose a limit (by jobs learned,
+    then name) and every other kind of key; and how many name keys that could propose were
+    left out past per_user, and over max_name_bytes.  Chosen in SQL: loading every key took
+    28 s and 983 MB at a million keys of one user.  A key proposes with min_runs completed
+    runs in its window (policy.propose); names in skip (tasks a model decides) are never chosen.
+    """
+    proposes = (
+        "kind = 'user+name' AND completed >= :runs AND name NOT IN (SELECT value FROM "
+        "json_each(:skip)) AND (SELECT COUNT(*) FROM json_each(runs) "
+        "WHERE json_extract(value, '$[1]') = 0) >= :runs"
+    )
+    fits = "LENGTH(CAST(name AS BLOB)) <= :bytes"
+    params = {"runs": min_runs, "skip": json.dumps(sorted(set(skip))), "bytes": max_name_bytes,
+              "per_user": per_user}  # fmt: skip
+    chosen_keys = (
+        "SELECT kind, user, name, partition, runs, completed, kills FROM ("  # noqa: S608 - constant fragments
+        "SELECT *, ROW_NUMBER() OVER (PARTITION BY user ORDER BY completed + kills DESC, name, "
+        f"partition) AS rank FROM history_keys WHERE {proposes} AND {fits}) "
+        "WHERE rank <= :per_user UNION ALL SELECT kind, user, name, partition, runs, "
+        "completed, kills FROM history_keys WHERE kind != 'user+name' ORDER BY 1, 2, 3, 4"
+    )
+    rows = store.conn.execute(chosen_keys, params)
+    found = {HistoryKey(*row[:4]): _state(row[4:]) for row in rows}
+    usable, unusable = store.conn.execute(
+        f"SELECT COALESCE(SUM({fits}), 0), COALESCE(SUM(NOT ({fits})), 0) FROM history_keys "  # noqa: S608 - constant fragments
+        f"WHERE {proposes}",
+        params,
+    ).fetchone()
+    chosen = sum(1 for key in found if key.kind == "user+name")
+    return found, int(usable) - chosen, int(unusable)

@@ -5,18 +5,18 @@ Standard library only, read-only: a few primary-key reads of the cache per submi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from advisor.history.cache import (
     Running,
-    all_key_states,
     load_budget,
     load_budgets,
     load_key_states,
     load_quantiles,
     reserved_risk,
     running_advised,
+    top_name_states,
 )
 from advisor.history.cells import LEVELS, key_cell
 from advisor.history.keys import KINDS, keys_for
@@ -29,7 +29,7 @@ from advisor.history.policy import (
     margin_limit_s,
     propose,
 )
-from advisor.lite import TYPE_CHECKING
+from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.store.accounting import finished_job_ids
 from advisor.store.cluster import load_partitions
 from advisor.store.connection import Store
@@ -143,8 +143,25 @@ def _line_risk(line: Mapping[str, Any]) -> float | None:
     return 1.0 - float(quantile) if isinstance(quantile, (int, float)) else None
 
 
-def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> list[dict[str, Any]]:
-    """Every key's limit at its partition's budget level, for a file slurmctld's Lua plugin reads.
+class ExportLimits(NamedTuple):
+    """The keys' limits for the export, and the job-name keys left out of them."""
+
+    rows: list[dict[str, Any]]
+    #: Names that could give a limit, past the per-user bound (the least used).
+    over_cap: int
+    #: Names that could give a limit but no job can have (over the name bound).
+    unusable: int
+
+
+def export_limits(
+    store: Store,
+    *,
+    config: PolicyConfig = DEFAULT_CONFIG,
+    names_per_user: int = 1 << 62,
+    max_name_bytes: int = 1 << 62,
+    skip: Iterable[str] = (),
+) -> ExportLimits:
+    """Each key's limit at its partition's budget level, for a file slurmctld's Lua plugin reads.
 
     Not ``propose``'s choice of risk, on purpose: the wrapper may take up to ``max_risk`` times
     the budget because its kills are recorded (advice rows) and raise the partition's price,
@@ -159,7 +176,8 @@ def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> lis
     price makes the wrapper choose another level than the budget's.  A key without a
     partition (user+name, user+family, user) gets the widest of those margins (the export
     repeats its limit in every partition, within each MaxTime).  jobs: how many jobs the key
-    learned from (the export keeps a user's most used names when it must drop some).
+    learned from.  Only each user's names_per_user most used job names (of at most
+    max_name_bytes, not in skip) are read from the cache: the others are counted.
     """
     max_times = {p.name: p.max_time_s for p in load_partitions(store)}
     budgets = load_budgets(store)
@@ -172,8 +190,12 @@ def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> lis
             scores = load_quantiles(store, key_cell(partition, kind))
             if scores is not None and scores[level] != float("inf"):
                 margins[(partition, kind)] = scores[level]
+    states, over_cap, unusable = top_name_states(
+        store, per_user=names_per_user, max_name_bytes=max_name_bytes, min_runs=config.min_runs,
+        skip=skip,
+    )  # fmt: skip
     rows = []
-    for key, state in all_key_states(store).items():
+    for key, state in states.items():
         if state.completed_in_window < config.min_runs:
             continue
         mine = {part: m for (part, kind), m in margins.items() if kind == key.kind}
@@ -192,7 +214,7 @@ def export_limits(store: Store, *, config: PolicyConfig = DEFAULT_CONFIG) -> lis
         )
         rows.append({**key._asdict(), "limit_s": limit, "why": why,
                      "jobs": state.completed + state.kills})  # fmt: skip
-    return rows
+    return ExportLimits(rows, over_cap, unusable)
 
 
 def _budget_level(budget: float) -> int | None:

@@ -5,7 +5,7 @@ accounting, once it holds MIN_RUNS runs), else the task's shared model (imports,
 Pooled keys (all of a user's jobs in a partition) are not asked: a user's jobs of different
 names differ by orders of magnitude in memory, so their quantile says nothing of this job.
 The P95 carries the margin of the key's residual pool (advisor.models.memory).  A published
-copy holds a user's task names as digests (store.names), which the lookup computes.
+copy holds a user's own keys in that user's file (advisor.store.memory_models reads them there).
 """
 
 from __future__ import annotations
@@ -15,21 +15,12 @@ from advisor.models.memory_book import key_runs
 from advisor.store.connection import Store
 from advisor.store.memory_models import MemoryKey, load_key_runs, load_margins
 
-__all__ = ["TASK", "USER", "MemoryForecast", "forecast_memory", "stored_task"]
-
-
-def stored_task(store: Store, user: str, task: str) -> str:
-    """The key's task as the cache holds it: a digest of a user's own in a published copy."""
-    if user and store.published:
-        from advisor.store.names import name_key
-
-        return name_key(user, task)
-    return task
+__all__ = ["TASK", "USER", "MemoryForecast", "forecast_memory"]
 
 
 def candidate_keys(store: Store, task: str, user: str | None) -> list[tuple[str, MemoryKey]]:
     """The keys a job of the task asks, most specific first (basis, key as stored)."""
-    mine = [(USER, MemoryKey(user, stored_task(store, user, task)))] if user else []
+    mine = [(USER, MemoryKey(user, task))] if user else []
     return [*mine, (TASK, MemoryKey("", task))]
 
 

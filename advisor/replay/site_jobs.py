@@ -21,16 +21,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from advisor.accounting.sacct_file import DumpFormat
-from advisor.accounting.update import (
-    DEFAULT_WINDOW,
-    MAX_WARNINGS,
-    SETTLE,
-    SkipTally,
-    Window,
-    dump_records,
-    fetch_window,
-    plan_windows,
-)
+from advisor.accounting.saved import MAX_WARNINGS, SkipTally, dump_records
+from advisor.accounting.windows import DEFAULT_WINDOW, SETTLE, Window, fetch_window, plan_windows
 from advisor.errors import AdvisorError, InputError, SlurmError
 from advisor.replay.jobs import ReplayJob, sacct_replay_jobs
 from advisor.slurm.backend import SlurmBackend

@@ -19,11 +19,11 @@ from typing import Any, NamedTuple
 
 from advisor.errors import AdvisorError
 from advisor.slurm.conf import conf_file, conf_settings, lua_export_path
-from advisor.store.connection import SCHEMA_VERSION, Store, db_location
+from advisor.store.connection import SCHEMA_VERSION, SHARED_COPY, Store, db_location
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 #: The site layout of contrib/site/README.md.
-PUBLISHED = "/var/cache/slurm-advisor/cache.db"
+PUBLISHED = "/var/cache/slurm-advisor"
 EXPORT = "/etc/slurm/advisor-limits.json"
 #: A user with no rights of its own: what every user can read, it can.
 ANY_USER = "nobody"
@@ -89,7 +89,7 @@ def _age(seconds: float) -> str:
 
 def _cache(request: DoctorRequest) -> list[Check]:
     """The working cache, its schema version and the update watermark."""
-    from advisor.accounting.update import WATERMARK_SOURCE
+    from advisor.services.update import WATERMARK_SOURCE
     from advisor.store.accounting import get_watermark
 
     path = db_location(request.db)
@@ -106,7 +106,7 @@ def _cache(request: DoctorRequest) -> list[Check]:
             Check("schema version", FAIL, error.one_line(), getattr(error, "hint", "") or ""),
         ]
     checks = [
-        Check("cache", OK, f"{path}"),
+        _private(path),
         Check("schema version", OK, f"{version} (this advisor's: {SCHEMA_VERSION})"),
     ]
     if mark is None:
@@ -124,29 +124,69 @@ def _cache(request: DoctorRequest) -> list[Check]:
     return checks
 
 
+def _private(path: str) -> Check:
+    """The working cache: it and its journals readable by their owner only.
+
+    It holds every user's argv (--export values, --wrap commands), job names, comments and
+    accounts: a cache others can read, or a directory that lets them in to one, gives all of it
+    away (issue 31, N5).
+    """
+    open_to = [
+        f"{name} (mode {stat.S_IMODE(info.st_mode):04o})"
+        for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal")
+        if (info := _stat(name)) is not None and info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+    ]
+    if open_to:
+        return Check("cache", FAIL, f"others may read {', '.join(open_to)}",
+                     f"chmod 0600 {path}*; chmod 0700 {os.path.dirname(path) or '.'}")  # fmt: skip
+    return Check("cache", OK, f"{path}, readable by its owner only")
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
 def _published(request: DoctorRequest) -> Check:
-    """The read-only copy users' wrappers read."""
+    """The copies users' wrappers read: shared.db for all, each user's file for that user only."""
     path = Path(request.published)
     todo = f"run 'advisor publish --out {path}' after each update"
-    if not path.exists():
-        return Check("published copy", FAIL, f"no copy at {path}", todo)
-    why = unreadable_for(path, ANY_USER)
+    if path.is_file():
+        return Check("published copy", FAIL, f"{path} is one file for every user, as older "
+                     "versions published: it gives each user every user's jobs",
+                     f"publish into a directory and set users' ADVISOR_DB to it: {todo}")  # fmt: skip
+    shared = path / SHARED_COPY
+    if not shared.exists():
+        return Check("published copy", FAIL, f"no {SHARED_COPY} in {path}", todo)
+    why = unreadable_for(shared, ANY_USER)
     if why:
-        return Check("published copy", FAIL, f"{path}: {why}",
+        return Check("published copy", FAIL, f"{shared}: {why}",
                      "publish into a directory every user can enter (contrib/site/README.md)")  # fmt: skip
     try:
-        with Store.open(path, readonly=True, busy_timeout_s=5.0) as store:
-            published = store.published
+        with Store.open(path, readonly=True, busy_timeout_s=5.0, uid=-1):
+            pass
     except AdvisorError as error:
         return Check("published copy", FAIL, error.one_line(), todo)
-    if not published:
-        return Check("published copy", WARN, f"{path} is a working cache, not a copy", todo)
+    open_to = []
+    for entry in sorted(path.iterdir()):
+        if entry.suffix == ".db" and entry.stem.isdigit():
+            info = entry.stat()
+            if info.st_uid != int(entry.stem) or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+                open_to.append(
+                    f"{entry.name} (uid {info.st_uid}, mode {stat.S_IMODE(info.st_mode):04o})"
+                )
+    if open_to:
+        return Check("published copy", FAIL, f"users' own files others may read: {', '.join(open_to)}",
+                     f"{todo} (as root)")  # fmt: skip
     cache = db_location(request.db)
-    if os.path.exists(cache) and os.path.getmtime(cache) - path.stat().st_mtime > 3600:
+    if os.path.exists(cache) and os.path.getmtime(cache) - shared.stat().st_mtime > 3600:
         return Check(
-            "published copy", WARN, f"{path} is older than the cache by over an hour", todo
+            "published copy", WARN, f"{shared} is older than the cache by over an hour", todo
         )
-    return Check("published copy", OK, f"{path}, readable by every user")
+    return Check("published copy", OK, f"{path}: {SHARED_COPY} for every user, each user's own "
+                 "file for that user only")  # fmt: skip
 
 
 def _export(request: DoctorRequest) -> Check:
@@ -160,8 +200,14 @@ def _export(request: DoctorRequest) -> Check:
     why = unreadable_for(path, request.slurm_user)
     if why:
         return Check(
-            "limits export", FAIL, f"{path}: {why}", f"chmod 0644 {path} (and its directories)"
-        )
+            "limits export", FAIL, f"{path}: {why}",
+            f"chgrp {request.slurm_user} {path}*; chmod 0640 {path}* (or: advisor export --group)",
+        )  # fmt: skip
+    for file in (path, Path(f"{path}.key")):
+        if file.exists() and unreadable_for(file, ANY_USER) is None:
+            return Check("limits export", FAIL, f"{file}: every user may read it (each user's "
+                         "limits, or the key of their job names)",
+                         f"chmod 0640 {path}*; chgrp {request.slurm_user} {path}*")  # fmt: skip
     try:
         load_json(path, "export")
     except AdvisorError as error:

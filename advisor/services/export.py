@@ -12,9 +12,13 @@ running under an advised limit), which only the wrapper applies.  Keys that user
 (task names, user names) are always object keys one level below a fixed key, so a task called
 ``partitions`` cannot collide with anything.
 
-The file is mode 0644 (user slurm reads it), so a user's job names are never in it: the keys
-of ``users[NAME].tasks`` are digests of (user, name) (store/names.py), which the plugin
-computes from the job.  And it is bounded, because slurmctld decodes it under its locks (Lua
+It tells each user's own limits, which follow from that user's runtimes, so only slurmctld may
+read it: mode 0640, group slurmctld's (``SlurmUser``'s group in slurm.conf, or ``--group``), as
+``sacct`` shows a user no other user's jobs at a site with ``PrivateData=jobs``.  Nor are users'
+job names in it: the keys of ``users[NAME].tasks`` are digests of (user, name) under a secret
+key kept beside it (``<export>.key``, the same mode; store/names.py), which the plugin reads to
+compute them from the job: a guess of a name cannot be tested offline.  And it is bounded,
+because slurmctld decodes it under its locks (Lua
 5.1 hashes only some bytes of a long string: 50,000 long job names that differ elsewhere took
 cjson.decode 28.9 s): no name over Slurm's 1024-byte limit (no job can have it), at most
 USER_NAMES names per user (the most used), and at most EXPORT_BYTES in all (fewer names per
@@ -24,10 +28,12 @@ and renamed into place, so slurmctld never reads half a file.
 
 from __future__ import annotations
 
-import contextlib
+import grp
 import json
 import os
-import tempfile
+import pwd
+import secrets
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,19 +43,22 @@ from advisor.advice.advice import partition_limits
 from advisor.advice.memory_export import memory_export
 from advisor.advice.settings import AdvisorOptions
 from advisor.advice.snapshot import Snapshot, load_snapshot
-from advisor.errors import AdvisorError, InputError
+from advisor.errors import AdvisorError, InputError, UsageError
 from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
-from advisor.output_target import check_output
+from advisor.output_target import check_output, open_target, write_file
+from advisor.slurm.conf import DEFAULT_CONF, conf_settings
 from advisor.slurm.records import DEFAULT_QOS, SiteLimits
 from advisor.store.cluster import load_site_limits
 from advisor.store.connection import Store
-from advisor.store.names import NAME_SCHEME, name_key
+from advisor.store.names import KEY_BYTES, NAME_SCHEME, key_id, name_key
 from advisor.store.task_models import load_user_models
 
-#: 2: users' job names are digests (store/names.py).
-EXPORT_VERSION = 2
-FILE_MODE = 0o644
+#: 2: users' job names are digests (store/names.py); 3: keyed digests, the file 0640.
+EXPORT_VERSION = 3
+#: Readable by the writer and slurmctld's group (issue 31, N4: 0644 told every user each
+#: user's limits, that is their runtimes).
+FILE_MODE = 0o640
 #: Slurm 22.05 refuses a job name (or comment) over 1024 bytes: no job can have a longer one.
 NAME_BYTES = 1024
 #: At most this many job names per user (model refinements and history), the most used kept.
@@ -74,6 +83,8 @@ def export_document(
     users: Mapping[str, UserLimits] | None = None,
     user_names: int = USER_NAMES,
     max_bytes: int = EXPORT_BYTES,
+    left_out: tuple[int, int] = (0, 0),
+    key: bytes = b"",
     memory: Mapping[str, Any] | None = None,
     limits: SiteLimits | None = None,
 ) -> dict[str, Any]:
@@ -82,13 +93,17 @@ def export_document(
     users: what export_from_cache finds of each user's own (module docstring), each user's
     task names most used first: past user_names (halved until the file fits max_bytes), the
     rest is left out and counted in ``dropped`` (as names no job can have: over NAME_BYTES, or
-    not UTF-8, which lua-cjson refuses).  memory: the ``memory`` section
-    (advisor.advice.memory_export), when the cache has one.
+    not UTF-8, which lua-cjson refuses).  left_out: (unusable, over the cap) names the caller
+    left out before (export_from_cache reads only what can be kept), counted with them.
+    key: what users' job names are digested with (store/names.py); its id goes in the file.
+    memory: the ``memory`` section (advisor.advice.memory_export, its users' names digested
+    with the same key), when the cache has one.
     """
     tasks = task_limits(snapshot, snapshot.tasks, AdvisorOptions(quantile=quantile, margin=margin))
     document = {
         "version": EXPORT_VERSION,
         "names": NAME_SCHEME,
+        "key_id": key_id(key),
         "generated_at": generated_at,
         "quantile": quantile,
         "margin": margin,
@@ -108,8 +123,11 @@ def export_document(
     usable = sum(1 for limits in mine.values() for task in limits.tasks if _fits(task))
     unusable = sum(len(limits.tasks) for limits in mine.values()) - usable
     while True:
-        document["users"], kept = _users(mine, user_names)
-        document["dropped"] = {"unusable_names": unusable, "over_cap": usable - kept}
+        document["users"], kept = _users(mine, user_names, key)
+        document["dropped"] = {
+            "unusable_names": unusable + left_out[0],
+            "over_cap": usable - kept + left_out[1],
+        }
         size = len(json.dumps(document, sort_keys=True, allow_nan=False))
         if size <= max_bytes:
             return document
@@ -159,7 +177,7 @@ def limits_document(limits: SiteLimits) -> dict[str, Any]:
     }
 
 
-def _users(users: Mapping[str, UserLimits], cap: int) -> tuple[dict[str, Any], int]:
+def _users(users: Mapping[str, UserLimits], cap: int, key: bytes) -> tuple[dict[str, Any], int]:
     """The users' entries with at most cap names each, keyed by digest; and how many kept."""
     found, kept = {}, 0
     for user, mine in sorted(users.items()):
@@ -167,7 +185,8 @@ def _users(users: Mapping[str, UserLimits], cap: int) -> tuple[dict[str, Any], i
         kept += len(names)
         found[user] = {
             "tasks": {
-                name_key(user, task): {"partitions": _minutes(mine.tasks[task])} for task in names
+                name_key(user, task, key): {"partitions": _minutes(mine.tasks[task])}
+                for task in names
             },
             "partitions": _minutes(mine.partitions),
         }
@@ -202,14 +221,10 @@ def task_limits(
 
 
 def export_from_cache(
-    store: Store, *, quantile: float, margin: float, generated_at: str
+    store: Store, *, quantile: float, margin: float, generated_at: str, key: bytes = b""
 ) -> dict[str, Any]:
     """The export of a cache: shared limits, and per user the tasks their own runs refined."""
-    if store.published:
-        raise InputError(
-            f"cache {store.path} is a published copy: its job names are digests",
-            hint="export from the working cache",
-        )
+    _not_published(store)
     options = AdvisorOptions(quantile=quantile, margin=margin)
     with store.read():
         shared = load_snapshot(store, None)
@@ -223,9 +238,11 @@ def export_from_cache(
                 task: {part: entry["limit_min"] for part, entry in doc["partitions"].items()}
                 for task, doc in task_limits(mine, mine.tasks, options).items()
             }
-        history = export_limits(store)
+        history = export_limits(
+            store, names_per_user=USER_NAMES, max_name_bytes=NAME_BYTES, skip=shared.tasks
+        )
         memory = memory_export(
-            store, {name: p.nodes for name, p in shared.partitions.items()}, usable=_fits
+            store, {name: p.nodes for name, p in shared.partitions.items()}, key, usable=_fits
         )
         site = load_site_limits(store)
     max_min = {
@@ -234,14 +251,14 @@ def export_from_cache(
     }
     partitions: dict[str, dict[str, int]] = {}
     # a user's refinements first, then the history names they use most
-    for key in sorted(history, key=lambda k: (k["kind"] != "user", -k["jobs"], k["name"])):
-        user, minutes = str(key["user"]), int(key["limit_s"]) // 60
-        if key["kind"] == "user+name":
-            if key["name"] not in shared.tasks:  # a model decides for a task that has one
-                tasks.setdefault(user, {})[str(key["name"])] = _everywhere(minutes, max_min)
-        elif key["kind"] == "user+partition" and key["partition"] in max_min:
-            partitions.setdefault(user, {})[str(key["partition"])] = minutes
-        elif key["kind"] == "user":
+    for entry in sorted(history.rows, key=lambda k: (k["kind"] != "user", -k["jobs"], k["name"])):
+        user, minutes = str(entry["user"]), int(entry["limit_s"]) // 60
+        if entry["kind"] == "user+name":
+            if entry["name"] not in shared.tasks:  # a model decides for a task that has one
+                tasks.setdefault(user, {})[str(entry["name"])] = _everywhere(minutes, max_min)
+        elif entry["kind"] == "user+partition" and entry["partition"] in max_min:
+            partitions.setdefault(user, {})[str(entry["partition"])] = minutes
+        elif entry["kind"] == "user":
             partitions.setdefault(user, {}).update(_everywhere(minutes, max_min))
     users = {
         user: UserLimits(tasks.get(user, {}), partitions.get(user, {}))
@@ -249,9 +266,16 @@ def export_from_cache(
     }
     return export_document(
         shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users,
-        memory=memory,
-        limits=site,
+        left_out=(history.unusable, history.over_cap), key=key, memory=memory, limits=site,
     )  # fmt: skip
+
+
+def _not_published(store: Store) -> None:
+    if store.published:
+        raise InputError(
+            f"cache {store.path} is a published copy: it holds no other user's history",
+            hint="export from the working cache",
+        )
 
 
 def _everywhere(minutes: int, max_min: Mapping[str, int | None]) -> dict[str, int]:
@@ -276,40 +300,104 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def write_atomically(path: str | os.PathLike[str], text: str, *, mode: int = FILE_MODE) -> Path:
-    """Write text to path so that readers see the old file or the new one, never a mix."""
+def write_atomically(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> Path:
+    """Write text to path so that readers see the old file or the new one, never a mix.
+
+    mode None: the mode and group of the file it replaces (FILE_MODE for a new one): a
+    rewrite (the guard's heartbeat) keeps the export as private as ``advisor export`` made it.
+    """
     target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    except OSError as error:
-        raise AdvisorError(f"cannot write {target}: {error.strerror}") from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fchmod(out.fileno(), mode)
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-        with contextlib.suppress(OSError):  # the rename is durable once the directory is
-            dir_fd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise AdvisorError(f"cannot write {target}: {error.strerror}") from None
-    return target
+    group = None
+    if mode is None:
+        try:
+            info = os.stat(target)
+            mode = stat.S_IMODE(info.st_mode)
+            if os.geteuid() == 0 or info.st_gid in os.getgroups():  # one the writer may give
+                group = info.st_gid
+        except OSError:
+            mode = FILE_MODE
+    return write_file(target, text.encode("utf-8"), mode=mode, group=group)
 
 
 def write_export(
-    path: str | os.PathLike[str], document: Mapping[str, Any], *, cache: str | None = None
+    path: str | os.PathLike[str],
+    document: Mapping[str, Any],
+    *,
+    cache: str | None = None,
+    group: int | None = None,
 ) -> Path:
-    """The export as compact JSON, atomically, where no one else can replace it (never the cache)."""
-    check_output(path, cache=cache)
-    return write_atomically(path, json.dumps(document, sort_keys=True, allow_nan=False) + "\n")
+    """The export as compact JSON, atomically, where no one else can replace it (never the cache).
+
+    Mode 0640 with the given group (default: the writer's).
+    """
+    text = json.dumps(document, sort_keys=True, allow_nan=False) + "\n"
+    with open_target(path, cache=cache) as target:
+        target.write(text.encode("utf-8"), mode=FILE_MODE, group=group)
+    return Path(path)
+
+
+def export_key(path: str | os.PathLike[str], *, cache: str | None, group: int | None) -> bytes:
+    """The key of the export at path (``<path>.key``), made on first use.
+
+    Made with the export's mode and group (0640: the writer and slurmctld).  An existing one
+    must be a file of the writer's or root's that others cannot read, else InputError.
+    """
+    with open_target(f"{os.fspath(path)}.key", cache=cache) as target:
+        try:
+            fd = os.open(target.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=target.dir_fd)  # fmt: skip
+        except FileNotFoundError:
+            key = secrets.token_bytes(KEY_BYTES)
+            target.write(key.hex().encode() + b"\n", mode=FILE_MODE, group=group)
+            return key
+        except OSError as error:
+            raise AdvisorError(f"cannot read {target.shown}: {error.strerror}") from None
+        try:
+            info = os.fstat(fd)
+            text = os.read(fd, 4 * KEY_BYTES)
+        finally:
+            os.close(fd)
+    if info.st_uid not in (0, os.geteuid()) or info.st_mode & (
+        stat.S_IROTH | stat.S_IWOTH | stat.S_IWGRP
+    ):
+        raise InputError(
+            f"{target.shown}: the export's key is readable or writable by others "
+            f"(mode {stat.S_IMODE(info.st_mode):04o}, uid {info.st_uid})",
+            hint=f"remove it (a new one is made) or chmod 0640 {target.shown}",
+        )
+    try:
+        key = bytes.fromhex(text.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        key = b""
+    if len(key) != KEY_BYTES:
+        raise InputError(f"{target.shown}: not a key of {KEY_BYTES} bytes in hex",
+                         hint="remove it: a new one is made")  # fmt: skip
+    return key
+
+
+def slurm_group(conf: str | os.PathLike[str] | None = None) -> int:
+    """The group slurmctld reads as: SlurmUser's (slurm.conf), else the writer's own group."""
+    try:
+        where = conf or os.environ.get("SLURM_CONF") or DEFAULT_CONF
+        user = conf_settings(Path(where)).get("slurmuser")
+    except OSError:
+        user = None
+    if user:
+        try:
+            return pwd.getpwnam(user).pw_gid
+        except KeyError:
+            pass
+    return os.getegid()
+
+
+def group_id(name: str) -> int:
+    """A group's id by name or number (UsageError when there is no such group)."""
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        if name.isascii() and name.isdigit():
+            return int(name)
+        raise UsageError(f"--group: there is no group {name!r}") from None
 
 
 @dataclass(frozen=True)
@@ -364,9 +452,22 @@ class Exported:
 
 
 def export_to_file(
-    store: Store, out: str | os.PathLike[str], *, quantile: float, margin: float, generated_at: str
+    store: Store,
+    out: str | os.PathLike[str],
+    *,
+    quantile: float,
+    margin: float,
+    generated_at: str,
+    group: int | None = None,
 ) -> Exported:
-    """Check the target, build the export from the cache, write it atomically."""
+    """Check the target, build the export from the cache, write it (and its key) atomically.
+
+    group: slurmctld's (default: slurm_group()).
+    """
     check_output(out, cache=store.path)  # before the work, and again when writing
-    document = export_from_cache(store, quantile=quantile, margin=margin, generated_at=generated_at)
-    return Exported(write_export(out, document, cache=store.path), document)
+    _not_published(store)
+    gid = slurm_group() if group is None else group
+    key = export_key(out, cache=store.path, group=gid)
+    document = export_from_cache(store, quantile=quantile, margin=margin,
+                                 generated_at=generated_at, key=key)  # fmt: skip
+    return Exported(write_export(out, document, cache=store.path, group=gid), document)

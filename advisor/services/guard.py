@@ -378,11 +378,15 @@ def heartbeat_file(export: str | os.PathLike[str]) -> Path:
 
 
 def write_heartbeat_file(path: str | os.PathLike[str], at_epoch: float, poll_s: int) -> None:
-    """Replace the heartbeat file atomically (schemas/guard-heartbeat.json), mode 0644."""
+    """Replace the heartbeat file atomically (schemas/guard-heartbeat.json), mode 0644.
+
+    Three numbers, no user's: slurmctld's plugin (user slurm) must read it, whatever group the
+    guard runs as (the export's own 0640 would hide it from a guard run as root).
+    """
     from advisor.services.export import write_atomically
 
     doc = {"heartbeat_epoch": int(at_epoch), "poll_s": poll_s, "fresh_s": fresh_within_s(poll_s)}
-    write_atomically(path, json.dumps(doc, sort_keys=True) + "\n")
+    write_atomically(path, json.dumps(doc, sort_keys=True) + "\n", mode=0o644)
 
 
 class GuardRun(NamedTuple):

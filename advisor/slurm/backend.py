@@ -53,9 +53,9 @@ from advisor.slurm.sacct_text import (
     SACCT_FIELDS,
     STEP_FIELDS,
     SacctRows,
+    SacctSink,
     StepPeaks,
-    parse_sacct_records,
-    parse_step_peaks,
+    StepSink,
     with_peaks,
 )
 
@@ -122,9 +122,20 @@ class SlurmBackend(Protocol):
         ...
 
     def accounting_rows(
-        self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        job_ids: Sequence[int] = (),
+        max_bytes: int | None = None,
+        max_records: int | None = None,
+        timeout_s: float | None = None,
     ) -> SacctRows:
-        """The same records, and those that could not be read."""
+        """The same records, and those that could not be read.
+
+        Past max_bytes of output or max_records records SlurmOutputTooLarge, past timeout_s
+        SlurmTimeoutError (both: ask for a smaller window).
+        """
         ...
 
 
@@ -203,35 +214,56 @@ class CliBackend:
         return rows.records
 
     def accounting_rows(
-        self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        job_ids: Sequence[int] = (),
+        max_bytes: int | None = None,
+        max_records: int | None = None,
+        timeout_s: float | None = None,
     ) -> SacctRows:
         """One sacct query for the window: allocations only, all users, explicit fields.
 
         sacct runs in the runner's query environment (no SACCT_FORMAT, standard times); the
-        delimiter is new for every call.  Output whose delimiters do not make whole records (a
-        name held this call's delimiter: a 1 in 2**32 guess) is asked for once more, with
-        another delimiter no name can hold, since names were set before the call.  A second
-        query reads the jobs' steps, whose rows alone carry the memory a job used (MaxRSS):
-        each record gets the largest peak of its steps (``max_rss_mb``).
+        delimiter is new for every call.  Its output is parsed as it arrives, so only the
+        records are held, and the query stops past max_bytes or max_records
+        (SlurmOutputTooLarge) or timeout_s (SlurmTimeoutError; without it, the runner's
+        time-out, retried as any transient failure).  Output whose delimiters do not make
+        whole records (a name held this call's delimiter: a 1 in 2**32 guess) is asked for
+        once more, with another delimiter no name can hold, since names were set before the
+        call.  A second query reads the jobs' steps, whose rows alone carry the memory a job
+        used (MaxRSS), within the same max_bytes and timeout_s: each record gets the largest
+        peak of its steps (``max_rss_mb``).
         """
+        budget = (max_bytes, max_records, timeout_s)
         try:
-            rows = parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
+            rows = self._sacct(start, end, job_ids, *budget)
         except InputError:
-            rows = parse_sacct_records(*self._sacct(start, end, job_ids), SACCT_FIELDS)
-        steps = self.step_peaks(start, end, job_ids=job_ids)
+            rows = self._sacct(start, end, job_ids, *budget)
+        steps = self.step_peaks(start, end, job_ids=job_ids, max_bytes=max_bytes,
+                                timeout_s=timeout_s)  # fmt: skip
         return SacctRows(with_peaks(rows.records, steps.peaks), rows.problems + steps.problems)
 
     def step_peaks(
-        self, start: datetime, end: datetime, *, job_ids: Sequence[int] = ()
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        job_ids: Sequence[int] = (),
+        max_bytes: int | None = None,
+        timeout_s: float | None = None,
     ) -> StepPeaks:
-        """The peak memory of the steps of the jobs of the window (sacct without -X).
+        """The peak memory of the steps of the jobs of the window (sacct without -X), streamed.
 
         Output that does not split into whole records is one problem, not a failure: the
         window's jobs are stored without their peaks (no user's text is in these fields).
+        Past max_bytes or timeout_s the query fails as the window's own does (the window is
+        halved, advisor.accounting.windows): a job's steps can be many rows, and only one peak
+        per job is held.
         """
-        output, delimiter = self._sacct(start, end, job_ids, fields=STEP_FIELDS, steps=True)
         try:
-            return parse_step_peaks(output, delimiter)
+            return self._sacct_steps(start, end, job_ids, max_bytes, timeout_s)
         except InputError as error:
             return StepPeaks({}, [f"sacct steps: {error.message}"])
 
@@ -240,12 +272,46 @@ class CliBackend:
         start: datetime,
         end: datetime,
         job_ids: Sequence[int],
-        *,
-        fields: Sequence[str] = SACCT_FIELDS,
-        steps: bool = False,
-    ) -> tuple[str, str]:
-        """(output, delimiter) of one sacct call (allocations only unless steps)."""
+        max_bytes: int | None,
+        max_records: int | None,
+        timeout_s: float | None,
+    ) -> SacctRows:
+        """The records of one sacct call (allocations only)."""
         delimiter = sacct_delimiter()
+        return self.commands.consume(
+            self._sacct_argv(start, end, job_ids, delimiter, SACCT_FIELDS, steps=False),
+            lambda: SacctSink(delimiter, SACCT_FIELDS, max_records=max_records),
+            timeout_s=timeout_s,
+            max_bytes=max_bytes,
+        )
+
+    def _sacct_steps(
+        self,
+        start: datetime,
+        end: datetime,
+        job_ids: Sequence[int],
+        max_bytes: int | None,
+        timeout_s: float | None,
+    ) -> StepPeaks:
+        """The steps' peaks of one sacct call (steps too: no --allocations)."""
+        delimiter = sacct_delimiter()
+        return self.commands.consume(
+            self._sacct_argv(start, end, job_ids, delimiter, STEP_FIELDS, steps=True),
+            lambda: StepSink(delimiter, STEP_FIELDS),
+            timeout_s=timeout_s,
+            max_bytes=max_bytes,
+        )
+
+    @staticmethod
+    def _sacct_argv(
+        start: datetime,
+        end: datetime,
+        job_ids: Sequence[int],
+        delimiter: str,
+        fields: Sequence[str],
+        *,
+        steps: bool,
+    ) -> list[str]:
         argv = [
             "sacct",
             "--allusers",
@@ -259,7 +325,7 @@ class CliBackend:
         ]
         if job_ids:
             argv.append(f"--jobs={','.join(str(job) for job in job_ids)}")
-        return self.commands.run(argv).stdout, delimiter
+        return argv
 
     def run_on_node(
         self,

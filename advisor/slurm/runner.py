@@ -15,8 +15,33 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from advisor.errors import SlurmCommandError, SlurmError, SlurmUnavailableError
-from advisor.lite import NamedTuple
+from advisor.errors import (
+    SlurmCommandError,
+    SlurmError,
+    SlurmOutputTooLarge,
+    SlurmTimeoutError,
+    SlurmUnavailableError,
+)
+from advisor.lite import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:  # the wrapper's submit path loads no typing
+    from typing import Protocol, TypeVar
+
+    _T = TypeVar("_T")
+    _R = TypeVar("_R")
+    _T_co = TypeVar("_T_co", covariant=True)
+
+    class Sink(Protocol[_T_co]):
+        """What ``SlurmCommands.consume`` feeds a command's output to."""
+
+        def feed(self, text: str) -> None:
+            """The next piece of the output (any length, cut anywhere)."""
+            ...
+
+        def finish(self) -> _T_co:
+            """What the whole output made (called once it ended, and only if it ended well)."""
+            ...
+
 
 #: Messages that mean "try again soon" (slurm_strerror texts and client messages).
 TRANSIENT_MARKERS: tuple[str, ...] = (
@@ -176,21 +201,7 @@ class SlurmCommands:
         self, argv: Sequence[str], *, stdin: str | None = None, check: bool = True
     ) -> CommandResult:
         """Run argv, retrying transient failures; with check, a non-zero exit raises."""
-        policy = self.policy
-        started = time.monotonic()
-        try:
-            try:
-                result = self._once(argv, stdin)
-            except TransientSlurmError as failed:
-                result = self._retried(argv, stdin, failed, time.monotonic() - started)
-        except TransientSlurmError as error:
-            raise SlurmUnavailableError(
-                f"{argv[0]}: Slurm did not answer after {policy.attempts} attempts",
-                argv=argv,
-                stderr=error.stderr,
-                returncode=error.returncode,
-                hint="check that slurmctld/slurmdbd are running (scontrol ping), then retry",
-            ) from None
+        result = self._with_retries(argv, lambda: self._once(argv, stdin))
         if check and result.returncode != 0:
             raise SlurmCommandError(
                 f"{argv[0]} exited with {result.returncode}",
@@ -200,13 +211,73 @@ class SlurmCommands:
             )
         return result
 
-    def _retried(
+    def consume(
         self,
         argv: Sequence[str],
-        stdin: str | None,
-        failed: TransientSlurmError,
-        elapsed_s: float,
-    ) -> CommandResult:
+        new_sink: Callable[[], Sink[_T]],
+        *,
+        timeout_s: float | None = None,
+        max_bytes: int | None = None,
+    ) -> _T:
+        """Run argv and feed its output to a new sink as it comes; what the sink makes of it.
+
+        The output is never held whole: the sink parses it chunk by chunk.  A transient
+        failure is retried by the policy, each attempt with a new sink.  With timeout_s (the
+        call's own, instead of the runner's) a call that does not end in time raises
+        SlurmTimeoutError, and one that prints over max_bytes SlurmOutputTooLarge; neither is
+        retried, since asking again for the same would fail the same way.  A non-zero exit
+        that is not transient is a SlurmCommandError.
+        """
+        own_timeout = timeout_s is not None
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        cap = max_bytes if max_bytes is not None else 1 << 62
+
+        def attempt() -> tuple[int, str, _T]:
+            sink = new_sink()
+            try:
+                if self.runner is run_subprocess:
+                    code, stderr = stream_subprocess(argv, limit, cap, sink.feed)
+                else:  # a runner given for tests: its whole output, fed in chunks
+                    result = self.runner(argv, limit, None)
+                    code, stderr = result.returncode, result.stderr
+                    _feed_chunks(argv, result.stdout, cap, sink.feed)
+            except _StreamTimeout as timeout:
+                if own_timeout:
+                    raise SlurmTimeoutError(timeout.message, argv=argv) from None
+                raise
+            if code != 0 and is_transient(CommandResult(tuple(argv), code, "", stderr)):
+                raise TransientSlurmError(
+                    f"{argv[0]} failed", argv=argv, stderr=stderr, returncode=code
+                )
+            if code != 0:
+                raise SlurmCommandError(
+                    f"{argv[0]} exited with {code}", argv=argv, stderr=stderr, returncode=code
+                )
+            return code, stderr, sink.finish()
+
+        return self._with_retries(argv, attempt)[2]
+
+    def _with_retries(self, argv: Sequence[str], attempt: Callable[[], _R]) -> _R:
+        """attempt(), retried while it raises TransientSlurmError, within the policy's bounds."""
+        policy = self.policy
+        started = time.monotonic()
+        try:
+            try:
+                return attempt()
+            except TransientSlurmError as failed:
+                return self._retried(attempt, failed, time.monotonic() - started)
+        except TransientSlurmError as error:
+            raise SlurmUnavailableError(
+                f"{argv[0]}: Slurm did not answer after {policy.attempts} attempts",
+                argv=argv,
+                stderr=error.stderr,
+                returncode=error.returncode,
+                hint="check that slurmctld/slurmdbd are running (scontrol ping), then retry",
+            ) from None
+
+    def _retried(
+        self, attempt: Callable[[], _R], failed: TransientSlurmError, elapsed_s: float
+    ) -> _R:
         """The policy's remaining attempts, after a first one that failed ``elapsed_s`` ago.
 
         tenacity counts the failed attempt as its first (it re-raises it at once), so waits,
@@ -219,10 +290,10 @@ class SlurmCommands:
         policy = self.policy
         pending = [failed]
 
-        def attempt() -> CommandResult:
+        def again() -> _R:
             if pending:
                 raise pending.pop()
-            return self._once(argv, stdin)
+            return attempt()
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(TransientSlurmError),
@@ -233,7 +304,107 @@ class SlurmCommands:
             before_sleep=tenacity.before_sleep_log(logging.getLogger(__name__), logging.INFO),
             reraise=True,
         )
-        return retrying(attempt)
+        return retrying(again)
+
+
+class _StreamTimeout(TransientSlurmError):
+    """A streamed command's own time-out (SlurmTimeoutError when the caller set it)."""
+
+
+#: What a streamed command's output is read (and fed) in.
+CHUNK_BYTES = 1 << 20
+#: A command's stderr kept, at most (its last line names the failure).
+STDERR_BYTES = 1 << 16
+
+
+def _feed_chunks(
+    argv: Sequence[str], text: str, max_bytes: int, feed: Callable[[str], None]
+) -> None:
+    """A whole output fed as stream_subprocess would feed it, with the same byte budget."""
+    size = 0
+    for start in range(0, len(text), CHUNK_BYTES):
+        chunk = text[start : start + CHUNK_BYTES]
+        size += len(chunk.encode("utf-8", "surrogateescape"))
+        if size > max_bytes:
+            raise SlurmOutputTooLarge(
+                f"{argv[0]} printed more than {max_bytes} bytes; stopped", argv=argv
+            )
+        feed(chunk)
+
+
+def stream_subprocess(
+    argv: Sequence[str], timeout_s: float, max_bytes: int, feed: Callable[[str], None]
+) -> tuple[int, str]:
+    """Run argv without a shell, feeding its stdout to feed as it comes; (exit code, stderr).
+
+    Decoded as run_subprocess decodes (UTF-8, surrogateescape), in pieces of up to
+    CHUNK_BYTES.  Past timeout_s (_StreamTimeout) or max_bytes of output
+    (SlurmOutputTooLarge), or when feed raises, the command is killed; it never outlives
+    the call.
+    """
+    import codecs
+    import selectors
+
+    try:
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=tool_environment(argv),
+        )
+    except FileNotFoundError:
+        raise SlurmUnavailableError(
+            f"{argv[0]} not found on PATH", argv=argv, hint="install the Slurm client tools"
+        ) from None
+    out, err = process.stdout, process.stderr
+    if out is None or err is None:  # both are pipes: for the type checker
+        process.kill()
+        raise SlurmUnavailableError(f"{argv[0]}: no pipes", argv=argv)
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    deadline = time.monotonic() + timeout_s
+    stderr, size = bytearray(), 0
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(out, selectors.EVENT_READ, "out")
+            selector.register(err, selectors.EVENT_READ, "err")
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _StreamTimeout(
+                        f"{argv[0]} did not answer within {timeout_s:g} s",
+                        argv=argv,
+                        stderr=stderr.decode("utf-8", "replace"),
+                    )
+                for key, _ in selector.select(left):
+                    data = os.read(key.fd, CHUNK_BYTES)
+                    if not data:
+                        selector.unregister(key.fileobj)
+                    elif key.data == "err":
+                        stderr += data
+                        del stderr[:-STDERR_BYTES]
+                    else:
+                        size += len(data)
+                        if size > max_bytes:
+                            raise SlurmOutputTooLarge(
+                                f"{argv[0]} printed more than {max_bytes} bytes; stopped",
+                                argv=argv,
+                            )
+                        feed(decoder.decode(data))
+        feed(decoder.decode(b"", final=True))
+        try:
+            code = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise _StreamTimeout(
+                f"{argv[0]} did not answer within {timeout_s:g} s", argv=argv
+            ) from None
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+        out.close()
+        err.close()
+    return code, stderr.decode("utf-8", "surrogateescape")
 
 
 #: sbatch failures after which the job may exist all the same (the reply was lost on the way).
@@ -288,5 +459,6 @@ __all__ = [
     "no_resubmit",
     "query_environment",
     "run_subprocess",
+    "stream_subprocess",
     "tool_environment",
 ]

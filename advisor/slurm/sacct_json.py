@@ -19,6 +19,7 @@ JSON, so no byte in them can break a record.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -162,7 +163,12 @@ def json_job_id(job: Mapping[str, Any]) -> tuple[str, int]:
 
 
 def _task_ranges(tasks: str) -> str:
-    """An array's pending tasks as sacct prints them: ``0xC`` (24.11's bitmap) -> ``2-3``."""
+    """An array's pending tasks as sacct prints them: ``0xC`` (24.11's bitmap) -> ``2-3``.
+
+    Linear in the bitmap: one pass over its bits as text (shifting the whole number once per
+    task made a 400,000-task array cost 2.2 s, and MaxArraySize allows ten times that).  At
+    most 1,000 ranges, as before.
+    """
     if not tasks.lower().startswith("0x"):
         return tasks  # 21.08-23.x print the ranges themselves
     try:
@@ -170,15 +176,15 @@ def _task_ranges(tasks: str) -> str:
     except ValueError:
         return tasks
     ranges: list[str] = []
-    task = 0
-    while bits >> task and len(ranges) < 1000:
-        if bits >> task & 1:
-            first = task
-            while bits >> (task + 1) & 1:
-                task += 1
-            ranges.append(str(first) if first == task else f"{first}-{task}")
-        task += 1
+    for run in _ONES.finditer(bin(bits)[:1:-1]):  # lowest bit first
+        first, last = run.start(), run.end() - 1
+        ranges.append(str(first) if first == last else f"{first}-{last}")
+        if len(ranges) >= 1000:
+            break
     return ",".join(ranges)
+
+
+_ONES = re.compile("1+")
 
 
 def _throttle(array: Mapping[str, Any]) -> str:

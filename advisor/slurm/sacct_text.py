@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import NamedTuple, TypeVar
 
-from advisor.errors import InputError
+from advisor.errors import InputError, SlurmOutputTooLarge
 from advisor.slurm.hostlist import expand_hostlist
 from advisor.slurm.records import JobRecord, peak_mb
 from advisor.slurm.timefmt import NoLimit, parse_duration, parse_timelimit
@@ -453,25 +453,58 @@ def split_records(text: str, fields: int, delimiter: str) -> list[list[str]]:
     one in the value between two delimiters that spans it.  InputError when the delimiters
     do not come in whole records.
     """
-    if not text.strip():
+    stream = RecordStream(fields, delimiter)
+    return [*stream.feed(text), *stream.close()]
+
+
+class RecordStream:
+    """``split_records`` over output that arrives in pieces cut anywhere (a delimiter too).
+
+    What is kept between pieces is the text of the one record not complete yet.
+    """
+
+    def __init__(self, fields: int, delimiter: str) -> None:
+        self.fields, self.delimiter = fields, delimiter
+        self.pending = ""
+        self.records = 0
+
+    def feed(self, text: str) -> list[list[str]]:
+        """The records the text completes."""
+        tokens = (self.pending + text).split(self.delimiter)
+        last_field = self.fields - 1
+        found: list[list[str]] = []
+        start = 0
+        while start + last_field < len(tokens):
+            tail = tokens[start + last_field]
+            newline = tail.find("\n")
+            if newline < 0:
+                if start + last_field < len(tokens) - 1:
+                    raise InputError(
+                        f"sacct: record {self.records + len(found) + 1} does not end with a newline"
+                    )
+                break  # the last field goes on in the next piece
+            found.append([tokens[start], *tokens[start + 1 : start + last_field], tail[:newline]])
+            tokens[start + last_field] = tail[newline + 1 :]  # the next record's first field
+            start += last_field
+        self.records += len(found)
+        self.pending = self.delimiter.join(tokens[start:])
+        return found
+
+    def close(self) -> list[list[str]]:
+        """The last record (output need not end with a newline); InputError for a torn one."""
+        tokens = self.pending.split(self.delimiter)
+        if len(tokens) == self.fields:  # no newline after the last record
+            self.pending = ""
+            self.records += 1
+            return [tokens]
+        if len(tokens) > 1:
+            delimiters = self.records * (self.fields - 1) + len(tokens) - 1
+            raise InputError(
+                f"sacct: {delimiters} field delimiters do not make records of {self.fields} fields"
+            )
+        if tokens[0].strip():
+            raise InputError(f"sacct: text after the last record: {tokens[0][:40]!r}")
         return []
-    tokens = text.split(delimiter)
-    if (len(tokens) - 1) % (fields - 1):
-        raise InputError(
-            f"sacct: {len(tokens) - 1} field delimiters do not make records of {fields} fields"
-        )
-    records: list[list[str]] = []
-    first = tokens[0]
-    for start in range(1, len(tokens), fields - 1):
-        chunk = tokens[start : start + fields - 1]
-        last, newline, following = chunk[-1].partition("\n")
-        if not newline and start + fields - 1 < len(tokens):
-            raise InputError(f"sacct: record {len(records) + 1} does not end with a newline")
-        records.append([first, *chunk[:-1], last])
-        first = following
-    if first.strip():
-        raise InputError(f"sacct: text after the last record: {first[:40]!r}")
-    return records
 
 
 class SacctRows(NamedTuple):
@@ -488,16 +521,55 @@ def parse_sacct_records(
 
     A record that does not parse is a problem, not a failure: the others are kept.
     """
-    records, problems = [], []
-    reader = row_reader(tuple(fields))
-    for number, values in enumerate(split_records(text, len(fields), delimiter), start=1):
-        try:
-            records.append(reader.record(values, where=source))
-        except InputError as error:
-            problems.append(
-                f"{source} record {number}: {error.message.removeprefix(source + ': ')}"
+    sink = SacctSink(delimiter, fields, source=source)
+    sink.feed(text)
+    return sink.finish()
+
+
+class SacctSink:
+    """``parse_sacct_records`` of output that arrives in pieces (SlurmCommands.consume).
+
+    Records are parsed as they complete, so what is held is the parsed records, never the
+    text; past max_records, SlurmOutputTooLarge.
+    """
+
+    def __init__(
+        self,
+        delimiter: str,
+        fields: Sequence[str],
+        *,
+        source: str = "sacct",
+        max_records: int | None = None,
+    ) -> None:
+        self.stream = RecordStream(len(fields), delimiter)
+        self.reader = row_reader(tuple(fields))
+        self.source, self.max_records = source, max_records
+        self.rows = SacctRows([], [])
+
+    def feed(self, text: str) -> None:
+        """Parse the records this piece completes."""
+        self._parse(self.stream.feed(text))
+
+    def finish(self) -> SacctRows:
+        """Every record's row or problem."""
+        self._parse(self.stream.close())
+        return self.rows
+
+    def _parse(self, records: list[list[str]]) -> None:
+        reader, source, rows = self.reader, self.source, self.rows
+        number = len(rows.records) + len(rows.problems)
+        if self.max_records is not None and number + len(records) > self.max_records:
+            raise SlurmOutputTooLarge(
+                f"sacct printed more than {self.max_records} records; stopped"
             )
-    return SacctRows(records, problems)
+        for values in records:
+            number += 1
+            try:
+                rows.records.append(reader.record(values, where=source))
+            except InputError as error:
+                rows.problems.append(
+                    f"{source} record {number}: {error.message.removeprefix(source + ': ')}"
+                )
 
 
 class StepPeaks(NamedTuple):
@@ -515,25 +587,53 @@ def parse_step_peaks(
     Allocation rows (no ``.`` in the JobID) are passed over; a row that does not parse is a
     problem, not a failure.
     """
-    peaks: dict[tuple[str, str], float] = {}
-    problems: list[str] = []
-    reader = row_reader(tuple(fields))
-    cluster_at = list(fields).index("Cluster") if "Cluster" in fields else None
-    for number, values in enumerate(split_records(text, len(fields), delimiter), start=1):
-        if "." not in reader.printed_job_id(values):
-            continue
-        try:
-            job_id, peak = reader.step_usage(values, where=source)
-        except InputError as error:
-            problems.append(
-                f"{source} record {number}: {error.message.removeprefix(source + ': ')}"
-            )
-            continue
-        if peak is None:
-            continue
-        key = (values[cluster_at].strip() if cluster_at is not None else "", job_id)
-        peaks[key] = max(peak, peaks.get(key, peak))
-    return StepPeaks(peaks, problems)
+    sink = StepSink(delimiter, fields, source=source)
+    sink.feed(text)
+    return sink.finish()
+
+
+class StepSink:
+    """``parse_step_peaks`` of output that arrives in pieces (SlurmCommands.consume).
+
+    What is held is one peak per job, never the text (a job's steps can be thousands of rows).
+    """
+
+    def __init__(
+        self, delimiter: str, fields: Sequence[str] = STEP_FIELDS, *, source: str = "sacct steps"
+    ) -> None:
+        self.stream = RecordStream(len(fields), delimiter)
+        self.reader = row_reader(tuple(fields))
+        self.cluster_at = list(fields).index("Cluster") if "Cluster" in fields else None
+        self.source, self.number = source, 0
+        self.peaks = StepPeaks({}, [])
+
+    def feed(self, text: str) -> None:
+        """Read the rows this piece completes."""
+        self._read(self.stream.feed(text))
+
+    def finish(self) -> StepPeaks:
+        """Every job's peak, and the rows that could not be read."""
+        self._read(self.stream.close())
+        return self.peaks
+
+    def _read(self, records: list[list[str]]) -> None:
+        reader, source, (peaks, problems) = self.reader, self.source, self.peaks
+        for values in records:
+            self.number += 1
+            if "." not in reader.printed_job_id(values):
+                continue
+            try:
+                job_id, peak = reader.step_usage(values, where=source)
+            except InputError as error:
+                problems.append(
+                    f"{source} record {self.number}: {error.message.removeprefix(source + ': ')}"
+                )
+                continue
+            if peak is None:
+                continue
+            at = self.cluster_at
+            key = (values[at].strip() if at is not None else "", job_id)
+            peaks[key] = max(peak, peaks.get(key, peak))
 
 
 def with_peaks(

@@ -152,6 +152,36 @@ def guarded_requests(
     return {int(job): GuardedRequest(int(limit), int(request)) for job, limit, request in rows}
 
 
+def prune_advice(store: Store, *, before: str, after: str) -> int:
+    """Delete the rows made before ``before`` or after ``after`` (utc_now's form); how many.
+
+    Rows dated in the future are no advice made yet: a spool line could claim any date, and
+    one dated 9999 stayed in every published copy for ever.
+    """
+    with store.write():
+        cursor = store.conn.execute(
+            "DELETE FROM advice WHERE created_at < ? OR created_at > ?", (before, after)
+        )
+        return int(cursor.rowcount)
+
+
+class DayUse(NamedTuple):
+    """A user's advice rows of one UTC day: how many, and the bytes of their argv."""
+
+    rows: int
+    argv_bytes: int
+
+
+def day_use(store: Store, user: str, day: str) -> DayUse:
+    """The rows the user's advice of day (YYYY-MM-DD) holds, by the (user, created_at) index."""
+    row = store.conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(argv AS BLOB))), 0) FROM advice "
+        "WHERE user = ? AND created_at >= ? AND created_at < ?",
+        (user, day, f"{day}T99"),
+    ).fetchone()
+    return DayUse(int(row[0]), int(row[1]))
+
+
 class AppliedMemory(NamedTuple):
     """What an advice row says the wrapper set as a job's --mem (MB per node)."""
 

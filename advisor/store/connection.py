@@ -33,6 +33,17 @@ if TYPE_CHECKING:
 #: holds the two equal.
 SCHEMA_VERSION = 11
 APP_ID = 0x5A11AD01  # PRAGMA application_id: refuses to treat a foreign SQLite file as a cache
+#: The published copies (services/publish.py): a directory users' ADVISOR_DB names, holding the
+#: file every user reads and one file per user, which Store.open attaches as ``mine``.
+SHARED_COPY = "shared.db"
+PUBLISHED_LAYOUT = "shared/2"
+USER_LAYOUT = "user/2"
+#: The tables of users' own rows: in each user's file, not in the shared one.
+USER_TABLES = frozenset({"history_keys", "advice", "accounting_jobs", "watermarks",
+                         "user_task_models"})  # fmt: skip
+#: Tables in both: the shared file holds their rows of no user (user ''), each user's file
+#: their own (a published copy reads a user's from ``mine``: advisor.store.memory_models).
+SPLIT_TABLES = frozenset({"memory_models"})
 
 
 def _null(value: None) -> None:
@@ -96,10 +107,17 @@ class Store:
         *,
         readonly: bool = False,
         busy_timeout_s: float = 30.0,
+        uid: int | None = None,
     ) -> Store:
-        """Open (and on first use create and migrate) the cache at path, or in memory for ':memory:'."""
+        """Open (and on first use create and migrate) the cache at path, or in memory for ':memory:'.
+
+        A directory is the published copies (services/publish.py): read-only, its shared file
+        with the file of uid (default: this process's) attached.
+        """
         memory = str(path) == ":memory:"
         where = None if memory else db_location(path)
+        if where is not None and os.path.isdir(where):
+            return cls._open_published(where, readonly, busy_timeout_s, uid)
         try:
             if memory:
                 conn = sqlite3.connect(
@@ -115,23 +133,26 @@ class Store:
                         hint="create it with 'advisor demo' or an import",
                     )
                 conn = sqlite3.connect(
-                    f"file://{percent_encode(os.path.realpath(where), safe='/')}?mode=ro",
-                    uri=True,
-                    isolation_level=None,
-                    timeout=busy_timeout_s,
+                    _ro_uri(where), uri=True, isolation_level=None, timeout=busy_timeout_s
                 )
             elif where is not None:
-                os.makedirs(os.path.dirname(where) or ".", exist_ok=True)
+                _create_private(where)
                 conn = sqlite3.connect(where, isolation_level=None, timeout=busy_timeout_s)
             # connect's timeout is SQLite's busy timeout; foreign keys only matter to writes
             # (a read-only open, every submission's, runs one statement fewer for each).
             if not readonly:
                 conn.execute("PRAGMA foreign_keys = ON")
             store = cls(conn, where, readonly=readonly)
-            if not readonly and store.published:
+            if store.published:
+                if not readonly:
+                    raise CacheError(
+                        f"cache {where} is a copy 'advisor publish' wrote, for users to read",
+                        hint="write to the working cache (contrib/site/README.md)",
+                    )
                 raise CacheError(
-                    f"cache {where} is a copy 'advisor publish' wrote, for users to read",
-                    hint="write to the working cache (contrib/site/README.md)",
+                    f"cache {where} is a file of 'advisor publish', not the directory users read",
+                    hint="users' ADVISOR_DB names the directory publish writes "
+                    "(contrib/site/README.md)",
                 )
             if not readonly:
                 current = conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -148,6 +169,62 @@ class Store:
                 hint="give a cache you may write with --db or $ADVISOR_DB",
             ) from None
         return store
+
+    @classmethod
+    def _open_published(
+        cls, where: str, readonly: bool, busy_timeout_s: float, uid: int | None
+    ) -> Store:
+        """The published copies: shared.db, and the caller's own file attached as ``mine``."""
+        if not readonly:
+            raise CacheError(
+                f"cache {where} is the directory of copies 'advisor publish' wrote, for users",
+                hint="write to the working cache (contrib/site/README.md)",
+            )
+        shared = os.path.join(where, SHARED_COPY)
+        own = os.path.join(where, f"{os.getuid() if uid is None else uid}.db")
+        try:
+            if not os.path.exists(shared):
+                raise CacheError(
+                    f"cache {where}: no {SHARED_COPY} in it",
+                    hint="run 'advisor publish --out' into it (contrib/site/README.md)",
+                )
+            conn = sqlite3.connect(_ro_uri(shared), uri=True, isolation_level=None,
+                                   timeout=busy_timeout_s)  # fmt: skip
+            store = cls(conn, where, readonly=True)
+        except sqlite3.DatabaseError as error:
+            raise cache_error(where, error) from None
+        try:
+            store._attach_own(own, shared)
+        except BaseException:
+            conn.close()
+            raise
+        store._published = True
+        return store
+
+    def _attach_own(self, own: str, shared: str) -> None:
+        """Check the shared file; attach the user's own file as ``mine`` (empty tables without)."""
+        conn = self.conn
+        try:
+            self.check_version()
+            rows = dict(conn.execute("SELECT key, value FROM publication").fetchall())
+            if rows.get("layout") != PUBLISHED_LAYOUT:
+                raise CacheError(f"cache {shared}: not a shared copy of this advisor",
+                                 hint="publish again (contrib/site/README.md)")  # fmt: skip
+            if os.path.exists(own):
+                conn.execute("ATTACH DATABASE ? AS mine", (_ro_uri(own),))
+                layout = conn.execute("SELECT value FROM mine.publication WHERE key = 'layout'")
+                if (layout.fetchone() or (None,))[0] != USER_LAYOUT:
+                    raise CacheError(f"cache {own}: not a user's copy of this advisor",
+                                     hint="publish again (contrib/site/README.md)")  # fmt: skip
+            else:  # nothing of this user's yet: their tables, empty
+                conn.execute("ATTACH DATABASE ':memory:' AS mine")
+                from advisor.lite import json_loads
+
+                for statement in json_loads(rows.get("user_schema", "[]")):
+                    conn.execute(str(statement).replace("CREATE TABLE ", "CREATE TABLE mine.", 1)
+                                 .replace("CREATE INDEX ", "CREATE INDEX mine.", 1))  # fmt: skip
+        except sqlite3.DatabaseError as error:
+            raise cache_error(self.path, error) from None
 
     @property
     def db(self) -> sqlite_utils.Database:
@@ -255,6 +332,38 @@ class Store:
         cursor = self.conn.execute(sql, params)
         names = [column[0] for column in cursor.description or ()]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+#: A new cache and the directory made for it: the administrator's alone.  The cache holds every
+#: user's argv (--export values, --wrap commands), job names, comments and accounts.
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def _create_private(path: str) -> None:
+    """Create the cache file (and its directory) readable by its owner only, if it is new.
+
+    Whatever the umask or the service manager set: the directory is made 0700, the file is
+    created 0600 before SQLite opens it, and SQLite gives its -wal and -shm files the mode of
+    the database file.  An existing file keeps its mode (``advisor doctor`` flags one that
+    others can read).
+    """
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=PRIVATE_DIR, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, PRIVATE_FILE)
+    finally:
+        os.close(fd)
+
+
+def _ro_uri(path: str) -> str:
+    """A read-only SQLite URI of a file."""
+    return f"file://{percent_encode(os.path.realpath(path), safe='/')}?mode=ro"
 
 
 def _statements(script: str) -> list[str]:

@@ -50,17 +50,27 @@ class PoolState(NamedTuple):
 
 _RUNS = (
     "SELECT json_extract(r.value, '$[0]'), json_extract(r.value, '$[1]'), "
-    "json_extract(r.value, '$[2]'), m.n_obs FROM memory_models AS m, json_each(m.runs) AS r "
+    "json_extract(r.value, '$[2]'), m.n_obs FROM TABLE AS m, json_each(m.runs) AS r "
     "WHERE m.user = ? AND m.task = ? ORDER BY r.key"
 )
 
 
+def _table(store: Store, key: MemoryKey) -> str:
+    """Where the key is: a user's own key of a published copy is in that user's file (``mine``).
+
+    The shared file of a published copy holds the tasks' shared keys only (services/publish.py).
+    """
+    return "mine.memory_models" if key.user and store.published else "memory_models"
+
+
 def load_key_runs(store: Store, key: MemoryKey) -> KeyRuns | None:
     """One key's runs (None: never seen), unpacked by SQLite."""
-    rows = store.conn.execute(_RUNS, (key.user, key.task)).fetchall()
+    table = _table(store, key)
+    rows = store.conn.execute(_RUNS.replace("TABLE", table), (key.user, key.task)).fetchall()
     if not rows:
         found = store.conn.execute(
-            "SELECT n_obs FROM memory_models WHERE user = ? AND task = ?", (key.user, key.task)
+            f"SELECT n_obs FROM {table} WHERE user = ? AND task = ?",  # noqa: S608 - one of two names
+            (key.user, key.task),
         ).fetchone()
         return None if found is None else KeyRuns((), int(found[0]))
     runs = tuple(
@@ -241,3 +251,32 @@ def save_memory_budgets(store: Store, budgets: Mapping[str, BudgetRow]) -> None:
             "killed = excluded.killed, updated_at = excluded.updated_at",
             [(name, *state, now) for name, state in budgets.items()],
         )
+
+
+def prune_memory_keys(store: Store, *, before: str, names_per_user: int) -> int:
+    """Delete users' stale memory keys, and each user's past the newest names_per_user; how many.
+
+    As history keys are pruned (advisor.history.cache.prune_keys), and for the same reason:
+    every distinct job name of a user makes a (user, task) key.  The tasks' shared keys (user
+    '') come from the administrator's imports and calibration runs and are kept.  Joins the
+    caller's transaction.
+    """
+    with store.write():
+        stale = store.conn.execute(
+            "DELETE FROM memory_models WHERE user <> '' AND updated_at < ?", (before,)
+        )
+        crowded = [
+            str(row[0])
+            for row in store.conn.execute(
+                "SELECT user FROM memory_models WHERE user <> '' GROUP BY user HAVING COUNT(*) > ?",
+                (names_per_user,),
+            )
+        ]
+        surplus = 0
+        for user in crowded:
+            surplus += store.conn.execute(
+                "DELETE FROM memory_models WHERE rowid IN (SELECT rowid FROM memory_models "
+                "WHERE user = ? ORDER BY updated_at DESC, n_obs DESC, task LIMIT -1 OFFSET ?)",
+                (user, names_per_user),
+            ).rowcount
+    return int(stale.rowcount) + surplus

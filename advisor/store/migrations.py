@@ -315,10 +315,9 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE history_keys DROP COLUMN cap;
     CREATE INDEX advice_policy ON advice (policy, created_at);
     """,
-    # 10: bounded advice (issue 31, N6; secdata's, here so that memory's migration can be the
-    # eleventh): the guard and accounting look advice up by job id alone (applied_limits,
-    # guarded_requests: a scan of the whole table, 0.73 s at 5 M rows), and the update deletes
-    # rows past their retention by time.
+    # 10: bounded advice (issue 31, N6): the guard and accounting look advice up by job id alone
+    # (applied_limits, guarded_requests: a scan of the whole table, 0.73 s at 5 M rows), and
+    # the update deletes rows past their retention by time.
     """
     CREATE INDEX advice_job_id ON advice (job_id);
     CREATE INDEX advice_created ON advice (created_at);

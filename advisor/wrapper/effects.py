@@ -88,7 +88,8 @@ def history(
 
 
 def _writable(path: str | None) -> bool:
-    return path is not None and os.path.exists(path) and os.access(path, os.W_OK)
+    """A cache this user may write: a file (the published copies are a directory)."""
+    return path is not None and os.path.isfile(path) and os.access(path, os.W_OK)
 
 
 def run_sbatch(

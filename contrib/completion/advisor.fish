@@ -26,7 +26,7 @@ complete -c advisor -n __fish_use_subcommand -a export -d 'write the limits file
 complete -c advisor -n __fish_use_subcommand -a update -d 'ingest finished jobs from sacct (or a dump, or an SWF log) and learn from them'
 complete -c advisor -n __fish_use_subcommand -a replay -d 'replay an SWF log or the site'"'"'s own sacct history: the advisor'"'"'s limits, with and without the guard, against the user'"'"'s, AVE2 and MAX5 (--schedule: and the queue waits)'
 complete -c advisor -n __fish_use_subcommand -a report -d 'administrator reports: accuracy, limits, memory, nodes, models'
-complete -c advisor -n __fish_use_subcommand -a publish -d 'write a read-only copy of the cache for users'"'"' wrappers'
+complete -c advisor -n __fish_use_subcommand -a publish -d 'write the read-only copies of the cache users'"'"' wrappers read'
 complete -c advisor -n __fish_use_subcommand -a guard -d 'raise the limits the advisor tightened before running jobs reach them'
 complete -c advisor -n __fish_use_subcommand -a doctor -d 'check the site set-up: cache, published copy, export, Lua plugin, update age'
 complete -c advisor -n __fish_use_subcommand -a completion -d 'print a shell completion script (bash, zsh, fish)'
@@ -220,6 +220,7 @@ complete -c advisor -n '__fish_seen_subcommand_from export' -l format -r -f -a '
 complete -c advisor -n '__fish_seen_subcommand_from export' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from export' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from export' -l out -r -F
+complete -c advisor -n '__fish_seen_subcommand_from export' -l group -r -f
 complete -c advisor -n '__fish_seen_subcommand_from export' -l quantile -r -f
 complete -c advisor -n '__fish_seen_subcommand_from export' -l margin -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -s h -l help
@@ -236,9 +237,14 @@ complete -c advisor -n '__fish_seen_subcommand_from update' -l delimiter -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l fields -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l cluster -r -f
 complete -c advisor -n '__fish_seen_subcommand_from update' -l time-format -r -f
+complete -c advisor -n '__fish_seen_subcommand_from update' -l trust-names
 complete -c advisor -n '__fish_seen_subcommand_from update' -l strict
 complete -c advisor -n '__fish_seen_subcommand_from update' -l spool -r -F
 complete -c advisor -n '__fish_seen_subcommand_from update' -l kill-budget -r -f
+complete -c advisor -n '__fish_seen_subcommand_from update' -l keep-advice -r -f
+complete -c advisor -n '__fish_seen_subcommand_from update' -l keep-history -r -f
+complete -c advisor -n '__fish_seen_subcommand_from update' -l advice-per-day -r -f
+complete -c advisor -n '__fish_seen_subcommand_from update' -l names-per-user -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l db -r -F
@@ -258,6 +264,7 @@ complete -c advisor -n '__fish_seen_subcommand_from replay' -l delimiter -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l fields -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l cluster -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l time-format -r -f
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l trust-names
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l strict
 complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits memory nodes models' -a accuracy -d 'prediction errors and calibration per task and node class'
 complete -c advisor -n '__fish_seen_subcommand_from report; and not __fish_seen_subcommand_from accuracy limits memory nodes models' -a limits -d 'requested vs used time, unused core-hours, and what the advisor'"'"'s limits did'

@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 
 from advisor.accounting.ingest import Ingestor
 from advisor.accounting.sacct_file import DumpFormat, Skipped, format_sacct_row, read_sacct_dump
+from advisor.accounting.saved import update_from_file
 from advisor.accounting.swf import parse_swf_line, read_swf
-from advisor.accounting.update import update_from_file, update_from_sacct
 from advisor.errors import InputError
 from advisor.replay.jobs import replay_jobs
 from advisor.services.replay import replay_report
+from advisor.services.update import update_from_sacct
 from advisor.slurm.backend import CliBackend, sacct_delimiter
 from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct, parse_sacct_line
 from advisor.slurm.records import JobRecord

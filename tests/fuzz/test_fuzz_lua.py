@@ -31,6 +31,7 @@ from advisor.slurm.records import Partition
 from advisor.store.names import name_key
 from advisor.validate import validate
 from tests.helpers.hostile import HOSTILE_STRINGS, budget, count, mutated_json
+from tests.helpers.lua_plugin import TEST_KEY
 from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.fuzz
@@ -120,7 +121,8 @@ def exports(draw: st.DrawFn) -> tuple[dict[str, Any], str, list[str]]:
             {n: {"cpu": draw(minutes), "fat": draw(minutes)} for n in names},
             draw(st.dictionaries(st.sampled_from(["cpu", "fat"]), minutes, max_size=2)),
         )
-    doc = export_document(snapshot, quantile=0.95, margin=0.0, generated_at="now", users=mine)
+    doc = export_document(snapshot, quantile=0.95, margin=0.0, generated_at="now", users=mine,
+                          key=TEST_KEY)  # fmt: skip
     validate(doc, "export", source="export")
     text = json.dumps(doc, sort_keys=True)
     if draw(st.booleans()):
@@ -154,6 +156,7 @@ def run_plugin(tmp: Path, text: str, batch: list[dict[str, Any]]) -> list[dict[s
     if LUA is None:
         missing("lua5.1 is not installed")
     export = tmp / "limits.json"
+    Path(f"{export}.key").write_text(TEST_KEY.hex() + "\n")
     tmp_export = tmp / "limits.json.tmp"
     tmp_export.write_text(text)
     os.replace(tmp_export, export)  # a new inode: the plugin reads it again
@@ -204,7 +207,7 @@ def _expected(doc: dict[str, Any], job: dict[str, Any]) -> int | None:
         own = shared = None
     else:
         mine = doc["users"].get(user, {})
-        own = mine.get("tasks", {}).get(name_key(user, name)) if user else None
+        own = mine.get("tasks", {}).get(name_key(user, name, TEST_KEY)) if user else None
         shared = doc["tasks"].get(name)
     mine = doc["users"].get(user, {})
     entry = (own or shared or {}).get("partitions") or mine.get("partitions")
@@ -224,7 +227,7 @@ def test_the_plugin_never_raises_and_never_makes_a_job_slurm_refuses(
 ) -> None:
     if data is None:  # the findings' own jobs
         doc = export_document(Snapshot(PARTITIONS, {}, Flat({"align": 900.0}), ("align",)),
-                              quantile=0.95, margin=0.0, generated_at="now")  # fmt: skip
+                              quantile=0.95, margin=0.0, generated_at="now", key=TEST_KEY)  # fmt: skip
         text = json.dumps(doc)
         batch = [{"user": "alice", "name": "align", "comment": "c" * 1000, "partition": "-",
                   "time_limit": NO_VAL, "time_min": NO_VAL},

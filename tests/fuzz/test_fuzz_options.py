@@ -13,10 +13,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from advisor.accounting.update import Ingested, update_from_sacct
+from advisor.accounting.ingest import Ingested
 from advisor.errors import InputError
 from advisor.reports import accuracy, limits
 from advisor.reports.shaping import parse_by
+from advisor.services.update import update_from_sacct
 from advisor.slurm.records import JobRecord
 from advisor.slurm.sacct_text import SacctRows
 from advisor.store import Store
@@ -101,7 +102,9 @@ class Accounting:
             raise _Enough
         return []
 
-    def accounting_rows(self, start: datetime, end: datetime, *, job_ids: object = ()) -> SacctRows:
+    def accounting_rows(
+        self, start: datetime, end: datetime, *, job_ids: object = (), **budget: object
+    ) -> SacctRows:
         return SacctRows(self.accounting(start, end, job_ids=job_ids), [])
 
 

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from advisor.accounting.retention import advice_time
 from advisor.accounting.spool import ingest_spool
 from advisor.spool import legacy_path, parse_line, segment_of, uid_of, user_dir
 from advisor.store import Store
@@ -79,6 +80,7 @@ def _fresh(folder: Path) -> Path:
 
 @budget(60)
 @given(contents=st.lists(lines, max_size=8), tail=st.binary(max_size=40))
+@example(contents=[json.dumps({**SCHEMA["examples"][0], "created_at": ""})], tail=b"")  # no time
 def test_ingestion_stores_the_good_lines_of_any_file_as_the_owners(
     scratch: Path, contents: list[str], tail: bytes
 ) -> None:
@@ -87,7 +89,9 @@ def test_ingestion_stores_the_good_lines_of_any_file_as_the_owners(
     mine.mkdir(mode=0o700)
     body = "".join(f"{line}\n" for line in contents if "\n" not in line)
     write(mine / DAY, body.encode("utf-8", "surrogateescape") + tail.replace(b"\n", b""))
-    good = sum(1 for line in contents if "\n" not in line and parse_line(line) is not None)
+    # a line is stored when it parses and holds a time to keep (accounting.retention)
+    parsed = [parse_line(line) for line in contents if "\n" not in line]
+    good = sum(1 for p in parsed if p is not None and advice_time(str(p["created_at"]), NOW))
     with Store.open(":memory:") as store:
         counts = ingest_spool(store, str(folder), now=NOW)
         count(f"ingest_spool: {'stored' if counts['rows'] else 'nothing stored'}")

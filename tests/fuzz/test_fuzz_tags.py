@@ -24,7 +24,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from advisor.accounting.update import update_from_file
+from advisor.accounting.saved import update_from_file
 from advisor.advice.tag import Tag, format_tag, parse_tag
 from advisor.reports.accuracy import accuracy_report
 from advisor.reports.limits import limits_report

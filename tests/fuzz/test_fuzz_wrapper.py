@@ -48,6 +48,7 @@ from tests.helpers.hostile import (
     outcome,
     rejected,
 )
+from tests.helpers.lua_plugin import TEST_KEY
 from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.fuzz
@@ -298,6 +299,7 @@ def lua_limits(tmp: Path, export: dict[str, Any], jobs: list[tuple[str, str]]) -
     if LUA is None:
         missing("lua5.1 is not installed")
     path = write_export(tmp / "limits.json", export)
+    Path(f"{path}.key").write_text(TEST_KEY.hex() + "\n")
     plugin = tmp / "job_submit.lua"
     text = (REPO / "slurm" / "job_submit.lua").read_text()
     plugin.write_text(text.replace('"/etc/slurm/advisor-limits.json"', json.dumps(str(path))))
@@ -322,7 +324,7 @@ def export_for(tasks: list[str], users: dict[str, dict[str, dict[str, int]]]) ->
     seconds = {task: 3600.0 * (i + 1) for i, task in enumerate(tasks)}
     mine = {user: UserLimits(by_task, {}) for user, by_task in users.items()}
     doc = export_document(snapshot(seconds), quantile=0.95, margin=0.0, generated_at="now",
-                          users=mine)  # fmt: skip
+                          users=mine, key=TEST_KEY)  # fmt: skip
     validate(doc, "export", source="export")
     return doc
 
@@ -347,7 +349,7 @@ def test_each_name_finds_only_its_own_limit(
     for (job_user, name), limit in zip(jobs, got, strict=True):
         entry = doc["tasks"].get(name)
         expected = NO_VAL if entry is None or not name else entry["partitions"]["cpu"]["limit_min"]
-        if job_user == user and name and name_key(user, name) in overridden:
+        if job_user == user and name and name_key(user, name, TEST_KEY) in overridden:
             expected = 7
         assert limit == expected, (job_user, name)
     exported = [t for t in tasks if _utf8(t)]

@@ -6,6 +6,7 @@ Every call runs a real Slurm tool or ``advisor`` in a child process, never throu
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,6 +24,35 @@ CLUSTER_SH = REPO / "slurm" / "cluster.sh"
 #: Where the test cluster's slurmctld reads the plugin and the limits file.
 PLUGIN = Path("/etc/slurm/job_submit.lua")
 EXPORT = Path("/etc/slurm/advisor-limits.json")
+#: Its key (advisor/store/names.py), beside it.
+EXPORT_KEY = Path(f"{EXPORT}.key")
+
+
+def install_export(document: dict[str, Any], key: bytes, path: Path = EXPORT) -> None:
+    """An export and its key where the plugin reads them, as 'advisor export' writes them:
+    0640, group slurm (slurmctld's SlurmUser on the test cluster)."""
+    import grp
+    import json
+
+    gid = grp.getgrnam("slurm").gr_gid
+    for target, text in ((Path(f"{path}.key"), key.hex() + "\n"),
+                         (path, json.dumps(document, sort_keys=True) + "\n")):  # fmt: skip
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text)
+        os.chown(tmp, 0, gid)
+        tmp.chmod(0o640)
+        os.replace(tmp, target)
+
+
+def remove_export(path: Path = EXPORT) -> None:
+    """The export and its key gone."""
+    path.unlink(missing_ok=True)
+    Path(f"{path}.key").unlink(missing_ok=True)
+
+
+def export_key_of(path: Path) -> bytes:
+    """The key 'advisor export --out path' keeps beside the file."""
+    return bytes.fromhex(Path(f"{path}.key").read_text().strip())
 
 
 def cluster_sh(*args: str) -> None:

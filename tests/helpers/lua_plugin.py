@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from advisor.store.names import NAME_SCHEME, key_id
 from tests.helpers.paths import REPO
 
 #: The interpreters every case runs under (slurm/cluster.sh install installs both).
@@ -21,6 +22,10 @@ INTERPRETERS = ("lua5.1", "lua5.4")
 #: Where Debian's slurm-wlm-basic-plugins puts the plugin.
 PLUGIN_SO = Path("/usr/lib/x86_64-linux-gnu/slurm-wlm/job_submit_lua.so")
 NO_VAL = 4294967294
+#: The key the tests' exports digest users' job names with (written beside the export).
+TEST_KEY = bytes(range(32))
+#: What an export of this version says of itself (services/export.py).
+HEAD = {"version": 3, "names": NAME_SCHEME, "key_id": key_id(TEST_KEY)}
 
 DRIVER = r"""
 slurm = { SUCCESS = 0, ERROR = -1, NO_VAL = 4294967294, NO_VAL64 = 18446744073709551614,
@@ -80,9 +85,17 @@ def missing(what: str) -> NoReturn:
 
 
 def run_cases(
-    lua: str, tmp_path: Path, cases: list[dict[str, Any]], *, lfs: bool = True
+    lua: str,
+    tmp_path: Path,
+    cases: list[dict[str, Any]],
+    *,
+    lfs: bool = True,
+    key: bytes | None = TEST_KEY,
 ) -> list[dict[str, Any]]:
+    """Each case's job through the plugin, the export beside it; key: its key file (None: none)."""
     export = tmp_path / "limits.json"
+    if key is not None:
+        Path(f"{export}.key").write_text(key.hex() + "\n")
     plugin = tmp_path / "job_submit.lua"
     text = (REPO / "slurm" / "job_submit.lua").read_text()
     original = 'local EXPORT_PATH = "/etc/slurm/advisor-limits.json"'

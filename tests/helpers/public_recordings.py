@@ -29,7 +29,7 @@ REPORTSEFF = (
 class Expected(NamedTuple):
     """What a recording gives: the options it needs, and stored/skipped, or the refusal."""
 
-    options: dict[str, str]
+    options: dict[str, str | bool]
     stored: int = 0
     skipped: dict[str, int] | None = None
     refused: str | None = None
@@ -50,8 +50,11 @@ RECORDINGS: dict[str, Expected] = {
     "slurmweb-24.11-v0.0.42-job-completed.json": Expected({}, 1, {}),
     "slurmweb-25.05-v0.0.43-job-failed.json": Expected({}, 1, {}),
     # --noheader text dumps: the fields (and the delimiter) given as the projects give them
+    # Comment is its last field: read only with trust_names (issue 31 N9)
     "hb-jobinfo-sacct-snowman.txt": Expected(
-        {"fields": HB_JOBINFO, "delimiter": "☃"}, 25, {"steps": 20, "not_finished": 1}
+        {"fields": HB_JOBINFO, "delimiter": "☃", "trust_names": True},
+        25,
+        {"steps": 20, "not_finished": 1},
     ),
     "apel-slurm-lines.txt": Expected({"fields": APEL}, 4, {"steps": 4}),
     # one job id in 14 states: 8 final ones (the first is stored, the others already are) with an

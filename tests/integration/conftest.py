@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers.cluster import EXPORT, PLUGIN
+from tests.helpers.cluster import EXPORT, PLUGIN, remove_export
 from tests.helpers.cluster_fixtures import live_cache, slurm_cluster  # noqa: F401 (fixtures)
 from tests.helpers.cluster_turns import lock_dir, needs, turn
 from tests.helpers.paths import REPO
@@ -38,5 +38,5 @@ def plugin_and_export() -> Iterator[None]:
         shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
         time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
     yield
-    EXPORT.unlink(missing_ok=True)
+    remove_export()
     EXPORT.with_name("advisor-limits.guard.json").unlink(missing_ok=True)  # the guard's heartbeat

@@ -54,7 +54,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("report-limits", "--format json report limits", "report-limits", "demo"),
     ("report-models", "--format json report models", "report-models", "demo"),
     ("report-nodes", "--format json report nodes", "report-nodes", "demo"),
-    ("publish", "--format json publish --out {tmp}/copy.db", "publish-output", "demo"),
+    ("publish", "--format json publish --out {tmp}", "publish-output", "demo"),
     ("doctor", "--format json doctor", "doctor-output", "demo"),
     ("bench", "--format json bench --quick --dir {tmp}", "bench-output", ""),
     ("cluster", "--format json cluster", "cluster", "live"),

@@ -19,19 +19,21 @@ import pytest
 
 from advisor.cli import main
 from advisor.validate import validate
+from tests.helpers.cluster import remove_export
 
 pytestmark = pytest.mark.usefixtures("slurm_cluster")
 
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
 LUA = SLURM_CONF.parent / "job_submit.lua"
 EXPORT = SLURM_CONF.parent / "advisor-limits.json"
+EXPORT_KEY = SLURM_CONF.parent / "advisor-limits.json.key"
 
 
 class Site:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.cache = root / "work" / "cache.db"
-        self.published = root / "pub" / "cache.db"
+        self.published = root / "pub"
 
     def doctor(self, capsys: pytest.CaptureFixture[str], *extra: str,
                db: Path | None = None) -> tuple[int, dict[str, dict[str, str]]]:  # fmt: skip
@@ -53,14 +55,13 @@ def site() -> Iterator[Site]:
     try:
         assert main(["--db", str(s.cache), "cluster", "--save"]) == 0
         assert main(["--db", str(s.cache), "update", "--since", since]) == 0
-        s.published.parent.mkdir(mode=0o755)
+        s.published.mkdir(mode=0o755)
         assert main(["--db", str(s.cache), "publish", "--out", str(s.published)]) == 0
         assert main(["--db", str(s.cache), "export", "--out", str(EXPORT)]) == 0
         yield s
     finally:
-        if saved is None:
-            EXPORT.unlink(missing_ok=True)
-        else:
+        remove_export()
+        if saved is not None:
             EXPORT.write_bytes(saved)
         shutil.rmtree(root)
 
@@ -104,7 +105,7 @@ def test_a_stale_update_warns(site: Site, capsys: pytest.CaptureFixture[str]) ->
 def test_a_copy_users_cannot_read_fails(
     site: Site, capsys: pytest.CaptureFixture[str], fault: str
 ) -> None:
-    target = site.published if fault == "file" else site.published.parent
+    target = site.published / "shared.db" if fault == "file" else site.published
     mode = target.stat().st_mode
     os.chmod(target, 0o600 if fault == "file" else 0o700)
     try:
@@ -122,9 +123,17 @@ def test_an_export_slurm_cannot_read_fails_and_an_old_one_warns(
     try:
         code, checks = site.doctor(capsys)
     finally:
-        os.chmod(EXPORT, 0o644)
+        os.chmod(EXPORT, 0o640)
     assert code == 1 and checks["limits export"]["status"] == "fail"
     assert "slurm may not read" in checks["limits export"]["detail"]
+    for path in (EXPORT, EXPORT_KEY):  # issue 31 N4: every user read each user's limits
+        os.chmod(path, 0o644)
+        try:
+            code, checks = site.doctor(capsys)
+        finally:
+            os.chmod(path, 0o640)
+        assert code == 1 and checks["limits export"]["status"] == "fail"
+        assert "every user may read it" in checks["limits export"]["detail"], path
     stat = EXPORT.stat()
     old = stat.st_mtime - 5 * 86400
     os.utime(EXPORT, (old, old))

@@ -258,9 +258,10 @@ def test_a_broken_cache_fails_open_in_the_wrapper_and_is_one_line_elsewhere(
     finally:
         run(["scancel", f"--name={name}"])
     # Commands that only read need the cache; writers would create a deleted one afresh.
+    (tmp_path / "copies").mkdir()
     commands = [
         ("export", "--out", tmp_path / "limits.json"),
-        ("publish", "--out", tmp_path / "copy.db"),
+        ("publish", "--out", tmp_path / "copies"),
     ]
     if breakage != "deleted":
         commands += [("learn",), ("nodes",), ("predict", "--task", TASK, "--input-bytes", "1000"),
@@ -270,7 +271,7 @@ def test_a_broken_cache_fails_open_in_the_wrapper_and_is_one_line_elsewhere(
         assert failed.returncode == 1, f"{command}: {failed.stderr}"
         line = one_error_line(failed)
         assert f"cache {db}" in line, line
-    assert not (tmp_path / "limits.json").exists() and not (tmp_path / "copy.db").exists()
+    assert not (tmp_path / "limits.json").exists() and not list((tmp_path / "copies").iterdir())
 
 
 def test_a_cache_locked_past_the_busy_timeout_costs_the_advice_row_never_the_job(
@@ -340,21 +341,23 @@ def _fill(folder: Path) -> None:
 
 
 def test_disk_full_keeps_the_old_export_and_copy_whole(cache: Path, small_disk: Path) -> None:
-    export, copy = small_disk / "limits.json", small_disk / "cache.db"
-    for command, path in (("export", export), ("publish", copy)):
-        assert advisor("--db", cache, command, "--out", path).returncode == 0
-    before = {path.name: path.read_bytes() for path in (export, copy)}
+    export, copy = small_disk / "limits.json", small_disk / "shared.db"
+    runs = (("export", export, export), ("publish", small_disk, copy))  # publish: a directory
+    for command, out, _ in runs:
+        assert advisor("--db", cache, command, "--out", out).returncode == 0
+    files = sorted(p.name for p in small_disk.iterdir())
+    before = {name: (small_disk / name).read_bytes() for name in files}
     _fill(small_disk)
-    for command, path in (("export", export), ("publish", copy)):
-        failed = advisor("--db", cache, command, "--out", path)
+    for command, out, path in runs:
+        failed = advisor("--db", cache, command, "--out", out)
         assert failed.returncode == 1
         line = one_error_line(failed)
         print(f"disk full, {command}: {line}")
         assert line.startswith(f"advisor: error: cannot write {path}: ")
-        assert "No space left on device" in line or "database or disk is full" in line
-    assert {path.name: path.read_bytes() for path in (export, copy)} == before
-    assert sorted(p.name for p in small_disk.iterdir()) == ["cache.db", "filler", "limits.json"]
-    assert integrity(copy) == "ok"
+        assert "No space left on device" in line
+    assert {name: (small_disk / name).read_bytes() for name in files} == before
+    assert sorted(p.name for p in small_disk.iterdir()) == sorted([*files, "filler"])
+    assert "limits.json.key" in files and integrity(copy) == "ok"
 
 
 # --- SIGKILL -------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ it was afterwards.
 from __future__ import annotations
 
 import filecmp
-import json
 import re
 import secrets
 import shutil
@@ -23,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.store.names import name_key
+from advisor.store.names import NAME_SCHEME, key_id, name_key
 from advisor.validate import validate
-from tests.helpers.cluster import EXPORT, PLUGIN, show
+from tests.helpers.cluster import EXPORT, PLUGIN, install_export, remove_export, show
 from tests.helpers.paths import REPO
 
 # cluster_turns: writes the plugin's export
@@ -63,25 +62,22 @@ def exported(slurm_cluster: None) -> Iterator[None]:
     if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
         shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
         time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    key = secrets.token_bytes(32)
     doc = {
-        "version": 2, "names": "blake2s-96:advname1", "generated_at": "now", "quantile": 0.95,
+        "version": 3, "names": NAME_SCHEME, "key_id": key_id(key), "generated_at": "now", "quantile": 0.95,
         "margin": 0.1, "partitions": {}, "dropped": {"unusable_names": 0, "over_cap": 0},
         "tasks": {TASK: {"partitions": {"cpu": {"limit_min": 15}, "long": {"limit_min": 15},
                                         "fat": {"limit_min": 5}}}},
-        "users": {"root": {"tasks": {name_key("root", f"{TASK}-own"): {"partitions": {"cpu": {"limit_min": 25}}}}}},
+        "users": {"root": {"tasks": {name_key("root", f"{TASK}-own", key): {"partitions": {"cpu": {"limit_min": 25}}}}}},
     }  # fmt: skip
     validate(doc, "export", source="test export")
     before = EXPORT.read_bytes() if EXPORT.exists() else None
-    tmp = EXPORT.with_suffix(".hostile-tmp")
-    tmp.write_text(json.dumps(doc))
-    tmp.chmod(0o644)
-    tmp.replace(EXPORT)
+    install_export(doc, key)
     try:
         yield
     finally:
-        if before is None:
-            EXPORT.unlink(missing_ok=True)
-        else:
+        remove_export()
+        if before is not None:
             EXPORT.write_bytes(before)
 
 

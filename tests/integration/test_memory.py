@@ -24,7 +24,7 @@ from advisor.store.connection import Store
 from advisor.store.memory_models import KeyRuns, MemoryKey, load_memory_budgets, save_keys
 from advisor.store.names import name_key
 from advisor.users import current_user
-from tests.helpers.cluster import ADVISOR, EXPORT, cancel, sh, show
+from tests.helpers.cluster import ADVISOR, EXPORT, cancel, export_key_of, sh, show
 
 #: Its own jobs under random names on the shared nodes and daemons; the plugin's test writes the
 #: limits file (/etc/slurm), which other modules' jobs would read.
@@ -166,7 +166,8 @@ def test_the_plugin_fills_mem_for_plain_sbatch(cache: Path, plugin_and_export: N
             assert fields["MinMemoryCPU"] == "500M"
         else:
             memory = json.loads(EXPORT.read_text())["memory"]
-            entry = memory["users"][USER][name_key(USER, task)]
+            # the user's own entry, under the keyed digest of the export's key (store/names.py)
+            entry = memory["users"][USER][name_key(USER, task, export_key_of(EXPORT))]
             # times the partition's OOM budget factor (the kill taught above may have raised it)
             mem_mb = math.ceil(entry["mem_mb"] * memory["partitions"]["cpu"]["factor"])
             assert fields["MinMemoryNode"] == f"{mem_mb}M"

@@ -1,9 +1,10 @@
 """Privilege: the site layout of contrib/site/README.md, tried as real unprivileged users.
 
 The administrator (root here) keeps the working cache (WAL mode) in a private directory and
-publishes a read-only copy with ``advisor publish`` (rollback journal, mode 0644, in a root-owned
-0755 directory); users' ``advisor sbatch`` reads the copy, slurmctld's job_submit.lua reads the
-JSON export.  The users are ``nobody``, ``daemon`` and ``slurm``; their jobs are submitted held
+publishes the read-only copies with ``advisor publish`` (rollback journal, in a root-owned 0755
+directory: shared.db 0644, and each user's own <uid>.db, theirs alone); users' ``advisor
+sbatch`` reads the directory, slurmctld's job_submit.lua reads the JSON export (0640, group
+slurm, with its key beside it).  The users are ``nobody``, ``daemon`` and ``slurm``; their jobs are submitted held
 and cancelled.  Task names carry a random suffix, so the limits file this module writes to
 /etc/slurm touches no one else's jobs; it is removed afterwards.
 """
@@ -19,6 +20,7 @@ import pwd
 import re
 import secrets
 import shutil
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -34,12 +36,10 @@ import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
 from advisor.advice.snapshot import load_snapshot
-from advisor.history.budget import KillBudget
 from advisor.history.cache import (
     load_budgets,
     load_key_states,
     load_quantiles,
-    save_budgets,
     save_key_states,
 )
 from advisor.history.cells import LEVELS, key_cell
@@ -47,8 +47,8 @@ from advisor.history.keys import HistoryKey
 from advisor.history.lookup import history_advice, history_limit
 from advisor.history.policy import DEFAULT_CONFIG, KeyState, Proposal, clamp, margin_limit_s
 from advisor.services.cluster import fetch_cluster
-from advisor.services.export import UserLimits, export_document, write_export
-from advisor.services.publish import publish_copy
+from advisor.services.export import UserLimits, export_document
+from advisor.services.publish import publish_copies
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.parsers import SACCT_FIELDS
 from advisor.slurm.records import JobRecord
@@ -59,7 +59,15 @@ from advisor.store.connection import Store
 from advisor.store.names import name_key
 from advisor.validate import validate
 from benchmarks.bench_load import train_cache
-from tests.helpers.cluster import EXPORT, PLUGIN, job_id, show
+from tests.helpers.cluster import (
+    EXPORT,
+    PLUGIN,
+    export_key_of,
+    install_export,
+    job_id,
+    remove_export,
+    show,
+)
 from tests.helpers.jobs import earned
 from tests.helpers.paths import REPO
 
@@ -68,11 +76,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.cluster(uses=("daemons", "nodes"), o
 
 TASK = f"pv-{secrets.token_hex(3)}"
 BIG = f"{TASK}-big"  # in the export with limits far above every MaxTime
-WRITER = "generation-writer"  # advice rows of the half-transaction test
+WRITER = "nobody"  # the history keys of the half-transaction test: the reader's own
 
 # Run by other users: counts torn reads of a cache another process keeps rewriting.  Each
-# generation adds 10 history keys of one user and sets a partition's completed-job counter to it
-# in one transaction (both are in the published copy).
+# generation adds 10 history keys of the reader (nobody) named "<generation>-<i>" in one
+# transaction (in nobody's own published file): two queries in one read see 10 per generation.
 READER = """
 import json, sys, time
 from advisor.store import Store
@@ -84,12 +92,13 @@ while time.monotonic() < end:
     try:
         with Store.open(path, readonly=True) as store, store.read():  # as load_snapshot does
             rows = store.query("SELECT COUNT(*) AS n FROM history_keys WHERE user = ?", (writer,))
-            mark = store.query("SELECT completed FROM history_budget WHERE partition = 'cpu'")
+            mark = store.query("SELECT MAX(CAST(substr(name, 1, instr(name, '-') - 1) AS INTEGER)) "
+                               "AS g FROM history_keys WHERE user = ?", (writer,))
     except Exception as error:
         errors, last = errors + 1, repr(error)
         continue
     reads += 1
-    generation = int(mark[0]["completed"]) if mark else 0
+    generation = int(mark[0]["g"] or 0) if mark else 0
     torn += rows[0]["n"] != 10 * generation
     seen.add(generation)
 print(json.dumps({"reads": reads, "errors": errors, "torn": torn, "generations": len(seen),
@@ -99,7 +108,7 @@ print(json.dumps({"reads": reads, "errors": errors, "torn": torn, "generations":
 
 @dataclass(frozen=True)
 class Site:
-    """The site layout: root-owned 0755 directory, private working cache, published copy."""
+    """The site layout: root-owned 0755 directory, private working cache, published copies."""
 
     root: Path
     working: Path
@@ -162,9 +171,11 @@ def site(slurm_cluster: None) -> Iterator[Site]:
         private = root / "private"
         private.mkdir(mode=0o700)
         working = train_cache(private / "cache.db", TASK)
-        done = advisor("--db", working, "publish", "--out", root / "cache.db")
+        copies = root / "copies"
+        copies.mkdir(mode=0o755)
+        done = advisor("--db", working, "publish", "--out", copies)
         assert done.returncode == 0, done.stderr
-        yield Site(root, working, root / "cache.db", python, env)
+        yield Site(root, working, copies, python, env)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -175,10 +186,12 @@ def dry_run(site: Site, user: str, cache: Path) -> subprocess.CompletedProcess[s
 
 
 def test_the_published_copy_is_root_owned_0644_in_a_0755_directory(site: Site) -> None:
-    for path, mode in ((site.root, 0o755), (site.copy, 0o644), (site.working.parent, 0o700)):
+    shared = site.copy / "shared.db"
+    for path, mode in ((site.root, 0o755), (site.copy, 0o755), (shared, 0o644),
+                       (site.working.parent, 0o700), (site.working, 0o600)):  # fmt: skip
         info = path.stat()
         assert (info.st_uid, info.st_mode & 0o777) == (0, mode), path
-    assert site.copy.read_bytes()[18:20] == b"\x01\x01"  # rollback journal; WAL would be 2, 2
+    assert shared.read_bytes()[18:20] == b"\x01\x01"  # rollback journal; WAL would be 2, 2
 
 
 def test_a_wal_cache_in_a_directory_users_cannot_write_fails_open_so_they_read_the_copy(
@@ -207,22 +220,27 @@ def test_a_wal_cache_in_a_directory_users_cannot_write_fails_open_so_they_read_t
     assert fingerprint(site.root) == before  # read-only: nothing created, nothing changed
 
 
-def test_users_and_user_slurm_read_the_copy_and_the_export(site: Site) -> None:
+def test_users_read_the_copies_and_only_user_slurm_the_export(site: Site) -> None:
+    """Issue 31 N4: the export (0644) told every user each user's limits; now 0640, slurm's."""
     export = site.root / "limits.json"
     done = advisor("--db", site.working, "export", "--out", export)
     assert done.returncode == 0, done.stderr
-    assert (export.stat().st_uid, export.stat().st_mode & 0o777) == (0, 0o644)
+    slurm_gid = pwd.getpwnam("slurm").pw_gid
+    for path in (export, Path(f"{export}.key")):
+        info = path.stat()
+        assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (0, slurm_gid, 0o640), path
     snippet = (
         "import json, sys\nfrom advisor.store import Store\n"
         "with Store.open(sys.argv[1], readonly=True) as store:\n"
         "    rows = store.query('SELECT DISTINCT task FROM task_models')\n"
-        "doc = json.load(open(sys.argv[2]))\n"
-        "print(json.dumps({'models': [r['task'] for r in rows], 'export': sorted(doc['tasks'])}))"
+        "try:\n    export = sorted(json.load(open(sys.argv[2]))['tasks'])\n"
+        "except PermissionError:\n    export = 'denied'\n"
+        "print(json.dumps({'models': [r['task'] for r in rows], 'export': export}))"
     )
-    for user in ("nobody", "slurm"):
+    for user, seen in (("nobody", "denied"), ("slurm", [TASK])):
         read = as_user(site, user, *site.python, "-c", snippet, str(site.copy), str(export))
         assert read.returncode == 0, f"{user}: {read.stderr}"
-        assert json.loads(read.stdout) == {"models": [TASK], "export": [TASK]}, user
+        assert json.loads(read.stdout) == {"models": [TASK], "export": seen}, user
 
 
 def test_a_user_submits_through_the_copy_and_gets_the_advised_limit_without_a_warning(
@@ -288,15 +306,17 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
     site: Site, tmp_path: Path
 ) -> None:
     """Issue 16, finding 6: the copy (0644) held every user's argv, --export tokens, --wrap
-    commands, job names, comments and accounts.  Here they are planted for nobody; daemon
-    reads the copy and the export; nobody's wrapper and the plugin still give their limits.
+    commands, job names, comments and accounts; issue 31, N4: it (and the export) still told
+    every user each user's runtimes and advised jobs.  Here they are planted for nobody;
+    daemon reads what it can of the copies and the export (nobody's file, the export and its
+    key it cannot); nobody's wrapper and the plugin still give nobody their limits.
 
     Each its own (issue 30): the wrapper's is the live rule (the risk that frees most at the
     partition's price, up to max_risk times the budget: its kills are recorded and raise the
     price), the plugin's the export's (the cell's margin at the budget itself: its limits have
     no advice row, so their kills never move the price, and the promise holds by the cell's
-    coverage alone).  At this partition's low price the wrapper may take more risk than the
-    plugin; both stay within MaxTime."""
+    coverage alone), found under nobody's keyed digest.  At this partition's low price the
+    wrapper may take more risk than the plugin; both stay within MaxTime."""
     secret = secrets.token_hex(6)
     planted = {"token": f"API_TOKEN=tok{secret}", "wrap": f"curl https://x.invalid/{secret}w",
                "name": f"{TASK}-{secret}n", "comment": f"grant-{secret}c", "account": f"acct{secret}"}  # fmt: skip
@@ -333,18 +353,31 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
     assert 60 <= expected[0] <= max_time and 60 <= plugin_s <= max_time
     public = site.root / f"public-{secret}"
     public.mkdir(mode=0o755)
-    copy, export = public / "cache.db", public / "limits.json"
+    copy, export = public / "copies", public / "limits.json"
+    copy.mkdir(mode=0o755)
     for command in (("publish", "--out", copy), ("export", "--out", export)):
         done = advisor("--db", working, *command)
         assert done.returncode == 0, done.stderr
-    for path in (copy, export):
+    theirs = copy / f"{pwd.getpwnam('nobody').pw_uid}.db"
+    assert sorted(p.name for p in copy.iterdir()) == sorted(["shared.db", theirs.name])
+    for path in (copy / "shared.db", theirs, export, Path(f"{export}.key")):
         read = subprocess.run(["runuser", "-u", "daemon", "--", "cat", str(path)],
                               capture_output=True, check=False, timeout=60)  # fmt: skip
         data = read.stdout  # what another user reads
-        assert read.returncode == 0 and data == path.read_bytes() and b"nobody" in data, path
+        if path.name != "shared.db":
+            assert read.returncode != 0 and b"Permission denied" in read.stderr, path
+            continue
+        assert read.returncode == 0 and data == path.read_bytes(), path
+        assert b"nobody" not in data, path  # no user's name, so no user's row
+        tables = {row[0] for row in sqlite3.connect(path).execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}  # fmt: skip
+        assert not tables & {"advice", "accounting_jobs", "history_keys", "watermarks"}, tables
         for what, value in planted.items():
             assert value.encode() not in data, (path.name, what)
         assert secret.encode() not in data, path.name  # in no form
+    mine = subprocess.run(["runuser", "-u", "nobody", "--", "cat", str(theirs)],
+                          capture_output=True, check=False, timeout=60)  # fmt: skip
+    assert mine.returncode == 0 and planted["name"].encode() in mine.stdout  # nobody reads its own
     dry = advisor_as(site, "nobody", "--db", str(copy), "sbatch", "--advisor-dry-run", "-J", planted["name"],
                      "-p", "cpu", "--wrap", "true")  # fmt: skip
     assert dry.returncode == 0 and dry.stderr == "", dry.stderr
@@ -353,12 +386,12 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
     if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
         shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
         time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
-    entry = json.loads(export.read_text())["users"]["nobody"]["tasks"]
-    assert (
-        entry[name_key("nobody", planted["name"])]["partitions"]["cpu"]["limit_min"] * 60
-        == plugin_s
-    )
-    shutil.copy(export, EXPORT)
+    document, key = json.loads(export.read_text()), export_key_of(export)
+    # the plugin's limit: nobody's own entry under the keyed digest, the export's margin at the
+    # kill budget's level (exported_limit_s): it knows neither the price nor the jobs running
+    entry = document["users"]["nobody"]["tasks"][name_key("nobody", planted["name"], key)]
+    assert entry["partitions"]["cpu"]["limit_min"] * 60 == plugin_s
+    install_export(document, key)
     try:
         _, info, err = plain_sbatch(site, "nobody", "-J", planted["name"], "-p", "cpu")
         assert parse_duration(info["TimeLimit"]) == plugin_s
@@ -366,9 +399,8 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
         _, info, _ = plain_sbatch(site, "daemon", "-J", planted["name"], "-p", "cpu")
         assert info["TimeLimit"] == "00:30:00"  # nobody's entry is nobody's only
     finally:
-        if before is None:
-            EXPORT.unlink(missing_ok=True)
-        else:
+        remove_export()
+        if before is not None:
             EXPORT.write_bytes(before)
 
 
@@ -450,7 +482,7 @@ def test_a_user_can_change_neither_cache_nor_the_export(site: Site) -> None:
         "learn on the copy": ("--db", str(site.copy), "learn"),
         "learn on the working cache": ("--db", str(site.working), "learn"),
         "publish next to the copy": ("--db", str(site.copy), "publish", "--out",
-                                     str(site.root / "other.db")),
+                                     str(site.root)),
         "export over the plugin's file": ("--db", str(site.working), "export", "--out", str(EXPORT)),
         "export from the copy": ("--db", str(site.copy), "export", "--out", str(EXPORT)),
     }  # fmt: skip
@@ -501,10 +533,9 @@ def test_readers_never_see_half_a_transaction(site: Site) -> None:
             with store.write():
                 save_key_states(store, {HistoryKey("user+name", WRITER, f"{generation}-{i}", ""):
                                         KeyState() for i in range(10)})  # fmt: skip
-                save_budgets(store, {"cpu": KillBudget(0.01, 0.0, completed=generation)})
-            publish_copy(store, site.copy)
+            publish_copies(store, site.copy)
     results = [json.loads(process.communicate(timeout=60)[0]) for process in readers]
-    assert generation >= 10
+    assert generation >= 10, results
     print(f"torn reads: {sum(r['torn'] for r in results)} of {sum(r['reads'] for r in results)} "
           f"reads by 3 readers over {generation} published versions")  # fmt: skip
     for result in results:
@@ -528,17 +559,19 @@ def exported(site: Site) -> Iterator[dict[str, int]]:
         "root": UserLimits({TASK: {"cpu": 3}}, {}),
         "nobody": UserLimits({TASK: {"cpu": 4}}, {}),
     }
-    doc = export_document(snapshot, quantile=0.95, margin=0.1, generated_at="now", users=users)
+    key = secrets.token_bytes(32)
+    doc = export_document(snapshot, quantile=0.95, margin=0.1, generated_at="now", users=users,
+                          key=key)  # fmt: skip
     doc["tasks"][BIG] = {
         "input_bytes": 0,
         "partitions": {p: {"limit_min": 10**6, "predicted_s": 6e7} for p in doc["partitions"]},
     }
     validate(doc, "export", source="test export")
-    write_export(EXPORT, doc)
+    install_export(doc, key)
     try:
         yield {"cpu": doc["tasks"][TASK]["partitions"]["cpu"]["limit_min"]}
     finally:
-        EXPORT.unlink(missing_ok=True)
+        remove_export()
 
 
 def plain_sbatch(site: Site, user: str, *options: str) -> tuple[int, dict[str, str], str]:
@@ -672,9 +705,9 @@ def test_another_users_jobs_of_the_same_name_do_not_move_my_limit(
             assert advisor("--db", cache, "learn").returncode == 0
         doc = _exported(cache, tmp_path / f"after-{step}.json")
         assert _cpu_minutes(doc["tasks"][TASK]) == before, step  # what everyone else gets
-        assert _cpu_minutes(doc["users"]["mallory"]["tasks"][name_key("mallory", TASK)]) < before, (
-            step
-        )  # hers
+        mallorys = doc["users"]["mallory"]["tasks"]
+        key = export_key_of(tmp_path / f"after-{step}.json")
+        assert _cpu_minutes(mallorys[name_key("mallory", TASK, key)]) < before, step  # hers
         assert sorted(doc["users"]) == ["mallory"]
         again = advisor(
             "--db", cache, "sbatch", "--advisor-task", TASK, "--advisor-dry-run", script

@@ -42,7 +42,18 @@ from advisor.store import Store
 from advisor.store.names import name_key
 from tests.helpers.caches import train
 from tests.helpers.captures import record
-from tests.helpers.cluster import ADVISOR, EXPORT, PLUGIN, cancel, final_in_sacct, job_id, sh, show
+from tests.helpers.cluster import (
+    ADVISOR,
+    EXPORT,
+    PLUGIN,
+    cancel,
+    export_key_of,
+    final_in_sacct,
+    job_id,
+    remove_export,
+    sh,
+    show,
+)
 from tests.helpers.jobs import earned
 from tests.helpers.paths import REPO
 
@@ -275,17 +286,22 @@ def exported(ingested: dict[str, Any]) -> Iterator[dict[str, Any]]:
     try:
         yield json.loads(done.stdout)
     finally:
-        EXPORT.unlink(missing_ok=True)
+        remove_export()
 
 
 def test_the_plugin_gives_their_jobs_the_tasks_limit(exported: dict[str, Any]) -> None:
     user = pwd.getpwuid(os.getuid()).pw_name
     mine = exported["users"].get(user, {}).get("tasks", {})  # the user's refinement first
-    model = mine.get(name_key(user, MODELLED_KEY)) or exported["tasks"][MODELLED_KEY]
+    model = (
+        mine.get(name_key(user, MODELLED_KEY, export_key_of(EXPORT)))
+        or exported["tasks"][MODELLED_KEY]
+    )
     model_min = model["partitions"]["cpu"]["limit_min"]
 
     def history(key: str) -> int:
-        return int(mine[name_key(user, key)]["partitions"]["cpu"]["limit_min"])
+        return int(
+            mine[name_key(user, key, export_key_of(EXPORT))]["partitions"]["cpu"]["limit_min"]
+        )
 
     cases = [
         (("-J", nf_name(PROCESS, "sample_42"), "--wrap", "sleep 1"), "", history(PROCESS_KEY),

@@ -334,7 +334,7 @@ def test_a_corrupt_export_lets_jobs_through_unchanged(
 ) -> None:
     _replace_export(
         json.dumps(
-            {"version": 2, "tasks": {TASK: {"partitions": {"cpu": {"limit_min": 11}}}}, "users": {}}
+            {"version": 3, "tasks": {TASK: {"partitions": {"cpu": {"limit_min": 11}}}}, "users": {}}
         )
     )
     first = run("sbatch", "-H", "-J", TASK, str(job_script), "/dev/null")
@@ -344,7 +344,7 @@ def test_a_corrupt_export_lets_jobs_through_unchanged(
     finally:
         cancel(job)
     time.sleep(1.1)  # ...and notices the next one (the plugin also compares size and inode)
-    _replace_export('{"version": 2, "tasks": {"' + TASK + '": ')
+    _replace_export('{"version": 3, "tasks": {"' + TASK + '": ')
     done = run("sbatch", "-H", "-J", TASK, str(job_script), "/dev/null")
     assert done.returncode == 0, done.stderr
     job = job_id(done.stdout)

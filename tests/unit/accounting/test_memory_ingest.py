@@ -13,8 +13,8 @@ import pytest
 
 from advisor.accounting.ingest import Ingestor
 from advisor.accounting.mapping import memory_peak
-from advisor.accounting.sacct_file import DumpFormat, Skipped, read_sacct_dump
-from advisor.accounting.update import dump_format, update_from_file
+from advisor.accounting.sacct_file import DumpFormat, Skipped, dump_format, read_sacct_dump
+from advisor.accounting.saved import update_from_file
 from advisor.advice.tag import Tag, with_tag
 from advisor.history.budget import budget_step
 from advisor.history.policy import DEFAULT_BUDGET, DEFAULT_CONFIG
@@ -40,7 +40,9 @@ def _jobs(path: Path, dump: DumpFormat) -> dict[str, JobRecord]:
 
 
 def test_a_dump_s_jobs_get_the_peak_of_the_steps_that_follow_them() -> None:
-    jobs = _jobs(HB, DumpFormat(delimiter="☃", fields=tuple(HB_JOBINFO.split(","))))
+    jobs = _jobs(
+        HB, DumpFormat(delimiter="☃", fields=tuple(HB_JOBINFO.split(",")), trust_names=True)
+    )
     # 7965768.batch 1294440K, .extern 80K (read off the recording)
     assert jobs["7965768"].max_rss_mb == pytest.approx(1294440 / 1024)
     assert jobs["7965768"].req_mem_per_node_mb == 10240.0
@@ -51,7 +53,11 @@ def test_a_dump_s_jobs_get_the_peak_of_the_steps_that_follow_them() -> None:
 
 
 def test_steps_are_still_counted_as_steps_and_nothing_else_changes(tmp_path: Path) -> None:
-    rows = list(read_sacct_dump(HB, DumpFormat(delimiter="☃", fields=tuple(HB_JOBINFO.split(",")))))
+    rows = list(
+        read_sacct_dump(
+            HB, DumpFormat(delimiter="☃", fields=tuple(HB_JOBINFO.split(",")), trust_names=True)
+        )
+    )
     assert sum(1 for _, row in rows if row == Skipped("steps")) == 20
     lines = [line for line, _ in rows]
     assert sorted(lines) == list(range(1, len(HB.read_text(encoding="utf-8").splitlines()) + 1))
@@ -89,7 +95,7 @@ def test_a_malformed_step_figure_is_a_warning_not_a_refusal(tmp_path: Path) -> N
 
 def test_update_stores_the_peak_with_the_job_and_its_observation(tmp_path: Path) -> None:
     with Store.open(tmp_path / "cache.db") as store:
-        dump = dump_format(cluster="hb", fields=HB_JOBINFO, delimiter="☃")
+        dump = dump_format(cluster="hb", fields=HB_JOBINFO, delimiter="☃", trust_names=True)
         update_from_file(store, HB, kind="sacct", dump=dump)
         stored = {r["job_id"]: r["max_rss_mb"] for r in store.query(
             "SELECT job_id, max_rss_mb FROM accounting_jobs")}  # fmt: skip

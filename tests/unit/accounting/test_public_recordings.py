@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from advisor.accounting.update import dump_format, update_from_file
+from advisor.accounting.sacct_file import dump_format
+from advisor.accounting.saved import update_from_file
 from advisor.cli import main
 from advisor.errors import InputError
 from advisor.store import Store
@@ -21,7 +22,7 @@ from tests.helpers.paths import REPO
 from tests.helpers.public_recordings import APEL, GC3PIE, HB_JOBINFO, PUBLIC, RECORDINGS
 
 
-def ingest(tmp_path: Path, name: str, **options: str) -> dict[str, Any]:
+def ingest(tmp_path: Path, name: str, **options: Any) -> Any:
     with Store.open(tmp_path / "cache.db") as store:
         dump = dump_format(cluster="public", **options)
         return update_from_file(store, PUBLIC / name, kind="sacct", dump=dump)
@@ -51,7 +52,15 @@ def test_each_recording_loads_or_is_refused_in_one_line(tmp_path: Path, name: st
         assert "\n" not in line
         return
     result = ingest(tmp_path, name, **expected.options)
-    validate({**result.to_json(), "spool": None}, "update-output", source=name)
+    validate(
+        {
+            **result.to_json(),
+            "spool": None,
+            "pruned": {"advice": 0, "history_keys": 0, "memory_keys": 0},
+        },
+        "update-output",
+        source=name,
+    )
     assert result.stored == expected.stored
     assert result.skipped == expected.skipped
     assert len(result.warnings) == expected.skipped.get("malformed", 0)  # type: ignore[union-attr]
@@ -117,7 +126,10 @@ def test_ncpus_gives_the_cpus_and_a_dump_without_cluster_or_jobidraw_loads(tmp_p
 
 
 def test_hb_jobinfo_snowman_dump_figures(tmp_path: Path) -> None:
-    ingest(tmp_path, "hb-jobinfo-sacct-snowman.txt", fields=HB_JOBINFO, delimiter="☃")
+    with pytest.raises(InputError, match="--fields: the last field, Comment, is text users"):
+        ingest(tmp_path, "hb-jobinfo-sacct-snowman.txt", fields=HB_JOBINFO, delimiter="☃")
+    ingest(tmp_path, "hb-jobinfo-sacct-snowman.txt", fields=HB_JOBINFO, delimiter="☃",
+           trust_names=True)  # fmt: skip
     jobs = stored(tmp_path)
     job = jobs["2296177"]
     assert (job["state"], job["cpus"], job["partition"]) == ("TIMEOUT", 448, "parallellong")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.accounting.update import BATCH, Ingested, update_from_file
+from advisor.accounting.ingest import Ingested
+from advisor.accounting.saved import BATCH, update_from_file
 from advisor.errors import InputError
 from advisor.store import Store
 from tests.helpers.caches import cache_content

@@ -7,6 +7,7 @@ names, the cluster of rows without one, sacct --json of the same jobs, and --str
 from __future__ import annotations
 
 import json
+import signal
 from datetime import datetime
 from pathlib import Path
 
@@ -14,13 +15,15 @@ import pytest
 
 from advisor.accounting.files import read_json_array
 from advisor.accounting.sacct_file import (
+    DEFAULT_CLUSTER,
     DumpFormat,
     Skipped,
+    dump_format,
     format_sacct_row,
     header_delimiter,
     read_sacct_dump,
 )
-from advisor.accounting.update import DEFAULT_CLUSTER, dump_format, update_from_file
+from advisor.accounting.saved import update_from_file
 from advisor.errors import InputError, UsageError
 from advisor.slurm.conf import local_cluster_name
 from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct, parse_sacct_line
@@ -202,13 +205,18 @@ def test_a_separator_in_a_name_keeps_every_record_and_the_record_itself(
     assert (row["name"], row["comment"]) == (named.name, named.comment)
 
 
-def test_a_truncated_row_before_a_good_one_loses_only_itself(tmp_path: Path) -> None:
+def test_a_truncated_row_before_a_good_one_loses_only_itself_when_names_are_trusted(
+    tmp_path: Path,
+) -> None:
     good = [job for job in _x1f_jobs() if job.job_id in {"38", "39", "40"}]
     rows = [format_sacct_row(job) for job in good]
     rows.insert(1, "|".join(rows[0].split("|")[:7]))  # 7 fields, then a whole row
     path = _write(tmp_path / "dump.txt", HEADER + "\n" + "\n".join(rows) + "\n")
-    assert [job.job_id for job in _records(path)] == ["38", "39", "40"]
-    assert _skipped(path) == [
+    with pytest.raises(InputError, match="line 3: a line break in a job name or comment"):
+        _records(path)  # without trust: it could be a name that forges the rows after it
+    trusted = DumpFormat(trust_names=True)
+    assert [job.job_id for job in _records(path, trusted)] == ["38", "39", "40"]
+    assert _skipped(path, trusted) == [
         (3, Skipped("malformed", f"{path}:3: expected 20 fields, found 7 (a job name or comment "
                     "with the delimiter in it?)")),
     ]  # fmt: skip
@@ -415,3 +423,28 @@ def test_json_dumps_take_no_text_options(tmp_path: Path) -> None:
     path = _write(tmp_path / "dump.json", _json_body())
     with pytest.raises(InputError, match="--fields and --delimiter are for text dumps"):
         list(read_sacct_dump(path, DumpFormat(delimiter="|")))
+
+
+def _pending_ranges(bitmap: int) -> list[str]:
+    """The ranges 24.11's bitmap of pending tasks gives the job id; an alarm stops a hang."""
+    remainder = json.loads(capture("24.11/sacct_array_pending.json").body)["jobs"][-1]
+    remainder["array"]["task"] = hex(bitmap)
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("a pending array took 20 s"))
+    signal.alarm(20)
+    try:
+        job_id, raw = json_job_id(remainder)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert raw == 25
+    return job_id.removeprefix("25_[").removesuffix("%1]").split(",")
+
+
+@pytest.mark.parametrize("tasks", [400_000, 4_000_001])  # 4,000,001: Slurm's MaxArraySize
+def test_a_pending_array_of_any_size_costs_its_bitmap_once(tasks: int) -> None:
+    """Issue 31 N13: the bitmap was shifted once per task: 400,000 pending tasks in a row cost
+    2.2 s per record, a MaxArraySize array minutes.  Now one pass over the bitmap."""
+    assert _pending_ranges(((1 << tasks) - 1) ^ 2) == ["0", f"2-{tasks - 1}"]
+    every_other = int("01" * (tasks // 2), 2) << 2  # tasks 2, 4, 6...: a range each
+    ranges = _pending_ranges(every_other)
+    assert len(ranges) == 1000 and ranges[:3] == ["2", "4", "6"] and ranges[-1] == "2000"

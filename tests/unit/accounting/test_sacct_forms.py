@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from advisor.accounting.sacct_file import DumpFormat, Skipped, read_sacct_dump
-from advisor.accounting.update import dump_format, update_from_file
+from advisor.accounting.sacct_file import DumpFormat, Skipped, dump_format, read_sacct_dump
+from advisor.accounting.saved import update_from_file
 from advisor.errors import InputError
 from advisor.slurm.records import JobRecord
 from advisor.store import Store
@@ -35,7 +35,7 @@ def _rows(path: Path, dump: DumpFormat | None = None) -> list[JobRecord | Skippe
     return [row for _, row in read_sacct_dump(path, dump)]
 
 
-def _ingest(tmp_path: Path, path: Path, **options: str) -> dict[str, Any]:
+def _ingest(tmp_path: Path, path: Path, **options: Any) -> Any:
     with Store.open(tmp_path / "cache.db") as store:
         return update_from_file(store, path, kind="sacct", dump=dump_format(**options))
 
@@ -124,12 +124,15 @@ def test_each_separator_in_names_and_comments_keeps_every_record(tmp_path: Path)
         )
     }
     expected[PLAIN] = (f"plain-{TOKEN}", "plain comment")
-    for name in ("sacct_separators.txt", "sacct_separators.json"):
+    text = _dump(tmp_path, "sacct_separators.txt")  # Comment last: a forged row would not show
+    with pytest.raises(InputError, match="line 1: the last field, Comment, is text users write"):
+        _ingest(tmp_path, text, cluster="advisor")
+    for name, trust in (("sacct_separators.txt", True), ("sacct_separators.json", None)):
         folder = tmp_path / name.replace(".", "_")
         folder.mkdir()
         path = _dump(folder, name)
-        result = _ingest(folder, path, cluster="advisor")
+        result = _ingest(folder, path, cluster="advisor", trust_names=trust)  # type: ignore[arg-type]
         assert result.stored == 12 and result.warnings == (), name
-        rows = _rows(path, DumpFormat(cluster="advisor"))
+        rows = _rows(path, DumpFormat(cluster="advisor", trust_names=bool(trust)))
         jobs = {r.job_id: (r.name, r.comment) for r in rows if not isinstance(r, Skipped)}
         assert jobs == expected, name

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.accounting import update
+from advisor.accounting import saved as update
+from advisor.accounting.ingest import Ingestor
+from advisor.accounting.saved import update_from_file
 from advisor.accounting.swf import check_swf, parse_swf_line, read_swf, swf_header
-from advisor.accounting.update import update_from_file
 from advisor.cli import main
 from advisor.errors import InputError
 from advisor.store import Store
@@ -119,10 +120,10 @@ def test_a_file_ingest_stopped_half_way_and_run_again_equals_one_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(update, "BATCH", 40)
-    real_add = update.Ingestor.add_finished
+    real_add = Ingestor.add_finished
     calls = {"n": 0}
 
-    def crash_on_the_fourth_batch(self: update.Ingestor, jobs: Any) -> int:
+    def crash_on_the_fourth_batch(self: Ingestor, jobs: Any) -> int:
         calls["n"] += 1
         if calls["n"] == 4:
             raise KeyboardInterrupt  # as a kill would, inside the batch's transaction
@@ -132,11 +133,11 @@ def test_a_file_ingest_stopped_half_way_and_run_again_equals_one_run(
     with Store.open(whole) as store:
         update_from_file(store, KTH, kind="swf")
     with Store.open(halves) as store:
-        monkeypatch.setattr(update.Ingestor, "add_finished", crash_on_the_fourth_batch)
+        monkeypatch.setattr(Ingestor, "add_finished", crash_on_the_fourth_batch)
         with pytest.raises(KeyboardInterrupt):
             update_from_file(store, KTH, kind="swf")
         assert store.query("SELECT COUNT(*) AS n FROM accounting_jobs")[0]["n"] == 120
-        monkeypatch.setattr(update.Ingestor, "add_finished", real_add)
+        monkeypatch.setattr(Ingestor, "add_finished", real_add)
         again = update_from_file(store, KTH, kind="swf")
     assert again.already_stored == 120 and again.stored == 180
     assert cache_content(halves) == cache_content(whole)

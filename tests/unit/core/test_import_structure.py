@@ -345,8 +345,6 @@ def test_domain_code_is_handed_an_open_cache_and_never_opens_one() -> None:
 
 #: Domain modules whose docstring still presents them as a command, each moving to services/.
 PRESENTED_AS_A_COMMAND = frozenset({
-    "advisor.accounting.update",  # TODO(issue 32, R2, helper secdata): to services/update.py
-    "advisor.accounting.spool",  # TODO(issue 32, R2, helper secdata)
     "advisor.replay",  # TODO(issue 32, R2, helper budget): replay/run.py to services/replay.py
     "advisor.replay.run",
     "advisor.replay.schedule",

@@ -153,7 +153,7 @@ def test_ingestion_attributes_rows_to_the_owner_and_resumes(spool: Path, store: 
     path = Path(user_dir(str(spool), UID)) / segment_of(day)
     with path.open("ab") as out:  # a line half written when the update runs
         out.write(b'{"created_at": "2026-12-01T10:00:02+00:00", "argv": [')
-    counts = ingest_spool(store, str(spool), now=NOW.replace(year=2026, month=12, day=1))
+    counts = ingest_spool(store, str(spool), now=datetime(2026, 12, 1, 12, tzinfo=UTC))
     assert (counts["files"], counts["rows"], counts["skipped_lines"]) == (1, 1, 0)
     assert _rows(store) == [{"user": ME, "task": "sim", "job_id": 1, "policy": "history",
                              "created_at": day}]  # fmt: skip
@@ -178,7 +178,7 @@ def test_a_finished_segment_is_removed_once_stored_and_its_lines_never_come_twic
     spool: Path, store: Store
 ) -> None:
     """Finding 5: rotation.  A segment two days old takes no lines; stored, it goes."""
-    old, new = "2026-12-01T10:00:00+00:00", "2026-12-03T10:00:00+00:00"
+    old, new = "2026-12-01T10:00:00+00:00", "2026-12-02T10:00:00+00:00"
     append_advice(str(spool), advice(1), old)
     path = Path(user_dir(str(spool), UID)) / segment_of(old)
     with path.open("ab") as out:  # a last line that will never be finished
@@ -274,7 +274,7 @@ def test_one_canonical_name_per_uid(spool: Path, store: Store) -> None:
     _owned(spool / f"0{OTHER}" / "2026-12-01.jsonl", line(5), OTHER)  # an alias directory
     os.chown(spool / f"0{OTHER}", OTHER, -1)
     for _ in range(4):
-        counts = ingest_spool(store, str(spool), now=datetime(2026, 12, 1, tzinfo=UTC))
+        counts = ingest_spool(store, str(spool), now=datetime(2026, 12, 1, 12, tzinfo=UTC))
         assert counts["refused_files"] == 4  # the three file aliases and the directory alias
     assert sorted(row["job_id"] for row in _rows(store)) == [1, 2, 3, 4]
     assert [uid_of(n) for n in ("0", "1001", "01001", "١٠٠١", "+1", "1001 ", "4294967295")] == [
@@ -285,11 +285,14 @@ def test_one_canonical_name_per_uid(spool: Path, store: Store) -> None:
 @needs_root
 def test_reading_is_capped_per_user_and_per_run(spool: Path, store: Store) -> None:
     """Finding 4: two 16 MiB files of one user added 36 MB per run, the cap being per file."""
-    body = "".join(line(n, argv=["x" * 1000]) for n in range(1, 2001))  # ~2 MiB each
+
+    def body(day: str) -> str:  # ~2 MiB, dated as the wrapper dates its lines
+        return "".join(line(n, f"{day}T10:00:00+00:00", argv=["x" * 1000]) for n in range(1, 2001))
+
     heavy = _user_folder(spool, OTHER)
     for day in ("2026-12-01", "2026-12-02", "2026-12-03"):
-        _owned(heavy / f"{day}.jsonl", body, OTHER)
-    _owned(spool / f"{OTHER}.jsonl", body, OTHER)  # and the old layout's file
+        _owned(heavy / f"{day}.jsonl", body(day), OTHER)
+    _owned(spool / f"{OTHER}.jsonl", body("2026-11-30"), OTHER)  # and the old layout's file
     light = _user_folder(spool, THIRD)
     _owned(light / "2026-12-03.jsonl", line(1), THIRD)
     mib = 1 << 20
@@ -307,8 +310,8 @@ def test_reading_is_capped_per_user_and_per_run(spool: Path, store: Store) -> No
     # so none starves behind a heavy one.
     for uid in (OTHER, THIRD):
         (Path(user_dir(str(spool), uid)) / "2026-12-04.jsonl").unlink(missing_ok=True)
-    _owned(heavy / "2026-12-04.jsonl", body, OTHER)
-    _owned(light / "2026-12-04.jsonl", body, THIRD)
+    _owned(heavy / "2026-12-04.jsonl", body("2026-12-04"), OTHER)
+    _owned(light / "2026-12-04.jsonl", body("2026-12-04"), THIRD)
     small = ingest_spool(store, str(spool), run_bytes=int(1.5 * mib),
                          now=datetime(2026, 12, 4, tzinfo=UTC))  # fmt: skip
     assert small["waiting_users"] == 2 and get_watermark(store, "spool-cursor") == str(THIRD)
@@ -397,7 +400,7 @@ def test_malformed_lines_are_skipped(text: str) -> None:
 
 def test_a_surrogate_in_a_line_is_stored_as_text(spool: Path, store: Store) -> None:
     path = Path(user_dir(str(spool), UID)) / segment_of(TODAY)
-    path.write_text('{"created_at": "t", "argv": ["\\udcff"], "policy": "fill", '
+    path.write_text(f'{{"created_at": "{TODAY}", "argv": ["\\udcff"], "policy": "fill", '
                     '"outcome": "submitted", "task": "\\udcfe"}\n')  # fmt: skip
     path.chmod(0o600)
     assert ingest_spool(store, str(spool))["rows"] == 1
@@ -462,3 +465,25 @@ def _not_mine_and_unreadable(spool: Path) -> None:
     assert done.stdout.strip() == (f"advice spool {squat} belongs to uid {UID}, not to you "
                                    f"(uid {OTHER}); nothing written: tell the administrator"), done.stderr  # fmt: skip
     assert squat.read_text() == ""
+
+
+def test_a_segment_too_large_to_be_advice_is_not_read_and_a_finished_one_goes(
+    spool: Path, store: Store
+) -> None:
+    """Issue 31 N16: a user's spool directory has no size limit of its own; the update read a
+    100 GB segment 16 MiB per run (6,400 runs) and kept it until then.  Sparse files here."""
+    folder = Path(user_dir(str(spool), UID))
+    for day in ("2026-12-01", "2026-12-04"):  # finished (three days old), and today's
+        path = folder / f"{day}.jsonl"
+        path.write_text(line(1, f"{day}T10:00:00+00:00"))
+        os.truncate(path, (64 << 20) + 1)
+    (folder / "9999-12-31.jsonl").write_text(line(2, "2026-12-04T10:00:00+00:00"))
+    (folder / "2026-12-03.jsonl").write_text(line(3, "2026-12-03T10:00:00+00:00"))
+    counts = ingest_spool(store, str(spool), now=datetime(2026, 12, 4, 12, tzinfo=UTC))
+    assert (counts["rows"], counts["refused_files"], counts["removed_segments"]) == (1, 3, 1)
+    assert [row["job_id"] for row in _rows(store)] == [3]
+    assert any("67108865 bytes, over 67108864: not read; removed" in p for p in counts["problems"])
+    assert any("dated after tomorrow" in p for p in counts["problems"])
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "2026-12-03.jsonl", "2026-12-04.jsonl", "9999-12-31.jsonl",
+    ]  # fmt: skip

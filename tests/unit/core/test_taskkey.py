@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.accounting.sacct_file import format_sacct_row, read_sacct_dump
-from advisor.accounting.update import update_from_file
+from advisor.accounting.saved import update_from_file
 from advisor.cli import main
 from advisor.history.lookup import history_limit
 from advisor.imports.nextflow import read_trace
@@ -67,7 +67,7 @@ def test_every_shared_case_in_the_lua_plugin(lua: str, tmp_path: Path) -> None:
     keys = sorted({case["key"] for case in CASES if case["key"]})
     limit = {key: 10 + index for index, key in enumerate(keys)}
     export = {
-        "version": 2,
+        "version": 3,
         "tasks": {key: {"partitions": {"cpu": {"limit_min": limit[key]}}} for key in keys},
         "users": {},
     }
@@ -114,7 +114,7 @@ def test_python_and_lua_agree_on_random_tricky_names(lua: str, tmp_path: Path) -
     keys = [task_key(name, comment) for name, comment in cases]
     limit = {key: 10 + i for i, key in enumerate(sorted(set(keys) - {""}))}
     export = {
-        "version": 2,
+        "version": 3,
         "tasks": {k: {"partitions": {"cpu": {"limit_min": m}}} for k, m in limit.items()},
     }
     jobs: list[dict[str, Any]] = []

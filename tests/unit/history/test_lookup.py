@@ -155,9 +155,9 @@ def test_the_lookup_needs_only_the_standard_library() -> None:
 def test_export_gives_every_key_with_enough_runs_its_partitions_margin(store: Store) -> None:
     learn(store, *(finished(n, 9000, partition="short") for n in range(1, 6)))
     learn(store, finished(9, 60, name="rare", user="bob"))
-    assert export_limits(store) == []  # no partition has earned a budget
+    assert export_limits(store).rows == []  # no partition has earned a budget
     earned(store, "short")
-    rows = {(row["kind"], row["user"], row["name"]): row for row in export_limits(store)}
+    rows = {(row["kind"], row["user"], row["name"]): row for row in export_limits(store).rows}
     margin = math.exp(CALM.quantiles()[6])  # the 1 % level
     assert rows[("user+name", "alice", "sim")]["limit_s"] == 60 * math.ceil(
         (9000 + margin * (9000 + 7200)) / 60
@@ -175,9 +175,11 @@ def test_the_limits_file_carries_each_users_history_for_the_lua_plugin(store: St
     validate(doc, "export", source="export")
     alice = doc["users"]["alice"]
     # The file is everyone's to read: the job names are keyed by a digest the plugin computes.
-    assert sorted(alice["tasks"]) == sorted([name_key("alice", "sim"), name_key("alice", "post")])
+    assert sorted(alice["tasks"]) == sorted(
+        [name_key("alice", "sim", b""), name_key("alice", "post", b"")]
+    )
     assert "sim" not in json.dumps(doc) and "post" not in json.dumps(doc)
-    sim = alice["tasks"][name_key("alice", "sim")]["partitions"]
+    sim = alice["tasks"][name_key("alice", "sim", b"")]["partitions"]
     assert 50 < sim["short"]["limit_min"] <= 120 and sim["cpu"]["limit_min"] > 50
     assert "bob" not in doc["users"] and doc["tasks"] == {}
 
@@ -190,7 +192,7 @@ def test_the_export_holds_the_budget_level_where_the_wrapper_follows_the_price(
     MaxTime as request, is the price's choice: bolder at a low price, more careful at a high."""
     learn(store, *(finished(n, 600, name="post", partition="cpu") for n in range(1, 7)))
     earned(store, "cpu")  # a price of 1000 s per kill
-    rows = {(row["kind"], row["name"]): row["limit_s"] for row in export_limits(store)}
+    rows = {(row["kind"], row["name"]): row["limit_s"] for row in export_limits(store).rows}
     exported = rows[("user+name", "post")]
     assert exported == 60 * math.ceil((600 + math.exp(CALM.quantiles()[6]) * 7800) / 60)  # 1 %
     cheap = history_advice(store, "alice", "post", "cpu")[0]
@@ -199,4 +201,4 @@ def test_the_export_holds_the_budget_level_where_the_wrapper_follows_the_price(
     save_budgets(store, {"cpu": dear})
     careful = history_advice(store, "alice", "post", "cpu")[0]
     assert isinstance(careful, Proposal) and careful.risk < 0.01 and careful.limit_s >= exported
-    assert {(row["kind"], row["name"]): row["limit_s"] for row in export_limits(store)} == rows
+    assert {(row["kind"], row["name"]): row["limit_s"] for row in export_limits(store).rows} == rows

@@ -93,7 +93,7 @@ def test_replay_of_a_real_dump_shows_the_memory_policies(
 ) -> None:
     dump = PUBLIC / "hb-jobinfo-sacct-snowman.txt"
     argv = ["replay", "--sacct-file", str(dump), "--fields", HB_JOBINFO, "--delimiter", "☃",
-            "--cluster", "hb"]  # fmt: skip
+            "--trust-names", "--cluster", "hb"]  # fmt: skip
     assert main([*argv, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     validate(data, "replay-output", source="replay")

@@ -225,11 +225,13 @@ def test_replay_reads_a_dump_as_update_does(
     tabs = dump("tabs.txt", "\t")
     noheader = dump("noheader.txt", "|", with_header=False)
     names = ",".join(fields[i] for i in keep)
+    code, _, err = _replay_json("--sacct-file", str(bare), capsys=capsys)  # Comment is last
+    assert code == 2 and "the last field, Comment, is text users write" in err
     for args in (
-        (str(bare),),
-        (str(tabs),),
-        (str(noheader), "--fields", names),
-        (str(tabs), "--delimiter", "\t", "--cluster", "other"),
+        (str(bare), "--trust-names"),
+        (str(tabs), "--trust-names"),
+        (str(noheader), "--fields", names, "--trust-names"),
+        (str(tabs), "--delimiter", "\t", "--cluster", "other", "--trust-names"),
     ):
         code, data, err = _replay_json("--sacct-file", *args, capsys=capsys)
         assert code == 0, err

@@ -84,7 +84,8 @@ def test_plot(capsys: pytest.CaptureFixture[str], cache: Path, tmp_path: Path) -
 def test_a_real_sites_dump(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cache = tmp_path / "hb.db"
     assert main(["--db", str(cache), "update", "--sacct-file", str(PUBLIC / "hb-jobinfo-sacct-snowman.txt"),
-                 "--fields", HB_JOBINFO, "--delimiter", "☃", "--cluster", "hb", "--quiet"]) == 0  # fmt: skip
+                 "--fields", HB_JOBINFO, "--delimiter", "☃", "--trust-names", "--cluster", "hb",
+                 "--quiet"]) == 0  # fmt: skip
     capsys.readouterr()
     data = _json(capsys, "--db", str(cache), "report", "memory", "--by", "partition")
     validate(data, "report-memory", source="report memory")

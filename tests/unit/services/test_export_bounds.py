@@ -19,7 +19,7 @@ from advisor.history.cache import save_key_states
 from advisor.history.keys import HistoryKey
 from advisor.history.policy import KeyState
 from advisor.services.export import NAME_BYTES, USER_NAMES, export_document, export_from_cache
-from advisor.services.publish import publish_copy
+from advisor.services.publish import publish_copies
 from advisor.slurm.records import Node, Partition
 from advisor.store.cluster import save_cluster
 from advisor.store.connection import Store
@@ -67,7 +67,7 @@ def test_many_long_colliding_names_give_a_small_export_of_the_most_used(tmp_path
     assert len(mine) == USER_NAMES
     assert doc["dropped"] == {"unusable_names": 1, "over_cap": 20_000 - USER_NAMES}
     kept = sorted(names, key=lambda n: (-names[n], n))[1 : USER_NAMES + 1]  # most used usable
-    assert set(mine) == {name_key("mallory", n) for n in kept}
+    assert set(mine) == {name_key("mallory", n, b"") for n in kept}
     text = json.dumps(doc)
     assert "aaaaaaaaaa" not in text and len(text) < 200_000
     assert len({lua51_hash(key.encode()) for key in mine}) > 0.99 * USER_NAMES  # no collisions
@@ -95,9 +95,10 @@ def test_fewer_names_per_user_until_the_file_fits_its_bound(tmp_path: Path) -> N
 
 def test_a_published_copy_is_not_exported(tmp_path: Path) -> None:
     cache = _cache(tmp_path / "cache.db", {"sim": 5})
-    copy = tmp_path / "copy.db"
+    copy = tmp_path / "copies"
+    copy.mkdir()
     with Store.open(cache, readonly=True) as store:
-        publish_copy(store, copy)
+        publish_copies(store, copy)
     with (
         Store.open(copy, readonly=True) as store,
         pytest.raises(InputError, match="published copy"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import stat
 import threading
 import time
 from collections.abc import Sequence
@@ -396,6 +397,8 @@ def test_the_heartbeat_goes_to_its_own_file_and_the_export_is_left_alone(tmp_pat
     doc = json.loads(beat.read_text())
     jsonschema.validate(doc, schema("guard-heartbeat"))
     assert doc == {"heartbeat_epoch": 1_800_000_000, "poll_s": 10, "fresh_s": 30}
+    # user slurm reads it, not only the export's group (a new export file is 0640)
+    assert stat.S_IMODE(beat.stat().st_mode) == 0o644
 
 
 def test_heartbeat_freshness(tmp_path: Path) -> None:

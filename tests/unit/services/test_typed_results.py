@@ -46,7 +46,7 @@ USE_CASES = {
     "plan": ("plan_workflows",),
     "predict": ("predict_runtime", "predict_queries"),
     "profile": ("profile_cluster",),
-    "publish": ("publish_copy",),
+    "publish": ("publish_copies",),
     "replay": ("replay",),
     "report": ("report",),
     "runs": ("import_runs",),

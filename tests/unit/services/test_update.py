@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.accounting.update import update_from_file
+from advisor.accounting.retention import Pruned
+from advisor.accounting.saved import update_from_file
 from advisor.errors import InputError
 from advisor.services.update import HeldBack, UpdateResult, WindowDone, update
 from advisor.slurm.backend import CliBackend
@@ -25,9 +26,15 @@ def test_a_log_gives_the_json_the_accounting_gives(tmp_path: Path) -> None:
     with Store.open(tmp_path / "b.db") as store:
         expected = update_from_file(store, CURIE, kind="swf")
     assert isinstance(done, UpdateResult)
-    assert json.dumps(done.to_json()) == json.dumps({**expected.to_json(), "spool": None})
+    assert json.dumps(done.to_json()) == json.dumps(
+        {
+            **expected.to_json(),
+            "spool": None,
+            "pruned": {"advice": 0, "history_keys": 0, "memory_keys": 0},
+        }
+    )
     assert done == UpdateResult(**{f.name: getattr(expected, f.name) for f in fields(expected)},
-                                spool=None)  # every figure the accounting gave, typed  # fmt: skip
+                                spool=None, pruned=Pruned(0, 0))  # every figure the accounting gave, typed  # fmt: skip
     validate(done.to_json(), "update-output", source="test")
     assert done.stored == expected.stored > 0
     assert done.windows == () and done.held_back_by is None and done.spool is None
@@ -58,7 +65,8 @@ def test_windows_and_a_held_record_render_as_the_schema_says() -> None:
     window = WindowDone("2026-11-29T15:00:00", "2026-11-29T16:00:00", 14, 12, 12)
     held = HeldBack("42", "RUNNING", "2026-11-29T15:00:00 – 2026-11-29T16:00:00")
     done = UpdateResult("sacct", None, None, 14, (window,), "2026-11-29T16:00:00", held,
-                        {"not_finished": 2}, (), 12, 0, 3, 1, 0, {"COMPLETED": 12}, None)  # fmt: skip
+                        {"not_finished": 2}, (), 12, 0, 3, 1, 0, {"COMPLETED": 12}, None,
+                        Pruned(0, 0))  # fmt: skip
     data = done.to_json()
     validate(data, "update-output", source="test")
     assert data["windows"] == [{"start": "2026-11-29T15:00:00", "end": "2026-11-29T16:00:00",

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from advisor.accounting.sacct_file import DumpFormat, Skipped, read_sacct_dump
-from advisor.accounting.update import dump_format, update_from_file
+from advisor.accounting.sacct_file import DumpFormat, Skipped, dump_format, read_sacct_dump
+from advisor.accounting.saved import update_from_file
 from advisor.errors import InputError
 from advisor.slurm import parsers
 from advisor.slurm.parsers import (

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from advisor.accounting.sacct_file import format_sacct_row
-from advisor.accounting.update import update_from_sacct
 from advisor.errors import InputError
+from advisor.services.update import update_from_sacct
 from advisor.slurm.backend import CliBackend, sacct_delimiter
 from advisor.slurm.parsers import SACCT_FIELDS, parse_sacct
 from advisor.slurm.records import JobRecord
@@ -137,7 +137,15 @@ def test_update_stores_names_with_line_breaks_and_every_other_job(tmp_path: Path
             r["job_id"]: r["name"] for r in store.query("SELECT job_id, name FROM accounting_jobs")
         }
     assert result.stored == len(JOBS) and result.warnings == ()
-    validate({**result.to_json(), "spool": None}, "update-output", source="advisor update")
+    validate(
+        {
+            **result.to_json(),
+            "spool": None,
+            "pruned": {"advice": 0, "history_keys": 0, "memory_keys": 0},
+        },
+        "update-output",
+        source="advisor update",
+    )
     assert names == {job.job_id: job.name for job in hostile}
 
 

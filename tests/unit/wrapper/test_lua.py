@@ -17,11 +17,19 @@ from typing import Any
 import pytest
 
 from advisor.store.names import name_key
-from tests.helpers.lua_plugin import INTERPRETERS, NO_VAL, PARTS, PLUGIN_SO, missing, run_cases
+from tests.helpers.lua_plugin import (
+    HEAD,
+    INTERPRETERS,
+    NO_VAL,
+    PARTS,
+    PLUGIN_SO,
+    TEST_KEY,
+    missing,
+    run_cases,
+)
 
 EXPORT = {
-    "version": 2,
-    "names": "blake2s-96:advname1",
+    **HEAD,
     "generated_at": "now",
     "quantile": 0.95,
     "margin": 0.1,
@@ -37,7 +45,11 @@ EXPORT = {
         "a b,c": {"partitions": {"cpu": {"limit_min": 4}}},
     },
     "users": {
-        "alice": {"tasks": {name_key("alice", "align"): {"partitions": {"cpu": {"limit_min": 20}}}}}
+        "alice": {
+            "tasks": {
+                name_key("alice", "align", TEST_KEY): {"partitions": {"cpu": {"limit_min": 20}}}
+            }
+        }
     },
 }
 
@@ -96,7 +108,7 @@ def test_plugin_sets_clamps_tags_and_otherwise_passes(lua: str, tmp_path: Path) 
 def test_the_users_own_entries_come_in_the_wrappers_order(lua: str, tmp_path: Path) -> None:
     """users[u].tasks[name], else tasks[name] (a model), else users[u].partitions (history)."""
     export = json.loads(json.dumps(EXPORT))
-    export["users"]["alice"]["tasks"][name_key("alice", "sim.sh")] = {
+    export["users"]["alice"]["tasks"][name_key("alice", "sim.sh", TEST_KEY)] = {
         "partitions": {"cpu": {"limit_min": 188}}
     }
     export["users"]["alice"]["partitions"] = {"cpu": {"limit_min": 75}, "fat": {"limit_min": 40}}
@@ -131,7 +143,7 @@ def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
         tmp_path,
         [
             {"export_text": json.dumps(EXPORT), "job": job(), "parts": PARTS},
-            {"export_text": '{"version": 2, "tasks": {', "job": job(), "parts": PARTS},
+            {"export_text": '{"version": 3, "tasks": {', "job": job(), "parts": PARTS},
             {"job": job(), "parts": PARTS},  # same corrupt file: logged once only
             {"export_text": json.dumps(changed), "job": job(), "parts": PARTS},
             {
@@ -140,11 +152,11 @@ def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
                 "parts": PARTS,
             },
             {
-                "export_text": '{"version": 2, "tasks": {"align": {"partitions": {"cpu": {"limit_min": "x"}}}}}',
+                "export_text": '{"version": 3, "tasks": {"align": {"partitions": {"cpu": {"limit_min": "x"}}}}}',
                 "job": job(),
                 "parts": PARTS,
             },
-            {"export_text": '{"version": 2, "tasks": {"align": []}}', "job": job(), "parts": PARTS},
+            {"export_text": '{"version": 3, "tasks": {"align": []}}', "job": job(), "parts": PARTS},
             {"delete": True, "job": job(), "parts": PARTS},
         ],
         lfs=lfs,
@@ -173,17 +185,18 @@ TWIN_NAMES = ["a", "sim.sh", "a b,c", "é", "🙂 x", "x" * 55, "x" * 56, "x" * 
               "x" * 65, "x" * 128, "ü" * 300, "y" * 1024]  # fmt: skip
 
 
-def test_name_key_is_hashlibs_blake2s() -> None:
+def test_name_key_is_hashlibs_keyed_blake2s() -> None:
     import hashlib
 
     for user, name in [("bob", n) for n in TWIN_NAMES] + [("", ""), ("é", "\udcff")]:
         data = f"{user}\0{name}".encode("utf-8", "surrogateescape").replace(
             b"\xff", "\ufffd".encode()
         )
-        assert (
-            name_key(user, name)
-            == hashlib.blake2s(data, digest_size=12, person=b"advname1").hexdigest()
-        )
+        for key in (TEST_KEY, b"k", bytes(32)):
+            assert (
+                name_key(user, name, key)
+                == hashlib.blake2s(data, digest_size=12, person=b"advname2", key=key).hexdigest()
+            )
 
 
 def test_the_plugin_finds_each_users_names_by_the_same_digest_as_python(
@@ -192,7 +205,7 @@ def test_the_plugin_finds_each_users_names_by_the_same_digest_as_python(
     export = json.loads(json.dumps(EXPORT))
     export["users"]["bob"] = {
         "tasks": {
-            name_key("bob", name): {"partitions": {"cpu": {"limit_min": 100 + i}}}
+            name_key("bob", name, TEST_KEY): {"partitions": {"cpu": {"limit_min": 100 + i}}}
             for i, name in enumerate(TWIN_NAMES)
         },
         "partitions": {},
@@ -494,3 +507,24 @@ def test_a_limit_that_is_no_number_of_minutes_is_left_alone(
         ],
     )
     assert [r["time_limit"] for r in results] == [NO_VAL, NO_VAL, 60]  # fat: 90, clamped to MaxTime
+
+
+@pytest.mark.parametrize(
+    "key", [None, bytes(32), b"short"], ids=["no-key", "another-key", "not-a-key"]
+)
+def test_without_the_exports_own_key_no_users_name_is_looked_up(
+    lua: str, tmp_path: Path, key: bytes | None
+) -> None:
+    """Issue 31 N4: the digests are keyed; the plugin uses users' own entries only with the key
+    the export was made with (its key_id), else the shared and partition limits alone."""
+    export = json.loads(json.dumps(EXPORT))
+    export["users"]["alice"]["partitions"] = {"cpu": {"limit_min": 75}}
+    cases = [
+        {"export_text": json.dumps(export), "job": job("align", user_name="alice"), "parts": PARTS},
+        {"job": job("other", user_name="alice"), "parts": PARTS},
+    ]
+    results = run_cases(lua, tmp_path, cases, key=key)
+    assert [r["time_limit"] for r in results] == [15, 75]  # not alice's own 20 for align
+    assert any("users' own limits are not used" in line for line in results[0]["logs"])
+    (tmp_path / "with").mkdir()
+    assert [r["time_limit"] for r in run_cases(lua, tmp_path / "with", cases)] == [20, 75]

@@ -26,9 +26,10 @@ from advisor.store.memory_models import (
     save_memory_limits,
     save_memory_mode,
 )
+from advisor.store.names import name_key
 from advisor.validate import validate
 from tests.helpers.caches import NODES, PARTITIONS
-from tests.helpers.lua_plugin import PARTS, run_cases
+from tests.helpers.lua_plugin import PARTS, TEST_KEY, run_cases
 
 MEM_PER_CPU = 2**63
 
@@ -47,7 +48,9 @@ def _export(tmp_path: Path, mode: str, *, factor_log: float = 0.0) -> tuple[str,
         save_memory_mode(store, mode)
         if factor_log:
             save_memory_budgets(store, {"cpu": (0.01, factor_log, 5, 1)})
-        document = export_from_cache(store, quantile=0.95, margin=0.1, generated_at="now")
+        document = export_from_cache(
+            store, quantile=0.95, margin=0.1, generated_at="now", key=TEST_KEY
+        )
     validate(document, "export", source="export")
     return json.dumps(document), document["memory"]
 
@@ -66,7 +69,9 @@ def test_the_export_says_what_the_wrapper_would_set(tmp_path: Path) -> None:
     _, memory = _export(tmp_path, "fill")
     assert memory["mode"] == "fill" and set(memory["tasks"]) == {"align"}
     shared = memory["tasks"]["align"]["mem_mb"]
-    (mine,) = memory["users"]["alice"].values()  # keyed by the digest of (alice, align)
+    # keyed by the keyed digest of (alice, align), as the time limits are: no name in clear
+    assert list(memory["users"]["alice"]) == [name_key("alice", "align", TEST_KEY)]
+    (mine,) = memory["users"]["alice"].values()
     assert 1010 <= shared < 1500 and 2010 <= mine["mem_mb"] < 4000
     assert memory["partitions"]["fat"] == {"max_mb": 1500, "max_per_cpu_mb": -1, "factor": 1.0}
     assert memory["partitions"]["cpu"]["max_mb"] == 4000  # its largest node

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.accounting.update import dump_format
+from advisor.accounting.sacct_file import dump_format
 from advisor.advice.snapshot import load_snapshot
 from advisor.errors import CacheError
 from advisor.services.export import UserLimits, export_document, write_atomically, write_export
@@ -81,19 +81,19 @@ def test_export_is_per_task_and_partition_clamped_and_valid(trained: Path, tmp_p
         snap = load_snapshot(store, None)
     doc = export_document(
         snap, quantile=0.95, margin=0.1, generated_at="now",
-        users={"alice": UserLimits({"align": {"cpu": 5}}, {})},
+        users={"alice": UserLimits({"align": {"cpu": 5}}, {})}, key=b"k" * 32,
     )  # fmt: skip
     validate(doc, "export", source="export")
     parts = doc["tasks"]["align"]["partitions"]
     assert set(parts) == {"cpu", "fat"}
     assert parts["cpu"]["limit_min"] > parts["fat"]["limit_min"] >= 1
     assert parts["fat"]["limit_min"] <= 60  # fat's MaxTime
-    assert doc["users"]["alice"]["tasks"][name_key("alice", "align")]["partitions"]["cpu"] == {
-        "limit_min": 5
-    }
+    assert doc["users"]["alice"]["tasks"][name_key("alice", "align", b"k" * 32)]["partitions"][
+        "cpu"
+    ] == {"limit_min": 5}
     out = write_export(tmp_path / "limits.json", doc)
     assert json.loads(out.read_text()) == doc
-    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640  # the writer's and slurmctld's group
     assert [p.name for p in tmp_path.iterdir()] == ["limits.json"]  # no temporary left
 
 
@@ -211,3 +211,18 @@ def test_an_unexpected_failure_while_sbatch_runs_is_reported_not_repeated() -> N
 def test_an_infinite_timeout_waits_for_the_command() -> None:
     got = run_subprocess([sys.executable, "-c", "print('done')"], float("inf"))
     assert (got.returncode, got.stdout) == (0, "done\n")
+
+
+def test_a_rewrite_keeps_the_exports_mode_and_group(tmp_path: Path) -> None:
+    """The guard rewrites the export for its heartbeat: it stays as private as export made it
+    (issue 31 N4: 0640, slurmctld's group), with no moment of another mode or group."""
+    target = tmp_path / "limits.json"
+    target.write_text("{}")
+    target.chmod(0o640)
+    group = 1 if os.geteuid() == 0 else os.getegid()
+    os.chown(target, -1, group)
+    write_atomically(target, "new")
+    info = target.stat()
+    assert (stat.S_IMODE(info.st_mode), info.st_gid, target.read_text()) == (0o640, group, "new")
+    write_atomically(tmp_path / "fresh.json", "x")
+    assert stat.S_IMODE((tmp_path / "fresh.json").stat().st_mode) == 0o640
