@@ -25,6 +25,7 @@ from advisor.advice.tag import Tag, format_tag, parse_tag
 from advisor.errors import InputError
 from advisor.guard_schedule import LEAD_S
 from advisor.services.guard import (
+    RAISE_WORKERS,
     USER_RAISES_PER_POLL,
     USER_ROUND,
     Guard,
@@ -353,7 +354,10 @@ def test_one_users_many_due_jobs_do_not_make_the_guard_late_for_another(tmp_path
                       log=lines.append)  # fmt: skip
         done = run_guard(guard, once=True)
     raised = [c[2] for c in updates(runner)]
-    assert raised.index("JobId=99") <= USER_ROUND  # behind at most one round of mallory's
+    # behind at most one round of mallory's: the raises start in that order, RAISE_WORKERS at
+    # a time, so a worker may reach scontrol up to RAISE_WORKERS - 1 places late (seen on a busy
+    # machine: 23); raise_order's own test below holds the order exactly
+    assert raised.index("JobId=99") <= USER_ROUND + RAISE_WORKERS - 1
     assert len(raised) == USER_RAISES_PER_POLL + 1  # mallory's rest waits for the next poll
     assert done.last is not None and done.last.deferred == 2000 - USER_RAISES_PER_POLL
     assert runner.most_in_flight > 1  # concurrent
