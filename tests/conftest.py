@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cluster_turns import lock_dir, turn
+from tests.helpers.cluster_turns import lock_dir, turn, turn_table
 from tests.helpers.paths import REPO, unpack_pwa_logs
 
 INTEGRATION = REPO / "tests" / "integration"
@@ -46,6 +46,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     scheduler = ClusterFirstScheduling(config, log)
     scheduler.cluster_workers = int(os.environ.get("ADVISOR_CLUSTER_WORKERS", "4"))
     return scheduler
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """The integration modules' turns on the cluster: which ones the run's length hangs on."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller prints the run's table
+        return
+    factory = getattr(config, "_tmp_path_factory", None)  # pytest's, as its tmp_path fixture uses
+    lines = turn_table(lock_dir(factory)) if factory is not None else []
+    if lines:
+        terminalreporter.write_sep("=", "integration modules' turns on the cluster")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)

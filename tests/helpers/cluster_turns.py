@@ -18,6 +18,7 @@ ORDER (no deadlock), each with a gate that makes a waiting owner go before later
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -70,3 +71,28 @@ def turn(parts: dict[str, bool], folder: Path) -> Iterator[None]:
                 mode = fcntl.LOCK_EX if parts[part] else fcntl.LOCK_SH
                 held.enter_context(_flock(folder / f"{part}.lock", mode))
         yield
+
+
+#: The run's turn log, in the lock directory: one JSON line per integration module.
+TURN_LOG = "turns.jsonl"
+
+
+def log_turn(folder: Path, module: str, parts: dict[str, bool], waited: float, held: float) -> None:
+    """Append a module's turn: what the next speed-up of the run has to go by."""
+    line = {"module": module, "parts": parts, "waited": waited, "held": held}
+    with (folder / TURN_LOG).open("a", encoding="utf-8") as log:
+        log.write(json.dumps(line) + "\n")  # one short write: workers' lines do not interleave
+
+
+def turn_table(folder: Path) -> list[str]:
+    """The logged turns, longest held first, as lines of text (nothing when none were logged)."""
+    path = folder / TURN_LOG
+    if not path.exists():
+        return []
+    turns = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    lines = [f"{'held s':>7} {'waited s':>8}  module (parts it owns)"]
+    for t in sorted(turns, key=lambda t: -t["held"]):
+        owns = ",".join(part for part, exclusive in t["parts"].items() if exclusive) or "-"
+        lines.append(f"{t['held']:7.1f} {t['waited']:8.1f}  {t['module']} ({owns})")
+    lines.append(f"{sum(t['held'] for t in turns):7.1f} {'':8}  held in all")
+    return lines

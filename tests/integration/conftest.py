@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers.cluster import EXPORT, PLUGIN, remove_export
 from tests.helpers.cluster_fixtures import live_cache, slurm_cluster  # noqa: F401 (fixtures)
-from tests.helpers.cluster_turns import lock_dir, needs, turn
+from tests.helpers.cluster_turns import lock_dir, log_turn, needs, turn
 from tests.helpers.paths import REPO
 
 
@@ -26,9 +26,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def cluster_turn(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
-    """The module's turn on the cluster (tests/helpers/cluster_turns.py), held while it runs."""
-    with turn(needs(request.node), lock_dir(tmp_path_factory)):
-        yield
+    """The module's turn on the cluster (tests/helpers/cluster_turns.py), held while it runs;
+    how long it waited and held it goes to the run's turn log (printed at the end)."""
+    parts, folder = needs(request.node), lock_dir(tmp_path_factory)
+    asked = time.monotonic()
+    with turn(parts, folder):
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            log_turn(folder, request.node.nodeid, parts, began - asked, time.monotonic() - began)
 
 
 @pytest.fixture
