@@ -223,15 +223,13 @@ def advise(
         limits = within_bounds(
             partition_limits(partitions, snapshot, task, input_bytes, options), snapshot, request
         )
-    base = JobAdvice(
-        task=task,
+    base = undecided(
+        task,
+        options,
+        request,
+        limits,
+        sbatch.args,
         input_bytes=input_bytes,
-        options=options,
-        request=request,
-        limits=limits,
-        decision=Decision(action="none", time_s=None, time_min_s=None, reason=""),
-        added=(),
-        argv=sbatch.args,
         input_origin=input_origin,
     )
     return decided(base, sbatch, snapshot)
@@ -257,19 +255,35 @@ def advise_from_history(
         else:
             limits.append(history_limit(name, found.get(name), known.max_time_s))
     bounded = within_bounds(limits, snapshot, request)
-    base = JobAdvice(
-        task=job_name,
-        input_bytes=None,
+    base = undecided(job_name, options, request, bounded, sbatch.args, basis="history")
+    return decided(base, sbatch, snapshot)
+
+
+def undecided(
+    task: str | None,
+    options: AdvisorOptions,
+    request: JobRequest,
+    limits: tuple[PartitionLimit, ...],
+    argv: tuple[str, ...],
+    *,
+    reason: str = "",
+    input_bytes: int | None = None,
+    input_origin: str | None = None,
+    basis: Basis = "model",
+) -> JobAdvice:
+    """The advice before the policy decides (or when the advisor steps aside: the reason)."""
+    return JobAdvice(
+        task=task,
+        input_bytes=input_bytes,
         options=options,
         request=request,
-        limits=bounded,
-        decision=Decision(action="none", time_s=None, time_min_s=None, reason=""),
+        limits=limits,
+        decision=Decision(action="none", time_s=None, time_min_s=None, reason=reason),
         added=(),
-        argv=sbatch.args,
-        input_origin=None,
-        basis="history",
+        argv=argv,
+        input_origin=input_origin,
+        basis=basis,
     )
-    return decided(base, sbatch, snapshot)
 
 
 def decided(base: JobAdvice, sbatch: SbatchArgv, snapshot: Snapshot | None = None) -> JobAdvice:

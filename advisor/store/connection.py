@@ -241,10 +241,8 @@ class Store:
 
     @property
     def published(self) -> bool:
-        """True for the copy 'advisor publish' writes (services/publish.py).
-
-        Users' job names in it are digests (store/names.py); it holds only what the wrapper needs.
-        """
+        """True for the copies 'advisor publish' writes (services/publish.py): the shared file
+        and the caller's own, holding only what the wrapper needs; nothing is written to them."""
         if self._published is None:
             row = self.conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'publication'"

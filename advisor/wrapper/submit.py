@@ -15,9 +15,9 @@ from advisor.advice.advice import (
     advise_from_history,
     candidate_partitions,
     pick_earliest,
+    undecided,
     with_memory,
 )
-from advisor.advice.limits import Decision
 from advisor.advice.settings import CommandLine
 from advisor.lite import TYPE_CHECKING, NamedTuple
 from advisor.sbatch.argv import Option, parse_options
@@ -90,16 +90,7 @@ def warning_text(reason: str) -> str:
 
 
 def _unadvised(cmd: CommandLine, request: JobRequest, task: str | None, reason: str) -> JobAdvice:
-    return JobAdvice(
-        task=task,
-        input_bytes=None,
-        options=cmd.advisor,
-        request=request,
-        limits=(),
-        decision=Decision(action="none", time_s=None, time_min_s=None, reason=reason),
-        added=(),
-        argv=cmd.original,
-    )
+    return undecided(task, cmd.advisor, request, (), cmd.original, reason=reason)
 
 
 def _reads_stdin(cmd: CommandLine) -> bool:
