@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cluster_turns import lock_dir, turn, turn_table
+from tests.helpers.cluster_turns import lock_dir, run_order, turn, turn_table
 from tests.helpers.paths import REPO, unpack_pwa_logs
 
 INTEGRATION = REPO / "tests" / "integration"
@@ -33,8 +33,9 @@ def skips_fail() -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The integration modules first: with ``--no-loadscope-reorder`` their workers start at once."""
-    items.sort(key=lambda item: INTEGRATION not in item.path.parents)
+    """The integration modules first (with ``--no-loadscope-reorder`` their workers start at
+    once), in the order of tests/helpers/cluster_turns.py's ``run_order``."""
+    items.sort(key=lambda item: (INTEGRATION not in item.path.parents, run_order(item)))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:

@@ -8,7 +8,8 @@ exclusive where it changes it for everyone.  The parts:
 - ``export``: /etc/slurm/job_submit.lua and /etc/slurm/advisor-limits.json (written, removed);
 - ``nodes``: the nodes' state and capacity (drained, or needed idle to be on time).
 
-A module says what it needs with ``pytestmark = pytest.mark.cluster(uses=(...), owns=(...))``;
+A module says what it needs with ``pytestmark = pytest.mark.cluster(uses=(...), owns=(...))``
+(and, to be started early, about how long it holds them: ``minutes=``);
 a module without the mark owns all three, so it runs alone: a new integration test is safe by
 default and runs beside other ones once its mark says it may.  The locks are flock(2) locks on
 files in the run's temporary directory (every xdist worker of one run shares them), taken in the order of
@@ -44,6 +45,17 @@ def needs(node: pytest.Item | pytest.Collector) -> dict[str, bool]:
             f"{node.nodeid}: cluster(uses={uses}, owns={owns}): parts are {PARTS}"
         )
     return {part: part in owns for part in PARTS if part in uses or part in owns}
+
+
+def run_order(node: pytest.Item | pytest.Collector) -> tuple[bool, bool, bool, float]:
+    """Where an integration module goes in the run: those that own nothing first (they run
+    beside each other while the cluster's workers are all free), then the owners of the export,
+    of the nodes (which every module but a few uses), of the daemons; among equals the longest
+    first (its mark's ``minutes``, off the run's turn table: one started last ends last)."""
+    mark = node.get_closest_marker("cluster")
+    minutes = float(mark.kwargs.get("minutes", 0)) if mark is not None else 0.0
+    owns = needs(node)
+    return owns.get("daemons", False), owns.get("nodes", False), owns.get("export", False), -minutes
 
 
 def lock_dir(factory: pytest.TempPathFactory) -> Path:

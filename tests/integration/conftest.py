@@ -13,6 +13,7 @@ import pytest
 from tests.helpers.cluster import EXPORT, PLUGIN, remove_export
 from tests.helpers.cluster_fixtures import live_cache, slurm_cluster  # noqa: F401 (fixtures)
 from tests.helpers.cluster_turns import lock_dir, log_turn, needs, turn
+from tests.helpers.guard_jobs import guard_cache, guard_task, guards  # noqa: F401 (fixtures)
 from tests.helpers.paths import REPO
 
 

@@ -25,7 +25,10 @@ from advisor.store.observations import load_observations
 from advisor.validate import validate
 
 # cluster_turns: its probes must start at once
-pytestmark = [pytest.mark.integration, pytest.mark.cluster(uses=("daemons",), owns=("nodes",))]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.cluster(uses=("daemons",), owns=("nodes",), minutes=0.7),
+]
 
 TASK = "calib-sleep"
 

@@ -21,7 +21,10 @@ from advisor.cli.commands import COMMANDS
 from advisor.validate import validate
 
 # cluster_turns: profile and calibrate cases: srun on every node, probes on time
-pytestmark = [pytest.mark.integration, pytest.mark.cluster(uses=("daemons",), owns=("nodes",))]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.cluster(uses=("daemons",), owns=("nodes",), minutes=0.8),
+]
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "advisor" / "sample"

@@ -22,7 +22,7 @@ from advisor.store import Store
 from tests.helpers.cluster import ADVISOR
 
 # cluster_turns: its own jobs under a random name
-pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), minutes=1.5)
 
 FORGED = "advisor:x,action=set,limit=1,in=²"
 WAIT_S = 240

@@ -28,7 +28,7 @@ from tests.helpers.cluster import ADVISOR, EXPORT, cancel, export_key_of, sh, sh
 
 #: Its own jobs under random names on the shared nodes and daemons; the plugin's test writes the
 #: limits file (/etc/slurm), which other modules' jobs would read.
-pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",), minutes=0.5)
 
 SUFFIX = secrets.token_hex(3)
 USER = current_user()

@@ -28,10 +28,12 @@ from advisor.slurm.parsers import SACCT_FIELDS
 from tests.helpers.captures import record
 from tests.helpers.cluster import ADVISOR, final_in_sacct, sh
 
-# cluster_turns: none (it runs alone): its live replay reads a window of time, every job in it
+# It runs beside other modules (tests/helpers/cluster_turns.py): both replays take the jobs that
+# ended in the period, other modules' too, and those that end after it in neither.
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), minutes=1.7)
 
 HEX = secrets.token_hex(3)
-WAIT_S = 240
+WAIT_S = 400  # the jobs may wait for nodes other modules' jobs hold
 #: What sacct prints does not depend on the caller's environment (SLURM_TIME_FORMAT, SACCT_FORMAT).
 CLEAN_ENV = {
     key: value
@@ -99,7 +101,7 @@ def period(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> dic
     assert final_in_sacct(everyone), "jobs did not finish in time"
     time.sleep(1.1)  # windows are half-open and sacct has whole seconds
     until = datetime.now().replace(microsecond=0)
-    time.sleep(4)  # whatever ended just before until is filled in slurmdbd (~3 s) before the dump
+    time.sleep(10)  # what ended just before until reaches slurmdbd (~3 s, more on a busy run)
     bounds = [f"--starttime={since.isoformat()}", f"--endtime={until.isoformat()}"]
     fields = f"--format={','.join(SACCT_FIELDS)}"
     dump = folder / "sacct.txt"

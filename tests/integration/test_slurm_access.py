@@ -12,7 +12,7 @@ from advisor.slurm.backend import CliBackend
 from advisor.slurm.records import JobRecord
 
 # cluster_turns: its own jobs
-pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), minutes=1.1)
 
 # name -> (sbatch arguments, expected partition, expected state)
 JOBS: dict[str, tuple[list[str], str, str]] = {

@@ -31,7 +31,7 @@ from tests.helpers.caches import cache_content, train
 from tests.helpers.cluster import ADVISOR, final_in_sacct, sh
 
 # cluster_turns: its own jobs under a random name
-pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"))
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), minutes=2.5)
 
 TASK = f"up-{secrets.token_hex(3)}"
 WAIT_S = 240

@@ -58,7 +58,7 @@ from tests.helpers.jobs import earned
 from tests.helpers.paths import REPO
 
 # cluster_turns: writes the plugin's export
-pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",), minutes=0.5)
 
 HEX = secrets.token_hex(3)
 PROCESS = f"WF{HEX}:QC:FASTQC"  # the history policy's
