@@ -241,8 +241,10 @@ class Store:
 
     @property
     def published(self) -> bool:
-        """True for the copies 'advisor publish' writes (services/publish.py): the shared file
-        and the caller's own, holding only what the wrapper needs; nothing is written to them."""
+        """True for the copies 'advisor publish' writes (services/publish.py).
+
+        The shared file and the caller's own, holding only what the wrapper needs.
+        """
         if self._published is None:
             row = self.conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'publication'"
