@@ -136,7 +136,9 @@ def _line_carried() -> contextlib.AbstractContextManager[None]:
 
     def forecast(self: task_model.Reference, size: Any, site: Any) -> Any:
         found = original(self, size, site)
-        line = None if found is None or size is None else self.evidence.locations(size)[1]
+        if found is None or size is None:
+            return found
+        line = self.evidence.locations(size)[1]
         return found if line is None else found._replace(loc=line)
 
     return patched(task_model.Reference, "forecast", forecast)
