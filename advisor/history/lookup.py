@@ -175,8 +175,10 @@ def export_limits(
     job the plugin's limit and the wrapper's (``history_limit``) therefore differ whenever the
     price makes the wrapper choose another level than the budget's.  A key without a
     partition (user+name, user+family, user) gets the widest of those margins (the export
-    repeats its limit in every partition, within each MaxTime).  jobs: how many jobs the key
-    learned from.  Only each user's names_per_user most used job names (of at most
+    repeats its limit in every partition, within each MaxTime).  A user whose own kills at
+    advised limits exceed the budget's share of their completed jobs by more than
+    ``user_slack`` gets no entry, as the wrapper refuses them (``propose``): the plugin leaves
+    their jobs as written.  jobs: how many jobs the key learned from.  Only each user's names_per_user most used job names (of at most
     max_name_bytes, not in skip) are read from the cache: the others are counted.
     """
     max_times = {p.name: p.max_time_s for p in load_partitions(store)}
@@ -194,6 +196,7 @@ def export_limits(
         store, per_user=names_per_user, max_name_bytes=max_name_bytes, min_runs=config.min_runs,
         skip=skip,
     )  # fmt: skip
+    users = {key.user: state for key, state in states.items() if key.kind == "user"}
     rows = []
     for key, state in states.items():
         if state.completed_in_window < config.min_runs:
@@ -202,6 +205,9 @@ def export_limits(
         where = key.partition or _widest(mine)
         if where is None or where not in mine:
             continue
+        user = users.get(key.user)
+        if user is not None and user.excess_kills(budgets[where].budget) > config.user_slack:
+            continue  # as policy.propose refuses that user's jobs in the wrapper
         limit = clamp(
             margin_limit_s(state.basis_s, mine[where], config=config),
             request_s=None,

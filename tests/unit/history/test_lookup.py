@@ -13,11 +13,17 @@ from pathlib import Path
 import pytest
 
 from advisor.history.budget import KillBudget
-from advisor.history.cache import load_budget, save_budgets, save_cells
+from advisor.history.cache import (
+    load_budget,
+    load_key_states,
+    save_budgets,
+    save_cells,
+    save_key_states,
+)
 from advisor.history.cells import BELOW, ScoreCell, key_cell
-from advisor.history.keys import KINDS
+from advisor.history.keys import KINDS, HistoryKey
 from advisor.history.lookup import export_limits, history_advice, history_limit
-from advisor.history.policy import Proposal
+from advisor.history.policy import DEFAULT_CONFIG, Proposal, Refusal
 from advisor.services.export import export_from_cache
 from advisor.slurm.records import Node, Partition
 from advisor.store import Store
@@ -202,3 +208,29 @@ def test_the_export_holds_the_budget_level_where_the_wrapper_follows_the_price(
     careful = history_advice(store, "alice", "post", "cpu")[0]
     assert isinstance(careful, Proposal) and careful.risk < 0.01 and careful.limit_s >= exported
     assert {(row["kind"], row["name"]): row["limit_s"] for row in export_limits(store).rows} == rows
+
+
+def test_the_export_leaves_out_a_user_the_wrapper_refuses_for_their_kills(store: Store) -> None:
+    """Issue 30: the wrapper stops advising a user whose kills passed their share of the budget
+    (policy.propose); the plugin went on lowering that user's plain sbatch jobs."""
+    learn(store, *(finished(n, 600, name="post", partition="cpu") for n in range(1, 7)))
+    learn(store, *(finished(n, 600, name="post", partition="cpu", user="bob")
+                   for n in range(7, 13)))  # fmt: skip
+    earned(store, "cpu")
+
+    def limits() -> dict[tuple[str, str, str], int]:
+        return {(r["user"], r["kind"], r["name"]): r["limit_s"] for r in export_limits(store).rows}
+
+    before = limits()
+    assert {user for user, _, _ in before} == {"alice", "bob"}
+    key = HistoryKey("user", "alice")
+    with store.write():
+        alice = load_key_states(store, [key])[key]
+        allowed = EARNED.budget * alice.completed + DEFAULT_CONFIG.user_slack
+        save_key_states(store, {key: alice._replace(kills=math.floor(allowed))})
+    assert limits() == before  # within the slack: as before
+    with store.write():
+        save_key_states(store, {key: alice._replace(kills=math.floor(allowed) + 1)})
+    assert limits() == {key: limit for key, limit in before.items() if key[0] == "bob"}
+    assert isinstance(history_advice(store, "alice", "post", "cpu")[0], Refusal)
+    assert isinstance(history_advice(store, "bob", "post", "cpu")[0], Proposal)
