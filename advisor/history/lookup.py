@@ -178,8 +178,9 @@ def export_limits(
     repeats its limit in every partition, within each MaxTime).  A user whose own kills at
     advised limits exceed the budget's share of their completed jobs by more than
     ``user_slack`` gets no entry, as the wrapper refuses them (``propose``): the plugin leaves
-    their jobs as written.  jobs: how many jobs the key learned from.  Only each user's names_per_user most used job names (of at most
-    max_name_bytes, not in skip) are read from the cache: the others are counted.
+    their jobs as written.  jobs: how many jobs the key learned from.  Only each user's
+    names_per_user most used job names (of at most max_name_bytes, not in skip) are read from
+    the cache: the others are counted.
     """
     max_times = {p.name: p.max_time_s for p in load_partitions(store)}
     budgets = load_budgets(store)

@@ -4,7 +4,6 @@ task is advised one minute on partition cpu, 90-second jobs submitted under poli
 
 from __future__ import annotations
 
-import re
 import secrets
 import signal
 import subprocess
@@ -23,7 +22,7 @@ from advisor.store.connection import Store
 from advisor.store.guard import read_heartbeat
 from advisor.store.node_classes import save_node_classes
 from advisor.store.observations import Observation, add_observations
-from tests.helpers.cluster import ADVISOR, show
+from tests.helpers.cluster import ADVISOR, job_id, show
 
 #: How long the jobs run: past their tightened minute, within the first raise (two minutes).
 RUN_S = 90
@@ -72,9 +71,7 @@ def submit(cache: Path, task: str, name: str) -> tuple[int, str]:
         "--output=/dev/null", "--wrap", f"sleep {RUN_S}",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    match = re.search(r"Submitted batch job (\d+)", done.stdout)
-    assert match, done.stdout
-    return int(match.group(1)), done.stderr
+    return job_id(done.stdout), done.stderr
 
 
 def final(job: int, timeout_s: float = 240) -> tuple[str, int, int]:
