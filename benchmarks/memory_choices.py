@@ -36,8 +36,8 @@ FIELDS = ("JobIDRaw", "JobID", "JobName", "User", "Partition", "NodeList", "Allo
 
 
 def evaluation_table(traces: Path) -> None:
-    setting, runs = setting_for(traces, None, calibrate=False, seed=0, tau=1.0)
-    print(f"{'min runs':>8}  {'rows':6}  {'variant':46}  {'cover':>6}  {'lowest':>6}  "
+    setting, runs = setting_for(traces, None, calibrate=False, seed=0)
+    print(f"{'min runs':>8}  {'rows':6}  {'variant':54}  {'cover':>6}  {'lowest':>6}  "
           f"{'req %':>6}  {'P95/peak':>8}")  # fmt: skip
     for min_runs in (3, 4, 5):
         memory.MIN_RUNS = min_runs
@@ -50,7 +50,7 @@ def evaluation_table(traces: Path) -> None:
                 lowest = min(summarise([r for r in rows if r.target == t]).coverage
                              for t in {r.target for r in rows})  # fmt: skip
                 share = pooled.request_share or 0.0
-                print(f"{min_runs:>8}  {'shared' if shared else 'all':6}  {variant.name:46}  "
+                print(f"{min_runs:>8}  {'shared' if shared else 'all':6}  {variant.name:54}  "
                       f"{100 * pooled.coverage:6.1f}  {100 * lowest:6.1f}  {100 * share:6.1f}  "
                       f"{pooled.overshoot:8.2f}")  # fmt: skip
     memory.MIN_RUNS = 3

@@ -26,6 +26,10 @@ the sbatch wrapper computes it at submit time from what the cache holds.  Why th
   input, beyond the largest run seen), so a prediction that reaches d beyond its runs takes
   the margin of the residuals that reached at least as far (``distance_margins``): the runs
   of an input seen many times make no extrapolation look easy.
+* **A key's own errors count, as far as they are many** (``key_margins``): a tool whose peak
+  is flat needs less margin than one whose peak jumps with its input, so the key's own prefix
+  residuals give it margins of its own, drawn toward the pool's by their number (empirical
+  Bayes' partial pooling: a few residuals give a noisy 95 % quantile, many a sure one).
 """
 
 from __future__ import annotations
@@ -73,6 +77,10 @@ KEY_RESIDUALS = WINDOW
 #: or past its own distance (residuals that reached at least as far).  A grid, not a constant:
 #: the margins on it are measured.
 DISTANCES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+#: The residuals the pool's margin weighs as against a key's own (``key_margins``): 19, the
+#: fewest whose conformal 95 % quantile exists (⌈(N + 1)·0.95⌉ ≤ N), so a key with that many
+#: residuals of its own takes half its margin from them, and a key with few stays near the pool.
+POOL_WEIGHT = 19
 #: Pools of residuals: models fitted on input sizes (extrapolated), and the others.
 SIZED, RUNS = "sized", "runs"
 
@@ -293,6 +301,27 @@ def margin_at(margins: Margins, distance: float) -> float:
     return margins[-1][1] if margins else 0.0
 
 
+def key_margins(runs: Sequence[MemRun], pool: Margins) -> Margins:
+    """The key's margins: its own prefix residuals' drawn toward its pool's (shrunk_margins)."""
+    return shrunk_margins(prefix_residuals(runs)[1], pool)
+
+
+def shrunk_margins(own: Sequence[Residual], pool: Margins) -> Margins:
+    """Margins of a key's own residuals drawn toward its pool's (module docstring).
+
+    n residuals of its own weigh n / (n + POOL_WEIGHT); none (fewer than MIN_RUNS + 1 runs),
+    the pool's alone.  An empty pool (a site's first runs) counts as a margin of 0.
+    """
+    if not own:
+        return pool
+    mine = distance_margins(own)
+    base = pool or tuple((distance, 0.0) for distance in DISTANCES)
+    weight = len(own) / (len(own) + POOL_WEIGHT)
+    return tuple(
+        (d, weight * m + (1 - weight) * p) for (d, m), (_, p) in zip(mine, base, strict=True)
+    )
+
+
 #: Where a forecast comes from: the user's own jobs of the task, or the task's shared model.
 USER, TASK = "user", "task"
 
@@ -305,7 +334,7 @@ class MemoryForecast(NamedTuple):
     runs: int  # in the key's window
     p50_mb: float
     p95_mb: float
-    margin: float  # the pool's at the distance the prediction reaches (and any correction), log
+    margin: float  # the key's at the distance the prediction reaches (and any correction), log
     sized: bool  # the model follows the input size
 
 
@@ -318,15 +347,16 @@ def forecast_from(
 ) -> MemoryForecast | None:
     """The forecast of the first candidate key ((basis, its runs), most specific first) with a model.
 
-    correction: the kill budget's (advisor.models.memory_budget), added to the pool's margin;
-    the sum never below 0 (the model's own P95).
+    margins: the pools'; the key's own are drawn from them (key_margins).  correction: the
+    kill budget's (advisor.models.memory_budget), added to the key's margin; the sum never
+    below 0 (the model's own P95).
     """
     for basis, runs in candidates:
         model = fit_memory(runs)
         if model is None:
             continue
-        margin = max(0.0, margin_at(margins.get(model.pool, ()), model.distance(input_bytes))
-                     + correction)  # fmt: skip
+        own = key_margins(runs, margins.get(model.pool, ()))
+        margin = max(0.0, margin_at(own, model.distance(input_bytes)) + correction)
         p50, p95 = model.quantiles(input_bytes, margin)
         return MemoryForecast(
             task=task,

@@ -11,16 +11,18 @@ the request it would have asked for.
 
 Variants, side by side on the same test runs (``VARIANTS``):
 
-* ``advisor``: the model of advisor.models.memory with the site's margin, the conformal
-  quantile of the prefix residuals of every task of every workflow of the same label;
-* ``advisor, margin from the other workflows``: the same, each workflow's margin taken from the
-  other workflows' tasks only (what a site with workflows of its own would have measured);
+* ``advisor``: the model of advisor.models.memory with its margins as the advisor keeps them
+  (``key_margins``): each task's own prefix residuals drawn toward the pool of every task of
+  every workflow of the same label, by their number;
+* ``advisor, pool from the other workflows``: the same, the pool of each workflow taken from
+  the other workflows' tasks only (what a site with workflows of its own would have measured:
+  the cross-validated figure);
+* ``advisor, pooled margin alone`` and ``..., from the other workflows``: every task the
+  pool's margin, without its own residuals (what the advisor did before ``key_margins``);
 * ``advisor, no margin``: the Student-t interval alone;
-* ``plain distribution + margin``: the slope fixed at 0 (the task's log peaks, input ignored);
-* ``advisor, margin per task``: each task's margin from its own prefix residuals alone, and
-  ``advisor, margin per task shrunk to the pooled``: that one averaged with the pooled margin,
-  weighted by the task's residuals against 19 for the pool (the fewest residuals whose 95 %
-  conformal quantile exists);
+* ``advisor, margin per task``: each task's margin from its own prefix residuals alone;
+* ``plain distribution + margin``: the slope fixed at 0 (the task's log peaks, input ignored),
+  with the pooled margin;
 * ``largest training peak`` (what a workflow manager's "maximum of the previous runs" does),
   and the same ``+ margin`` measured on its own prefix residuals.
 """
@@ -43,22 +45,21 @@ from advisor.models.memory import (
     fit_memory,
     margin_at,
     prefix_residuals,
+    shrunk_margins,
 )
 
 if TYPE_CHECKING:
     from advisor.models.memory import Predicts
 
 ADVISOR = "advisor"
-ADVISOR_CV = "advisor, margin from the other workflows"
+ADVISOR_CV = "advisor, pool from the other workflows"
+POOLED = "advisor, pooled margin alone"
+POOLED_CV = "advisor, pooled margin alone, from the other workflows"
 NO_MARGIN = "advisor, no margin"
 PLAIN = "plain distribution + margin"
 LARGEST = "largest training peak"
 LARGEST_MARGIN = "largest training peak + margin"
 PER_TASK = "advisor, margin per task"
-SHRUNK = "advisor, margin per task shrunk to the pooled"
-#: The pooled margin's weight against a task's own residuals (SHRUNK): 19 residuals, the fewest
-#: whose conformal 95 % quantile exists.
-POOL_WEIGHT = 19
 
 
 class _Largest(NamedTuple):
@@ -81,8 +82,9 @@ def _plain(runs: Sequence[MemRun]) -> Predicts | None:
 class Variant(NamedTuple):
     """A way to advise: the model, and where its margin comes from.
 
-    margin: 'all' (every task's residuals), 'others' (the other workflows' tasks), 'task' (the
-    task's own), 'shrunk' (the task's own averaged with all), None (no margin).
+    margin: 'key' (the task's own residuals drawn toward every task's: key_margins), 'key from
+    others' (the same with the other workflows' tasks), 'all' (every task's residuals),
+    'others' (the other workflows' tasks), 'task' (the task's own), None (no margin).
     """
 
     name: str
@@ -91,11 +93,12 @@ class Variant(NamedTuple):
 
 
 VARIANTS = (
-    Variant(ADVISOR, fit_memory, "all"),
-    Variant(ADVISOR_CV, fit_memory, "others"),
+    Variant(ADVISOR, fit_memory, "key"),
+    Variant(ADVISOR_CV, fit_memory, "key from others"),
+    Variant(POOLED, fit_memory, "all"),
+    Variant(POOLED_CV, fit_memory, "others"),
     Variant(NO_MARGIN, fit_memory, None),
     Variant(PER_TASK, fit_memory, "task"),
-    Variant(SHRUNK, fit_memory, "shrunk"),
     Variant(PLAIN, _plain, "all"),
     Variant(LARGEST, _largest, None),
     Variant(LARGEST_MARGIN, _largest, "all"),
@@ -228,18 +231,13 @@ def _margins(
         return ()
     pool, own = pooled[(workflow, task)]
     same = {key: rs for key, (p, rs) in pooled.items() if p == pool}
-    if mode == "others":
-        return distance_margins(r for (w, _), rs in same.items() if w != workflow for r in rs)
-    whole = distance_margins(r for rs in same.values() for r in rs)
     if mode == "task":
         return distance_margins(own)
-    if mode == "shrunk":
-        mine = distance_margins(own)
-        weight = len(own) / (len(own) + POOL_WEIGHT)
-        return tuple(
-            (d, weight * m + (1 - weight) * w) for (d, m), (_, w) in zip(mine, whole, strict=True)
-        )
-    return whole
+    if mode in ("others", "key from others"):
+        whole = distance_margins(r for (w, _), rs in same.items() if w != workflow for r in rs)
+    else:
+        whole = distance_margins(r for rs in same.values() for r in rs)
+    return whole if mode in ("all", "others") else shrunk_margins(own, whole)
 
 
 def _tests(

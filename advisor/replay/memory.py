@@ -31,7 +31,7 @@ from typing import Any
 
 from advisor.accounting.mapping import history_name, job_tag, memory_peak
 from advisor.lite import NamedTuple
-from advisor.models.memory import OOM_GROWTH, MemRun, fit_memory, margin_at
+from advisor.models.memory import OOM_GROWTH, MemRun, fit_memory, key_margins, margin_at
 from advisor.models.memory_book import MemoryBook, key_runs
 from advisor.models.memory_budget import DEFAULT_BUDGET, MemoryBudget
 from advisor.slurm.records import JobRecord
@@ -220,11 +220,12 @@ class _Advisor:
         self.budgets[job.partition] = state.after(killed=killed, floor=floor)
 
     def value(self, number: int, job: MemoryReplayJob) -> float | None:
-        model = fit_memory(key_runs(self.book.keys.get(job.key)))
+        runs = key_runs(self.book.keys.get(job.key))
+        model = fit_memory(runs)
         if model is None:
             return None
-        margins = self.book.pool_states((model.pool,), spread=False)[model.pool].margins
-        margin = margin_at(margins, model.distance(job.input_bytes))
+        pool = self.book.pool_states((model.pool,), spread=False)[model.pool].margins
+        margin = margin_at(key_margins(runs, pool), model.distance(job.input_bytes))
         correction = 0.0
         if self.budget is not None:
             correction = self.budgets.get(job.partition, MemoryBudget(self.budget)).log_margin

@@ -11,16 +11,21 @@ from scipy import stats
 
 from advisor.imports.lotaru import read_lotaru_csv
 from advisor.models.memory import (
+    DISTANCES,
     MIN_RUNS,
     OOM_GROWTH,
+    POOL_WEIGHT,
     RUNS,
     SIZED,
     MemRun,
     conformal_margin,
     distance_margins,
     fit_memory,
+    forecast_from,
+    key_margins,
     margin_at,
     prefix_residuals,
+    shrunk_margins,
     t95,
 )
 from tests.helpers.paths import TEST_DATA
@@ -160,3 +165,41 @@ def test_the_lotaru_excerpt_s_full_size_runs_within_p95_and_its_margin() -> None
     # the largest training peak (what "the maximum of the previous runs" sets) misses bwa's
     largest = max(run.peak_mb for run in by_task["bwa"])
     assert all(peak > largest for task, peak, _ in tests if task == "bwa")
+
+
+def test_a_key_s_own_residuals_draw_its_margin_by_their_number() -> None:
+    pool = tuple((d, 1.0) for d in DISTANCES)
+    own = [(0.0, -0.5)] * 19  # a flat key: every run well inside its own P95
+    shrunk = shrunk_margins(own, pool)
+    mine = distance_margins(own)  # 0 (a margin is never below 0)
+    weight = 19 / (19 + POOL_WEIGHT)
+    assert [m for _, m in shrunk] == pytest.approx(
+        [weight * m + (1 - weight) * 1.0 for _, m in mine]
+    )
+    assert all(m == pytest.approx(0.5) for _, m in shrunk)
+    few = shrunk_margins(own[:1], pool)
+    assert all(0.9 < m < 1.0 for _, m in few)  # one residual barely moves the pool's
+    assert shrunk_margins([], pool) == pool
+    # the site's first runs: no pool yet, the key's own drawn toward 0
+    jumpy = shrunk_margins([(0.0, 2.0)] * 19, ())
+    assert [d for d, _ in jumpy] == list(DISTANCES)
+    assert all(m == pytest.approx(1.0) for _, m in jumpy)
+    # still never smaller farther out
+    grown = shrunk_margins([(0.0, 0.1), (1.0, 0.9), (2.0, 1.5)], pool)
+    assert [m for _, m in grown] == sorted(m for _, m in grown)
+
+
+def test_a_flat_key_gets_a_smaller_p95_than_a_jumpy_one_under_the_same_pool() -> None:
+    pool = {RUNS: tuple((d, 0.7) for d in DISTANCES)}
+    flat = [MemRun(1000.0 + i % 3) for i in range(30)]
+    # one run in ten peaks at ten times the others: beyond any t-interval of the rest
+    jumpy = [MemRun(1000.0 * (10 if i % 10 == 9 else 1) + i % 3) for i in range(30)]
+    assert len(prefix_residuals(flat)[1]) == 30 - MIN_RUNS
+    flat_margin = margin_at(key_margins(flat, pool[RUNS]), 0.0)
+    jumpy_margin = margin_at(key_margins(jumpy, pool[RUNS]), 0.0)
+    assert flat_margin < 0.7 < jumpy_margin
+    found = forecast_from("t", [("task", flat)], pool, None)
+    assert found is not None and found.margin == pytest.approx(flat_margin)
+    model = fit_memory(flat)
+    assert model is not None
+    assert found.p95_mb == pytest.approx(model.quantiles(None, flat_margin)[1])
