@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "write a read-only copy of the cache for users' wrappers",
     ),
     "guard": ("advisor.cli.guard_cmd", "raise tightened limits before running jobs reach them"),
+    "readvise": (
+        "advisor.cli.readvise_cmd",
+        "lower pending jobs' limits once the history they lacked has come",
+    ),
     "doctor": (
         "advisor.cli.doctor_cmd",
         "check the site set-up: cache, copy, export, plugin, update",

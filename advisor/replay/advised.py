@@ -1,7 +1,8 @@
 """The history policy (advisor.history) as the replay runs it: the same book, in memory.
 
 The replay plays the part of the cache and the wrapper: it asks the book for a job's limit at
-submit, counting the jobs running under advised limits as the wrapper counts advice rows (per
+submit (and, when the book proposed nothing, again at the job's start, as ``advisor readvise``
+does while the job pends), counting the jobs running under advised limits as the wrapper counts advice rows (per
 user and partition, and their summed risk per partition), and teaches the book every job when
 it ends, as accounting ingestion does (a job killed at its advised limit as a TIMEOUT there).
 """
@@ -19,6 +20,9 @@ class AdvisorPolicy:
     """The history policy behind the replay's interface (advisor.replay.engine.ReplayPolicy)."""
 
     name = "advisor"
+    #: Asked again at a job's start when it proposed nothing at submit: ``advisor readvise``
+    #: lowers a pending job's limit once the job's key has the history it lacked at submit.
+    readvises = True
 
     def __init__(self, config: PolicyConfig = DEFAULT_CONFIG) -> None:
         self.book = HistoryBook(config=config)

@@ -4,6 +4,8 @@ The rules (so that figures are comparable across tools):
 
 * online, in submit order; a job becomes known to a policy only when it has ended
   (start = submit + the logged wait; end = start + the runtime under that policy's limit);
+  the history policy, which ``advisor readvise`` re-advises while a job pends, is asked again
+  at the job's start when it proposed nothing at submit (``readvises``);
 * limit = min(request, max(1 min, proposal rounded up to whole minutes));
 * killed = runtime > limit and limit < request; a killed job ends at its limit and the policy
   learns only a TIMEOUT at that limit, never the true runtime;
@@ -241,6 +243,16 @@ GROUPS: dict[str, Callable[[ReplayJob], str]] = {
 }
 
 
+def readvises(policy: ReplayPolicy) -> bool:
+    """True for a policy asked again at the job's start when it proposed nothing at submit.
+
+    ``advisor readvise`` lowers a pending job's limit once its key has history: a job the
+    policy left as written for want of evidence gets the policy's limit if the evidence has
+    come by the time the job starts (AdvisorPolicy.readvises).
+    """
+    return bool(getattr(policy, "readvises", False))
+
+
 def replay(
     jobs: Sequence[ReplayJob],
     contenders: Sequence[ReplayPolicy],
@@ -251,8 +263,10 @@ def replay(
 ) -> dict[str, Score]:
     """Replay the jobs (in submit order) once through every policy; a Score per policy.
 
-    group: also score each job in its group's Score; keep: the policies whose limit of every
-    scored job is kept (``Score.limits``, for the limit-vs-runtime picture).
+    Each job is decided at its submit; a policy that readvises and proposed nothing then is
+    asked again at the job's start, after learning the jobs that ended before it.  group:
+    also score each job in its group's Score; keep: the policies whose limit of every scored
+    job is kept (``Score.limits``, for the limit-vs-runtime picture).
     """
     scores = {
         p.name: Score(
@@ -260,40 +274,73 @@ def replay(
         )
         for p in contenders
     }
+    # (time, 0 submit | 1 start, submit rank): submits before starts at one moment, so a job
+    # that starts as it is submitted is decided at its submit first.
+    events = sorted(
+        [(job.submit_s, 0, rank) for rank, job in enumerate(jobs)]
+        + [(job.submit_s + job.wait_s, 1, rank) for rank, job in enumerate(jobs)]
+    )
     pending: dict[str, list[tuple[float, int, float, str]]] = {p.name: [] for p in contenders}
-    for number, job in enumerate(jobs, start=1):
-        start = job.submit_s + job.wait_s
+    #: Per policy, the proposal of each job decided at submit (None: nothing proposed).
+    proposed: dict[str, dict[int, float | None]] = {p.name: {} for p in contenders}
+    started = 0
+    for moment, kind, rank in events:
+        job = jobs[rank]
         for policy in contenders:
             ends = pending[policy.name]
-            while ends and ends[0][0] <= job.submit_s:
+            while ends and ends[0][0] <= moment:
                 _, index, runtime, state = heapq.heappop(ends)
                 policy.learn(jobs[index], runtime, state)
-            if job.run_s is None:
+            if job.run_s is None or not job.scored:
+                if kind == 1 and job.run_s is not None:
+                    heapq.heappush(
+                        ends, (moment + job.run_s, job.index, float(job.run_s), job.state)
+                    )
                 continue
-            runtime, state = float(job.run_s), job.state
-            if job.scored:
+            mine = proposed[policy.name]
+            if kind == 0:
+                mine[rank] = policy.propose_s(job)
+                continue
+            proposal = mine.pop(rank)
+            if proposal is None and readvises(policy):
                 proposal = policy.propose_s(job)
-                limit = (
-                    job.request_s
-                    if proposal is None or job.request_s is None
-                    else clamp(proposal, request_s=job.request_s, max_time_s=None)
-                )
-                if limit is not None:
-                    final, raised = limit, 0
-                    if is_guarded(policy):
-                        steps, final = raises_for(start, limit, job.run_s, job.request_s)
-                        raised = len(steps)
-                    score = scores[policy.name]
-                    if group is not None:
-                        score.groups.setdefault(group(job), score.like()).add(
-                            job, limit, final=final, raised=raised
-                        )
-                    if score.add(job, limit, final=final, raised=raised):
-                        runtime, state = float(final), "TIMEOUT"
-            heapq.heappush(ends, (start + runtime, job.index, runtime, state))
-        if progress is not None:
-            progress(number, len(jobs))
+            runtime, state = _scored(job, policy, proposal, moment, scores[policy.name], group)
+            heapq.heappush(ends, (moment + runtime, job.index, runtime, state))
+        if kind == 1:
+            started += 1
+            if progress is not None:
+                progress(started, len(jobs))
     return scores
+
+
+def _scored(
+    job: ReplayJob,
+    policy: ReplayPolicy,
+    proposal: float | None,
+    start: int,
+    score: Score,
+    group: Callable[[ReplayJob], str] | None,
+) -> tuple[float, str]:
+    """Score the job under the policy's limit; the runtime and state it ends with."""
+    runtime, state = float(job.run_s or 0), job.state
+    limit = (
+        job.request_s
+        if proposal is None or job.request_s is None
+        else clamp(proposal, request_s=job.request_s, max_time_s=None)
+    )
+    if limit is None:
+        return runtime, state
+    final, raised = limit, 0
+    if is_guarded(policy):
+        steps, final = raises_for(start, limit, job.run_s or 0, job.request_s)
+        raised = len(steps)
+    if group is not None:
+        score.groups.setdefault(group(job), score.like()).add(
+            job, limit, final=final, raised=raised
+        )
+    if score.add(job, limit, final=final, raised=raised):
+        return float(final), "TIMEOUT"
+    return runtime, state
 
 
 def _figures(jobs: int, scores: Mapping[str, Score]) -> Figures:

@@ -1,4 +1,4 @@
-"""The running jobs, all in one ``squeue --json`` call, and raising one job's time limit.
+"""The running and pending jobs, in one ``squeue --json`` call; a job's script; its time limit.
 
 ``squeue --json`` rather than a format string: a job's comment is user text (any byte, line
 breaks included) and JSON keeps it inside its field.  Slurm 22.05 prints plain numbers and a
@@ -81,15 +81,8 @@ _NO_VAL_MIN = 4294967294
 
 def parse_running_jobs(text: str) -> list[RunningJob]:
     """The RUNNING jobs of one ``squeue --json`` output; other states are left out."""
-    try:
-        doc = json.loads(text)
-    except ValueError as error:
-        raise InputError(f"squeue --json: not JSON: {error}") from None
-    jobs = doc.get("jobs") if isinstance(doc, Mapping) else None
-    if not isinstance(jobs, list):
-        raise InputError("squeue --json: no 'jobs' list")
     found = []
-    for index, job in enumerate(jobs):
+    for index, job in enumerate(_jobs(text)):
         if not isinstance(job, Mapping) or "RUNNING" not in _states(job.get("job_state")):
             continue
         where = f"job {job.get('job_id', f'#{index}')}"
@@ -97,9 +90,7 @@ def parse_running_jobs(text: str) -> list[RunningJob]:
         start = _number(job.get("start_time"), "start_time", where)
         if job_id is None or start is None:
             raise InputError(f"squeue --json: {where}: a running job without id or start time")
-        limit_min = _number(job.get("time_limit"), "time_limit", where)
-        if limit_min in (_INFINITE_MIN, _NO_VAL_MIN):
-            limit_min = None
+        limit_min = _limit_min(job, where)
         end = _number(job.get("end_time"), "end_time", where) if limit_min is not None else None
         comment = job.get("comment")
         admin = job.get("admin_comment")
@@ -121,6 +112,71 @@ def parse_running_jobs(text: str) -> list[RunningJob]:
             )
         )
     return found
+
+
+class PendingJob(NamedTuple):
+    """A pending job as ``advisor readvise`` sees it (the limit None when unlimited)."""
+
+    job_id: int
+    user: str
+    name: str
+    partition: str
+    limit_s: int | None
+    #: A job array's pending tasks share one record: updating it would change the array's
+    #: running tasks too.
+    array: bool = False
+
+
+def _jobs(text: str) -> list[Any]:
+    try:
+        doc = json.loads(text)
+    except ValueError as error:
+        raise InputError(f"squeue --json: not JSON: {error}") from None
+    jobs = doc.get("jobs") if isinstance(doc, Mapping) else None
+    if not isinstance(jobs, list):
+        raise InputError("squeue --json: no 'jobs' list")
+    return jobs
+
+
+def _limit_min(job: Mapping[str, Any], where: str) -> int | None:
+    limit_min = _number(job.get("time_limit"), "time_limit", where)
+    return None if limit_min in (_INFINITE_MIN, _NO_VAL_MIN) else limit_min
+
+
+def parse_pending_jobs(text: str) -> list[PendingJob]:
+    """The PENDING jobs of one ``squeue --json`` output; other states are left out."""
+    found = []
+    for index, job in enumerate(_jobs(text)):
+        if not isinstance(job, Mapping) or "PENDING" not in _states(job.get("job_state")):
+            continue
+        where = f"job {job.get('job_id', f'#{index}')}"
+        job_id = _number(job.get("job_id"), "job_id", where)
+        if job_id is None:
+            raise InputError(f"squeue --json: {where}: a pending job without id")
+        limit_min = _limit_min(job, where)
+        array_id = job.get("array_job_id")
+        array = bool(_number(array_id, "array_job_id", where)) if array_id is not None else False
+        found.append(
+            PendingJob(
+                job_id=job_id,
+                user=str(job.get("user_name") or ""),
+                name=_text(job.get("name")),
+                partition=str(job.get("partition") or ""),
+                limit_s=None if limit_min is None else limit_min * 60,
+                array=array or bool(_text(job.get("array_task_string"))),
+            )
+        )
+    return found
+
+
+def pending_jobs(commands: SlurmCommands) -> list[PendingJob]:
+    """Every pending job, of all users, in one squeue call."""
+    return parse_pending_jobs(commands.run(["squeue", "--all", "--json"]).stdout)
+
+
+def batch_script(commands: SlurmCommands, job_id: int) -> str:
+    """The job's batch script as slurmctld stored it at submit (``scontrol write batch_script``)."""
+    return commands.run(["scontrol", "write", "batch_script", str(job_id), "-"]).stdout
 
 
 def running_jobs(commands: SlurmCommands) -> list[RunningJob]:

@@ -152,6 +152,49 @@ def guarded_requests(
     return {int(job): GuardedRequest(int(limit), int(request)) for job, limit, request in rows}
 
 
+class WaitingAdvice(NamedTuple):
+    """A submission the advisor left as written (no limit set): what ``advisor readvise`` redoes."""
+
+    policy: str
+    argv: tuple[str, ...]
+    task: str | None
+
+
+def waiting_advice(
+    store: Store, jobs: Iterable[tuple[int, str]], cluster: str | None
+) -> dict[int, WaitingAdvice]:
+    """Per job id: its newest advice row of that user and cluster, when it set no limit.
+
+    A row with a limit (the wrapper's, or an earlier readvise's) leaves the job out, as does a
+    policy that only advises.  Spool rows count: a user's own line can only ask for a lower
+    limit on that user's own job (the job's user from Slurm must be the row's).
+    """
+    pairs = sorted(set(jobs))
+    if cluster is None or not pairs:
+        return {}
+    rows = store.conn.execute(
+        "SELECT a.job_id, a.policy, a.argv, a.task, a.limit_s FROM advice a "
+        "JOIN json_each(?) j ON a.job_id = json_extract(j.value, '$[0]') "
+        "AND a.user = json_extract(j.value, '$[1]') "
+        "WHERE a.cluster = ? AND a.outcome = 'submitted' ORDER BY a.id",
+        (json.dumps(pairs), cluster),
+    )
+    newest: dict[int, tuple[str, str, str | None, int | None]] = {}
+    for job, policy, argv, task, limit_s in rows:
+        newest[int(job)] = (str(policy), str(argv), task, limit_s)
+    out = {}
+    for job, (policy, argv, task, limit_s) in newest.items():
+        if limit_s is not None or policy == "advise":
+            continue
+        try:
+            words = json.loads(argv)
+        except ValueError:
+            continue
+        if isinstance(words, list) and all(isinstance(w, str) for w in words):
+            out[job] = WaitingAdvice(policy, tuple(words), task)
+    return out
+
+
 def prune_advice(store: Store, *, before: str, after: str) -> int:
     """Delete the rows made before ``before`` or after ``after`` (utc_now's form); how many.
 

@@ -16,7 +16,7 @@ _advisor() {
     done
     case "$path" in
     '')
-      opts='--db --format --help --parsable --quiet --verbose --version -h -v'; subs='demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish guard doctor completion'; files=0
+      opts='--db --format --help --parsable --quiet --verbose --version -h -v'; subs='demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish guard readvise doctor completion'; files=0
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
@@ -393,6 +393,14 @@ _advisor() {
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
       esac;;
+    readvise)
+      opts='--db --dry-run --format --help --parsable --quiet --verbose --version -h -v'; subs=''; files=0
+      case "$prev" in
+        --db) value=@file;;
+        --format) value='table json csv parsable github grid tsv';;
+        --db) value=@file;;
+        --format) value='table json csv parsable github grid tsv';;
+      esac;;
     doctor)
       opts='--db --export --format --help --max-export-age --max-update-age --parsable --published --quiet --slurm-conf --slurm-user --verbose --version -h -v'; subs=''; files=0
       case "$prev" in
@@ -433,7 +441,7 @@ _advisor() {
 }
 _advisor_subs() {
     case "$1" in
-        '') echo 'demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish guard doctor completion';;
+        '') echo 'demo cluster bench profile nodes runs learn predict calibrate evaluate plan estimate submit insitu sbatch export update replay report publish guard readvise doctor completion';;
         demo) echo '';;
         cluster) echo '';;
         bench) echo '';;
@@ -462,6 +470,7 @@ _advisor_subs() {
         'report models') echo '';;
         publish) echo '';;
         guard) echo '';;
+        readvise) echo '';;
         doctor) echo '';;
         completion) echo '';;
     esac

@@ -28,6 +28,7 @@ complete -c advisor -n __fish_use_subcommand -a replay -d 'replay an SWF log or 
 complete -c advisor -n __fish_use_subcommand -a report -d 'administrator reports: accuracy, limits, memory, nodes, models'
 complete -c advisor -n __fish_use_subcommand -a publish -d 'write the read-only copies of the cache users'"'"' wrappers read'
 complete -c advisor -n __fish_use_subcommand -a guard -d 'raise the limits the advisor tightened before running jobs reach them'
+complete -c advisor -n __fish_use_subcommand -a readvise -d 'lower pending jobs'"'"' limits once the history they lacked at submit has come'
 complete -c advisor -n __fish_use_subcommand -a doctor -d 'check the site set-up: cache, published copy, export, Lua plugin, update age'
 complete -c advisor -n __fish_use_subcommand -a completion -d 'print a shell completion script (bash, zsh, fish)'
 complete -c advisor -n '__fish_seen_subcommand_from demo' -s h -l help
@@ -353,6 +354,12 @@ complete -c advisor -n '__fish_seen_subcommand_from guard' -l parsable
 complete -c advisor -n '__fish_seen_subcommand_from guard' -l quiet
 complete -c advisor -n '__fish_seen_subcommand_from guard' -l once
 complete -c advisor -n '__fish_seen_subcommand_from guard' -l export -r -F
+complete -c advisor -n '__fish_seen_subcommand_from readvise' -s h -l help
+complete -c advisor -n '__fish_seen_subcommand_from readvise' -l db -r -F
+complete -c advisor -n '__fish_seen_subcommand_from readvise' -l format -r -f -a 'table json csv parsable github grid tsv'
+complete -c advisor -n '__fish_seen_subcommand_from readvise' -l parsable
+complete -c advisor -n '__fish_seen_subcommand_from readvise' -l quiet
+complete -c advisor -n '__fish_seen_subcommand_from readvise' -l dry-run
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -s h -l help
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l db -r -F
 complete -c advisor -n '__fish_seen_subcommand_from doctor' -l format -r -f -a 'table json csv parsable github grid tsv'

@@ -65,6 +65,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("calibrate", "--format json calibrate schema-sleep --command 'sleep 1' --input {tmp}/small.txt "
      "--partition cpu --time-limit 2 --dir {tmp}", "calibrate-output", "live"),
     ("guard", "--format json guard --once", "guard-output", "live"),
+    ("readvise", "--format json readvise --dry-run", "readvise-output", "live"),
 ]  # fmt: skip
 
 

@@ -214,8 +214,11 @@ def test_a_command_with_a_service_module_calls_it() -> None:
 #: and advisor.sbatch (sbatch's language), which the domain packages import instead.
 SBATCH_COMMAND = "advisor.wrapper"
 #: Use cases that run the command's submission path themselves: ``advisor submit`` sends every
-#: planned job through it (its retry and fail-open), ``advisor demo`` shows what it decides.
-RUN_THE_SBATCH_COMMAND = frozenset({"advisor.services.submit", "advisor.services.demo"})
+#: planned job through it (its retry and fail-open), ``advisor demo`` shows what it decides,
+#: ``advisor readvise`` asks its advice again for a job it submitted.
+RUN_THE_SBATCH_COMMAND = frozenset(
+    {"advisor.services.submit", "advisor.services.demo", "advisor.services.readvise"}
+)
 
 
 def _imports_the_sbatch_command(module: str) -> bool:

@@ -55,6 +55,46 @@ def test_a_job_is_known_only_once_it_has_ended() -> None:
     assert policy.asked == [(0, []), (1, []), (2, [0])]  # job 0 ends at 0 + 20 + 100
 
 
+class Readvising(Scripted):
+    """A Scripted policy that ``advisor readvise`` asks again at a job's start."""
+
+    readvises = True
+
+
+def test_a_job_left_as_written_at_submit_is_asked_again_at_its_start() -> None:
+    # job 0 runs 0-100; job 1, submitted at 10, starts at 150; job 2 (a proposal at submit)
+    # runs 30-80
+    jobs = [make(0, 0, 100, 1000), make(1, 10, 100, 1000, wait=140), make(2, 20, 50, 1000, wait=10)]
+    again = Readvising({2: 200})
+    replay(jobs, [again])
+    # jobs 0 and 1 proposed nothing at submit: asked again at their starts (job 1 once jobs 2
+    # and 0 have ended); job 2's proposal stands
+    assert again.asked == [(0, []), (0, []), (1, []), (2, []), (1, [2, 0])]
+    once = Scripted({2: 200})
+    replay(jobs, [once])
+    assert once.asked == [(0, []), (1, []), (2, [])]  # a policy that does not readvise
+
+
+def test_the_history_policy_limits_a_burst_that_ends_while_it_pends() -> None:
+    # 200 runs of one name submitted at once, each starting when the one before has ended: at
+    # submit none has history; at their starts the later ones do.
+    from advisor.replay.advised import AdvisorPolicy
+
+    burst = [
+        ReplayJob(i, i, 0, 600 * i, 600, 36000, True, "COMPLETED", "u", "align", "p")
+        for i in range(200)
+    ]
+    policy = AdvisorPolicy()
+    assert policy.readvises
+    figures = replay(burst, [policy])["advisor"].result()
+    assert figures.changed_pct > 25 and figures.freed_pct > 25
+    assert figures.killed_all_pct == 0.0
+    only_at_submit = AdvisorPolicy()
+    only_at_submit.readvises = False  # what the replay did before readvise
+    at_submit = replay(burst, [only_at_submit])["advisor"].result()
+    assert at_submit.changed_pct == 0.0 and at_submit.freed_pct == 0.0
+
+
 def test_a_killed_job_ends_at_its_limit_and_teaches_only_a_timeout() -> None:
     jobs = [make(0, 0, 300, 1000), make(1, 61, 5, 1000)]
     policy, figures = run(jobs, {0: 30})  # 30 s -> the 1-minute minimum

@@ -101,7 +101,7 @@ def test_a_request_without_one_log_is_a_usage_error(request_: ReplayRequest, mes
 
 @pytest.mark.parametrize(
     ("log", "killed", "freed"),
-    [("kth", 0.5419921875, 6.818481856121042), ("curie", 0.8254108629965362, 28.401648215749162)],
+    [("kth", 0.52734375, 6.992425162394851), ("curie", 0.8290957329206279, 30.795946771165504)],
 )
 def test_the_advisor_figures_on_the_real_logs_are_pinned(
     pwa_logs: dict[str, Path], log: str, killed: float, freed: float

@@ -47,6 +47,7 @@ USE_CASES = {
     "predict": ("predict_runtime", "predict_queries"),
     "profile": ("profile_cluster",),
     "publish": ("publish_copies",),
+    "readvise": ("readvise",),
     "replay": ("replay",),
     "report": ("report",),
     "runs": ("import_runs",),

@@ -1,0 +1,240 @@
+"""``advisor readvise``: advise again the pending jobs the wrapper left as written for want of history.
+
+A burst of jobs of one name is submitted before any of them has ended: at submit the history
+policy has nothing to go on and leaves their limits as written; by the time most of them start,
+the first ones have ended and taught their key.  Run after ``advisor update`` (which is when new
+history arrives), this asks the wrapper's own advice again for every pending job whose newest
+advice row set no limit, with the script slurmctld stored at submit and the options the wrapper
+recorded, and lowers the job's limit when the advice now sets one below it (``scontrol update``:
+an operator's right, as the guard's).  It only ever lowers, and only what the job's own policy
+allows: under ``fill`` a job whose limit is not its partition's default (its own ``--time``) is
+left alone; under ``guarded`` the lowering is recorded for the guard, which raises it up to the
+request.  Each lowering is an advice row, so the kill budget counts what became of the job.
+The replay asks the history policy again at a job's start in the same case
+(advisor.replay.engine.readvises), so its figures are what this does.
+
+Left alone: a job array's pending tasks (one record; updating it changes its running tasks
+too), jobs whose advice row is not of this cluster, and ``--time`` given only in the
+submitting shell's environment (``SBATCH_TIMELIMIT``), which slurmctld does not keep: under
+``fill`` such a limit is still protected by the partition-default check when it differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.advice.advice import JobAdvice
+from advisor.advice.settings import parse_command_line
+from advisor.errors import SlurmError
+from advisor.lite import NamedTuple
+from advisor.slurm.jobs import PendingJob, batch_script, pending_jobs, set_time_limit
+from advisor.slurm.records import Partition
+from advisor.slurm.runner import CommandResult, SlurmCommands
+from advisor.slurm.timefmt import format_duration
+from advisor.store.advice import WaitingAdvice, record_advice, waiting_advice
+from advisor.store.connection import Store
+
+#: What the advice may do to a pending job's limit here: set it (no --time of its own), lower
+#: the user's own (tighten), or lower it for the guard to raise (guarded).
+LOWERING = ("set", "lowered", "guarded")
+
+
+@dataclass(frozen=True)
+class ReadviseRequest:
+    """The cache (None: the default), and whether to change nothing (only say)."""
+
+    db: str | None = None
+    dry_run: bool = False
+
+
+class Readvised(NamedTuple):
+    """One pending job's limit, lowered (or, in a dry run, that would be)."""
+
+    job_id: int
+    user: str
+    name: str
+    from_s: int
+    to_s: int
+    action: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        """As schemas/readvise-output.json has it (limits in Slurm's duration form)."""
+        return {"job_id": self.job_id, "user": self.user, "name": self.name,
+                "from": format_duration(self.from_s), "to": format_duration(self.to_s),
+                "action": self.action, "reason": self.reason}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ReadviseRun:
+    """What one pass saw and did."""
+
+    pending: int
+    waiting: int
+    readvised: tuple[Readvised, ...]
+    failures: tuple[str, ...]
+    dry_run: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """schemas/readvise-output.json."""
+        return {
+            "pending": self.pending,
+            "waiting": self.waiting,
+            "dry_run": self.dry_run,
+            "readvised": [r.to_json() for r in self.readvised],
+            "failures": list(self.failures),
+        }
+
+
+def partition_default_s(partition: Partition | None) -> int | None:
+    """What a job that gave no --time gets in the partition: DefaultTime, else MaxTime."""
+    if partition is None:
+        return None
+    return partition.default_time_s if partition.default_time_s else partition.max_time_s
+
+
+def _lowered(found: JobAdvice, job: PendingJob, partitions: Mapping[str, Partition]) -> str | None:
+    """Why the advice leaves the job alone now, or None when it lowers the job's limit."""
+    decision = found.decision
+    if decision.action not in LOWERING or not decision.time_s:
+        return decision.reason or decision.action
+    if {p.partition for p in found.limits} != set(job.partition.split(",")):
+        return "its partitions are not the ones the advice was asked for"
+    if job.limit_s is not None and decision.time_s >= job.limit_s:
+        return "its limit is already within the advice"
+    if decision.action == "set":
+        default = partition_default_s(partitions.get(job.partition))
+        if job.limit_s != default:
+            return "its limit is its own, not the partition's default"
+    return None
+
+
+def readvise(
+    request: ReadviseRequest,
+    *,
+    commands: SlurmCommands | None = None,
+    cluster: str | None = None,
+    log: Callable[[str], None] = lambda line: None,
+) -> ReadviseRun:
+    """One pass over the pending jobs (module docstring)."""
+    from advisor.slurm.backend import CliBackend
+    from advisor.slurm.conf import local_cluster_name
+
+    commands = commands or SlurmCommands()
+    cluster = cluster if cluster is not None else local_cluster_name()
+    jobs = [j for j in pending_jobs(commands) if not j.array]
+    with Store.open(request.db) as store:
+        with store.read():
+            waiting = waiting_advice(store, [(j.job_id, j.user) for j in jobs], cluster)
+        candidates = [j for j in jobs if j.job_id in waiting]
+        partitions = {p.name: p for p in CliBackend(commands).partitions()} if candidates else {}
+        done: list[Readvised] = []
+        failures: list[str] = []
+        for job in candidates:
+            try:
+                found = _advice(job, waiting[job.job_id], commands, store.path, cluster)
+            except Exception as error:  # one job's trouble must not stop the others
+                failures.append(f"job {job.job_id}: {type(error).__name__}: {error}")
+                continue
+            why = _lowered(found, job, partitions)
+            if why is not None:
+                continue
+            item = Readvised(
+                job_id=job.job_id,
+                user=job.user,
+                name=job.name,
+                from_s=job.limit_s or 0,
+                to_s=found.decision.time_s or 0,
+                action=found.decision.action,
+                reason=found.decision.reason,
+            )
+            if not request.dry_run:
+                try:
+                    set_time_limit(commands, job.job_id, item.to_s)
+                except SlurmError as error:
+                    failures.append(f"job {job.job_id}: {error.one_line()}")
+                    continue
+                _record(store, job, waiting[job.job_id], found, cluster)
+            log(readvise_line(item, request.dry_run))
+            done.append(item)
+    return ReadviseRun(
+        pending=len(jobs),
+        waiting=len(candidates),
+        readvised=tuple(done),
+        failures=tuple(failures),
+        dry_run=request.dry_run,
+    )
+
+
+def _advice(
+    job: PendingJob,
+    row: WaitingAdvice,
+    commands: SlurmCommands,
+    db: str | None,
+    cluster: str | None,
+) -> JobAdvice:
+    """The wrapper's advice for the job now: its recorded options, the script slurmctld kept."""
+    from advisor.wrapper import effects
+    from advisor.wrapper.submit import SideEffects, advice_for
+
+    cmd = parse_command_line(row.argv)
+    cmd = cmd._replace(advisor=cmd.advisor._replace(policy=_policy(row.policy), db=db))
+    script = batch_script(commands, job.job_id)
+    wrapped = any(o.name == "wrap" for o in cmd.sbatch.options)
+
+    def nothing(*_: object) -> Any:
+        raise RuntimeError("readvise submits nothing")
+
+    side = SideEffects(
+        env={},
+        read_script=lambda _path: script,
+        read_stdin=lambda: script,
+        input_bytes=lambda _paths: 0,
+        load_snapshot=effects.load_snapshot,
+        history=effects.history,
+        run_sbatch=nothing,
+        estimate_start=nothing,
+        record=nothing,
+        user=lambda: job.user,
+        cluster=lambda: cluster,
+    )
+    stdin = None if wrapped or cmd.sbatch.script is not None else script
+    return advice_for(cmd, side, stdin)
+
+
+def _policy(recorded: str) -> str:
+    """The policy to advise under: the row's, where the wrapper recorded 'history' for fill."""
+    from advisor.advice.settings import POLICIES
+
+    return recorded if recorded in POLICIES else "fill"
+
+
+def _record(
+    store: Store, job: PendingJob, row: WaitingAdvice, found: JobAdvice, cluster: str | None
+) -> None:
+    """The lowering as an advice row, as the wrapper records a submission it advised."""
+    from advisor.wrapper.submit import Prepared, Submitted, advice_record
+
+    cmd = parse_command_line(row.argv)
+    cmd = cmd._replace(advisor=cmd.advisor._replace(policy=_policy(row.policy)))
+    result = CommandResult(("scontrol", "update", f"JobId={job.job_id}"), 0, "", "")
+    done = Submitted(result=result, argv=row.argv, outcome="submitted", job_id=job.job_id)
+    prepared = Prepared(argv=found.argv, advice=found)
+    record_advice(store, advice_record(cmd, done, prepared, job.user, cluster))
+
+
+def readvise_line(item: Readvised, dry_run: bool) -> str:
+    """The log line of one lowering."""
+    verb = "would lower" if dry_run else "lowered"
+    return (
+        f"advisor readvise: job {item.job_id} (user {item.user}, {item.name!r}): {verb} the time "
+        f"limit {format_duration(item.from_s)} -> {format_duration(item.to_s)} ({item.reason})"
+    )
+
+
+__all__: Sequence[str] = (
+    "ReadviseRequest", "ReadviseRun", "Readvised", "partition_default_s", "readvise",
+    "readvise_line",
+)  # fmt: skip

@@ -1,0 +1,89 @@
+"""``advisor readvise``'s parts on recorded real squeue output and a real cache.
+
+The pass itself (squeue, the stored script, scontrol update) runs on the real cluster in
+tests/integration/test_readvise.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor.errors import InputError
+from advisor.services.readvise import Readvised, partition_default_s, readvise_line
+from advisor.slurm.jobs import parse_pending_jobs
+from advisor.slurm.records import Partition
+from advisor.store.advice import Advice, WaitingAdvice, record_advice, waiting_advice
+from advisor.store.connection import Store
+from advisor.validate import validate
+from tests.helpers.paths import TEST_DATA
+
+SLURM = TEST_DATA / "slurm"
+
+
+def stdout_of(path: Path) -> str:
+    """A recording's stdout: the lines after its '#' header."""
+    return "".join(line for line in path.read_text().splitlines(True) if not line.startswith("#"))
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_only_pending_jobs_are_read_and_arrays_are_marked(version: str) -> None:
+    jobs = parse_pending_jobs(stdout_of(SLURM / version / "squeue.json"))
+    by_id = {job.job_id: job for job in jobs}
+    # the running and ended jobs of the recording are left out
+    assert sorted(by_id) == [14, 15, 16, 17, 19, 20, 21, 22, 23, 24, 25, 26]
+    assert by_id[16].name == "long-2d" and by_id[16].partition == "long"
+    assert by_id[16].limit_s == 2 * 24 * 3600 and by_id[16].user == "root"
+    assert by_id[17].name == "name|with|pipe" and by_id[24].name == "two\nlines"
+    assert by_id[22].limit_s == 1800  # no --time: the partition's DefaultTime
+    # an array's pending tasks (1-2; 2-3%1, whose task 1 runs as job 27): one record each
+    assert {job.job_id for job in jobs if job.array} == {19, 25}
+
+
+def test_bad_output_is_a_clear_error() -> None:
+    with pytest.raises(InputError, match="not JSON"):
+        parse_pending_jobs("squeue: error: x")
+    with pytest.raises(InputError, match="job 7: field time_limit"):
+        parse_pending_jobs(json.dumps({"jobs": [{"job_id": 7, "job_state": "PENDING",
+                                                  "time_limit": "soon"}]}))  # fmt: skip
+
+
+def _row(job: int, *, user: str = "alice", limit_s: int | None = None, policy: str = "fill",
+         cluster: str = "c", outcome: str = "submitted") -> Advice:  # fmt: skip
+    return Advice(user=user, policy=policy, argv=["-J", "align", "job.sh"], outcome=outcome,  # type: ignore[arg-type]
+                  task="align", cluster=cluster, job_id=job, limit_s=limit_s)  # fmt: skip
+
+
+def test_waiting_advice_is_the_newest_row_when_it_set_no_limit(tmp_path: Path) -> None:
+    with Store.open(str(tmp_path / "cache.db")) as store:
+        record_advice(store, _row(1))  # left as written: waiting
+        record_advice(store, _row(2))
+        record_advice(store, _row(2, limit_s=600, policy="history"))  # readvised since
+        record_advice(store, _row(3, limit_s=600))  # advised at submit
+        record_advice(store, _row(4, policy="advise"))  # only advises
+        record_advice(store, _row(5, user="bob"))  # another user's job id
+        record_advice(store, _row(6, cluster="other"))
+        record_advice(store, _row(7, outcome="failed"))
+        jobs = [(n, "alice") for n in range(1, 8)]
+        found = waiting_advice(store, jobs, "c")
+        assert found == {1: WaitingAdvice("fill", ("-J", "align", "job.sh"), "align")}
+        assert waiting_advice(store, jobs, None) == {}
+        assert waiting_advice(store, [(5, "bob")], "c") == {5: found[1]}
+
+
+def test_a_partitions_default_limit_and_the_log_line() -> None:
+    cpu = Partition("cpu", ("c1",), 86400, 1800, True, "UP")
+    assert partition_default_s(cpu) == 1800
+    assert partition_default_s(cpu._replace(default_time_s=None)) == 86400
+    assert partition_default_s(None) is None
+    item = Readvised(job_id=9, user="alice", name="align", from_s=1800, to_s=420,
+                     action="set", reason="no --time given")  # fmt: skip
+    assert readvise_line(item, True) == (
+        "advisor readvise: job 9 (user alice, 'align'): would lower the time limit "
+        "00:30:00 -> 00:07:00 (no --time given)"
+    )
+    doc = {"pending": 3, "waiting": 1, "dry_run": True, "readvised": [item.to_json()],
+           "failures": []}  # fmt: skip
+    validate(doc, "readvise-output", source="readvise")
