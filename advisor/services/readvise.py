@@ -136,7 +136,9 @@ def readvise(
             try:
                 found = _advice(job, waiting[job.job_id], commands, store.path, cluster)
             except Exception as error:  # one job's trouble must not stop the others
-                failures.append(f"job {job.job_id}: {type(error).__name__}: {error}")
+                from advisor.wrapper.submit import one_line
+
+                failures.append(f"job {job.job_id}: {one_line(error)}")
                 continue
             why = _lowered(found, job, partitions)
             if why is not None:
