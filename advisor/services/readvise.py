@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.advice.advice import JobAdvice
-from advisor.advice.settings import parse_command_line
+from advisor.advice.settings import AdvisorOptions, CommandLine, parse_command_line
 from advisor.errors import SlurmError
 from advisor.lite import NamedTuple
 from advisor.slurm.jobs import PendingJob, batch_script, pending_jobs, set_time_limit
@@ -181,8 +181,7 @@ def _advice(
     from advisor.wrapper import effects
     from advisor.wrapper.submit import SideEffects, advice_for
 
-    cmd = parse_command_line(row.argv)
-    cmd = cmd._replace(advisor=cmd.advisor._replace(policy=_policy(row.policy), db=db))
+    cmd = command_line(row, db)
     script = batch_script(commands, job.job_id)
     wrapped = any(o.name == "wrap" for o in cmd.sbatch.options)
 
@@ -206,6 +205,18 @@ def _advice(
     return advice_for(cmd, side, stdin)
 
 
+def command_line(row: WaitingAdvice, db: str | None) -> CommandLine:
+    """The recorded submission as the wrapper's command line, under the row's policy.
+
+    The advisor's own options are the defaults whatever the row holds: the wrapper records
+    sbatch's arguments without them, and a spool line is its user's own text, so an
+    ``--advisor-insitu FILE`` or ``--advisor-input FILE`` in it must not make this pass, run
+    as an operator, read a file of the user's choosing.
+    """
+    cmd = parse_command_line(row.argv)
+    return cmd._replace(advisor=AdvisorOptions(policy=_policy(row.policy), db=db))
+
+
 def _policy(recorded: str) -> str:
     """The policy to advise under: the row's, where the wrapper recorded 'history' for fill."""
     from advisor.advice.settings import POLICIES
@@ -219,8 +230,7 @@ def _record(
     """The lowering as an advice row, as the wrapper records a submission it advised."""
     from advisor.wrapper.submit import Prepared, Submitted, advice_record
 
-    cmd = parse_command_line(row.argv)
-    cmd = cmd._replace(advisor=cmd.advisor._replace(policy=_policy(row.policy)))
+    cmd = command_line(row, None)
     result = CommandResult(("scontrol", "update", f"JobId={job.job_id}"), 0, "", "")
     done = Submitted(result=result, argv=row.argv, outcome="submitted", job_id=job.job_id)
     prepared = Prepared(argv=found.argv, advice=found)
@@ -237,6 +247,6 @@ def readvise_line(item: Readvised, dry_run: bool) -> str:
 
 
 __all__: Sequence[str] = (
-    "ReadviseRequest", "ReadviseRun", "Readvised", "partition_default_s", "readvise",
-    "readvise_line",
+    "ReadviseRequest", "ReadviseRun", "Readvised", "command_line", "partition_default_s",
+    "readvise", "readvise_line",
 )  # fmt: skip

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import InputError
-from advisor.services.readvise import Readvised, partition_default_s, readvise_line
+from advisor.services.readvise import (
+    Readvised,
+    command_line,
+    partition_default_s,
+    readvise_line,
+)
 from advisor.slurm.jobs import parse_pending_jobs
 from advisor.slurm.records import Partition
 from advisor.store.advice import Advice, WaitingAdvice, record_advice, waiting_advice
@@ -87,3 +92,16 @@ def test_a_partitions_default_limit_and_the_log_line() -> None:
     doc = {"pending": 3, "waiting": 1, "dry_run": True, "readvised": [item.to_json()],
            "failures": []}  # fmt: skip
     validate(doc, "readvise-output", source="readvise")
+
+
+def test_the_advisors_own_options_in_a_row_are_ignored() -> None:
+    # a spool line is its user's text: the pass (an operator) must read no file it names
+    row = WaitingAdvice("tighten", ("--advisor-insitu", "/etc/shadow", "--advisor-input",
+                                    "/root/x", "--advisor-db", "/tmp/other.db", "-J", "align",
+                                    "--time=1:00:00", "job.sh"), "align")  # fmt: skip
+    cmd = command_line(row, "/var/lib/cache.db")
+    assert cmd.advisor.insitu is None and cmd.advisor.inputs == () and cmd.advisor.task is None
+    assert (cmd.advisor.policy, cmd.advisor.db) == ("tighten", "/var/lib/cache.db")
+    assert cmd.sbatch.script == "job.sh" and {o.name for o in cmd.sbatch.options} >= {"job-name"}
+    # a recorded 'history' row was advised under fill
+    assert command_line(row._replace(policy="history"), None).advisor.policy == "fill"
