@@ -199,6 +199,11 @@ def dump_format_of(args: argparse.Namespace) -> DumpFormat:
     return dump_format(**{name: getattr(args, name) for name in DUMP_OPTIONS})
 
 
+def log_line(line: str) -> None:
+    """One line of a command's log on stderr, at once (a daemon's or a timer's journal)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def warn_skipped(warnings: list[str], skipped: dict[str, int]) -> None:
     """Each skipped row's warning on stderr (the first SHOWN_WARNINGS), whatever --format."""
     total = sum(skipped.get(reason, 0) for reason in ("malformed", "unknown_state"))

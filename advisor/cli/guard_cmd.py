@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from advisor.cli.common import log_line
 from advisor.guard_schedule import LEAD_S, POLL_S
 from advisor.render import Result, Table
 from advisor.services.guard import Guard, run_guard
@@ -40,14 +40,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.set_defaults(func=run)
 
 
-def _log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> Result:
     """Poll until stopped (or once), and say what was raised."""
     with Store.open(getattr(args, "db", None)) as store:
-        done = run_guard(Guard(store, export=args.export, log=_log), once=args.once)
+        done = run_guard(Guard(store, export=args.export, log=log_line), once=args.once)
     rows = [e.to_json() for e in done.extensions]
     return Result(
         data=done.to_json(),

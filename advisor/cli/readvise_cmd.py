@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from advisor.cli.common import log_line
 from advisor.render import Result, Table
 from advisor.services.readvise import ReadviseRequest, readvise
 
@@ -30,13 +30,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     parser.set_defaults(func=run)
 
 
-def _log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> Result:
     """One pass, and what it lowered."""
-    done = readvise(ReadviseRequest(db=getattr(args, "db", None), dry_run=args.dry_run), log=_log)
+    done = readvise(
+        ReadviseRequest(db=getattr(args, "db", None), dry_run=args.dry_run), log=log_line
+    )
     rows = [r.to_json() for r in done.readvised]
     verb = "would be lowered" if done.dry_run else "lowered"
     return Result(

@@ -95,20 +95,23 @@ def partition_default_s(partition: Partition | None) -> int | None:
     return partition.default_time_s if partition.default_time_s else partition.max_time_s
 
 
-def _lowered(found: JobAdvice, job: PendingJob, partitions: Mapping[str, Partition]) -> str | None:
-    """Why the advice leaves the job alone now, or None when it lowers the job's limit."""
+def lowers(found: JobAdvice, job: PendingJob, partitions: Mapping[str, Partition]) -> bool:
+    """Whether the advice lowers the job's limit now.
+
+    Not when it sets no limit, was asked for other partitions than the job's, is no lower
+    than the job's limit, or sets a limit (no --time given) where the job's is its own (not
+    the partition's default).
+    """
     decision = found.decision
     if decision.action not in LOWERING or not decision.time_s:
-        return decision.reason or decision.action
+        return False
     if {p.partition for p in found.limits} != set(job.partition.split(",")):
-        return "its partitions are not the ones the advice was asked for"
+        return False
     if job.limit_s is not None and decision.time_s >= job.limit_s:
-        return "its limit is already within the advice"
-    if decision.action == "set":
-        default = partition_default_s(partitions.get(job.partition))
-        if job.limit_s != default:
-            return "its limit is its own, not the partition's default"
-    return None
+        return False
+    return decision.action != "set" or job.limit_s == partition_default_s(
+        partitions.get(job.partition)
+    )
 
 
 def readvise(
@@ -133,15 +136,16 @@ def readvise(
         done: list[Readvised] = []
         failures: list[str] = []
         for job in candidates:
+            row = waiting[job.job_id]
             try:
-                found = _advice(job, waiting[job.job_id], commands, store.path, cluster)
+                cmd = command_line(row, store.path)
+                found = _advice(job, cmd, commands, cluster)
             except Exception as error:  # one job's trouble must not stop the others
                 from advisor.wrapper.submit import one_line
 
                 failures.append(f"job {job.job_id}: {one_line(error)}")
                 continue
-            why = _lowered(found, job, partitions)
-            if why is not None:
+            if not lowers(found, job, partitions):
                 continue
             item = Readvised(
                 job_id=job.job_id,
@@ -158,7 +162,7 @@ def readvise(
                 except SlurmError as error:
                     failures.append(f"job {job.job_id}: {error.one_line()}")
                     continue
-                _record(store, job, waiting[job.job_id], found, cluster)
+                _record(store, job, cmd, row, found, cluster)
             log(readvise_line(item, request.dry_run))
             done.append(item)
     return ReadviseRun(
@@ -171,17 +175,12 @@ def readvise(
 
 
 def _advice(
-    job: PendingJob,
-    row: WaitingAdvice,
-    commands: SlurmCommands,
-    db: str | None,
-    cluster: str | None,
+    job: PendingJob, cmd: CommandLine, commands: SlurmCommands, cluster: str | None
 ) -> JobAdvice:
     """The wrapper's advice for the job now: its recorded options, the script slurmctld kept."""
     from advisor.wrapper import effects
     from advisor.wrapper.submit import SideEffects, advice_for
 
-    cmd = command_line(row, db)
     script = batch_script(commands, job.job_id)
     wrapped = any(o.name == "wrap" for o in cmd.sbatch.options)
 
@@ -225,12 +224,16 @@ def _policy(recorded: str) -> str:
 
 
 def _record(
-    store: Store, job: PendingJob, row: WaitingAdvice, found: JobAdvice, cluster: str | None
+    store: Store,
+    job: PendingJob,
+    cmd: CommandLine,
+    row: WaitingAdvice,
+    found: JobAdvice,
+    cluster: str | None,
 ) -> None:
     """The lowering as an advice row, as the wrapper records a submission it advised."""
     from advisor.wrapper.submit import Prepared, Submitted, advice_record
 
-    cmd = command_line(row, None)
     result = CommandResult(("scontrol", "update", f"JobId={job.job_id}"), 0, "", "")
     done = Submitted(result=result, argv=row.argv, outcome="submitted", job_id=job.job_id)
     prepared = Prepared(argv=found.argv, advice=found)
@@ -247,6 +250,6 @@ def readvise_line(item: Readvised, dry_run: bool) -> str:
 
 
 __all__: Sequence[str] = (
-    "ReadviseRequest", "ReadviseRun", "Readvised", "command_line", "partition_default_s",
-    "readvise", "readvise_line",
+    "ReadviseRequest", "ReadviseRun", "Readvised", "command_line", "lowers",
+    "partition_default_s", "readvise", "readvise_line",
 )  # fmt: skip

@@ -10,7 +10,7 @@ by suspensions), so what remains of its limit needs no clock arithmetic of ours 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from advisor.errors import InputError
@@ -82,16 +82,13 @@ _NO_VAL_MIN = 4294967294
 def parse_running_jobs(text: str) -> list[RunningJob]:
     """The RUNNING jobs of one ``squeue --json`` output; other states are left out."""
     found = []
-    for index, job in enumerate(_jobs(text)):
-        if not isinstance(job, Mapping) or "RUNNING" not in _states(job.get("job_state")):
-            continue
-        where = f"job {job.get('job_id', f'#{index}')}"
+    for job, where in _in_state(text, "RUNNING"):
         job_id = _number(job.get("job_id"), "job_id", where)
         start = _number(job.get("start_time"), "start_time", where)
         if job_id is None or start is None:
             raise InputError(f"squeue --json: {where}: a running job without id or start time")
-        limit_min = _limit_min(job, where)
-        end = _number(job.get("end_time"), "end_time", where) if limit_min is not None else None
+        limit_s = _limit_s(job, where)
+        end = _number(job.get("end_time"), "end_time", where) if limit_s is not None else None
         comment = job.get("comment")
         admin = job.get("admin_comment")
         nodes = job.get("nodes")
@@ -100,7 +97,7 @@ def parse_running_jobs(text: str) -> list[RunningJob]:
                 job_id=job_id,
                 user=str(job.get("user_name") or ""),
                 partition=str(job.get("partition") or ""),
-                limit_s=None if limit_min is None else limit_min * 60,
+                limit_s=limit_s,
                 start_epoch=start,
                 end_epoch=end,
                 comment=comment if isinstance(comment, str) else "",
@@ -127,7 +124,8 @@ class PendingJob(NamedTuple):
     array: bool = False
 
 
-def _jobs(text: str) -> list[Any]:
+def _in_state(text: str, state: str) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """The jobs of one ``squeue --json`` output in state, each with its name for messages."""
     try:
         doc = json.loads(text)
     except ValueError as error:
@@ -135,25 +133,24 @@ def _jobs(text: str) -> list[Any]:
     jobs = doc.get("jobs") if isinstance(doc, Mapping) else None
     if not isinstance(jobs, list):
         raise InputError("squeue --json: no 'jobs' list")
-    return jobs
+    for index, job in enumerate(jobs):
+        if isinstance(job, Mapping) and state in _states(job.get("job_state")):
+            yield job, f"job {job.get('job_id', f'#{index}')}"
 
 
-def _limit_min(job: Mapping[str, Any], where: str) -> int | None:
+def _limit_s(job: Mapping[str, Any], where: str) -> int | None:
+    """The job's time limit in seconds; None when unlimited or unset."""
     limit_min = _number(job.get("time_limit"), "time_limit", where)
-    return None if limit_min in (_INFINITE_MIN, _NO_VAL_MIN) else limit_min
+    return None if limit_min in (_INFINITE_MIN, _NO_VAL_MIN, None) else limit_min * 60
 
 
 def parse_pending_jobs(text: str) -> list[PendingJob]:
     """The PENDING jobs of one ``squeue --json`` output; other states are left out."""
     found = []
-    for index, job in enumerate(_jobs(text)):
-        if not isinstance(job, Mapping) or "PENDING" not in _states(job.get("job_state")):
-            continue
-        where = f"job {job.get('job_id', f'#{index}')}"
+    for job, where in _in_state(text, "PENDING"):
         job_id = _number(job.get("job_id"), "job_id", where)
         if job_id is None:
             raise InputError(f"squeue --json: {where}: a pending job without id")
-        limit_min = _limit_min(job, where)
         array_id = job.get("array_job_id")
         array = bool(_number(array_id, "array_job_id", where)) if array_id is not None else False
         found.append(
@@ -162,7 +159,7 @@ def parse_pending_jobs(text: str) -> list[PendingJob]:
                 user=str(job.get("user_name") or ""),
                 name=_text(job.get("name")),
                 partition=str(job.get("partition") or ""),
-                limit_s=None if limit_min is None else limit_min * 60,
+                limit_s=_limit_s(job, where),
                 array=array or bool(_text(job.get("array_task_string"))),
             )
         )
