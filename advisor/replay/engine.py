@@ -4,8 +4,8 @@ The rules (so that figures are comparable across tools):
 
 * online, in submit order; a job becomes known to a policy only when it has ended
   (start = submit + the logged wait; end = start + the runtime under that policy's limit);
-  the history policy, which ``advisor readvise`` re-advises while a job pends, is asked again
-  at the job's start when it proposed nothing at submit (``readvises``);
+  the history and guarded policies, which ``advisor readvise`` re-advises while a job pends,
+  are asked again at the job's start when they proposed nothing at submit (``readvises``);
 * limit = min(request, max(1 min, proposal rounded up to whole minutes));
 * killed = runtime > limit and limit < request; a killed job ends at its limit and the policy
   learns only a TIMEOUT at that limit, never the true runtime;
@@ -248,7 +248,7 @@ def readvises(policy: ReplayPolicy) -> bool:
 
     ``advisor readvise`` lowers a pending job's limit once its key has history: a job the
     policy left as written for want of evidence gets the policy's limit if the evidence has
-    come by the time the job starts (AdvisorPolicy.readvises).
+    come by the time the job starts (AdvisorPolicy.readvises, GuardedPolicy.readvises).
     """
     return bool(getattr(policy, "readvises", False))
 

@@ -18,7 +18,9 @@ keep a kill budget because its limit is final:
   partition's jobs with requests like its own used (the request cells of advisor.history.cells,
   their median instead of a high quantile: a planning estimate, not a bound);
 * **no kill budget**: the guard makes no kill.  A job killed at its own request still teaches a
-  TIMEOUT (a lower bound).
+  TIMEOUT (a lower bound);
+* **asked again at the job's start** when it proposed nothing at submit, as ``advisor readvise``
+  lowers a pending guarded job once its keys have the history they lacked (``readvises``).
 
 Every scored job gets the proposal (also one with its own request: the request is the ceiling).
 """
@@ -45,6 +47,9 @@ class GuardedPolicy:
     name = "guarded"
     #: The replay raises this policy's limits as the guard would (advisor.guard_schedule).
     guarded = True
+    #: Asked again at a job's start when it proposed nothing at submit, as ``advisor readvise``
+    #: does for a pending job the wrapper left as written under ``guarded``.
+    readvises = True
 
     def __init__(self, config: PolicyConfig = GUARDED, margin: float = GUARDED_MARGIN) -> None:
         self.book = HistoryBook(config=config)

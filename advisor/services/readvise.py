@@ -10,7 +10,7 @@ an operator's right, as the guard's).  It only ever lowers, and only what the jo
 allows: under ``fill`` a job whose limit is not its partition's default (its own ``--time``) is
 left alone; under ``guarded`` the lowering is recorded for the guard, which raises it up to the
 request.  Each lowering is an advice row, so the kill budget counts what became of the job.
-The replay asks the history policy again at a job's start in the same case
+The replay asks the history and guarded policies again at a job's start in the same case
 (advisor.replay.engine.readvises), so its figures are what this does.
 
 Left alone: a job array's pending tasks (one record; updating it changes its running tasks

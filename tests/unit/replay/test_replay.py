@@ -95,6 +95,25 @@ def test_the_history_policy_limits_a_burst_that_ends_while_it_pends() -> None:
     assert at_submit.changed_pct == 0.0 and at_submit.freed_pct == 0.0
 
 
+def test_the_guarded_policy_limits_a_burst_that_ends_while_it_pends() -> None:
+    # the same burst under guarded: readvise lowers its pending jobs too, the guard raising them
+    from advisor.replay.guarded import GuardedPolicy
+
+    burst = [
+        ReplayJob(i, i, 0, 600 * i, 600, 36000, True, "COMPLETED", "u", "align", "p")
+        for i in range(200)
+    ]
+    policy = GuardedPolicy()
+    assert policy.readvises
+    figures = replay(burst, [policy])["guarded"].result()
+    assert figures.changed_pct > 95 and figures.freed_pct > 90
+    assert figures.killed_all_pct == 0.0
+    only_at_submit = GuardedPolicy()
+    only_at_submit.readvises = False
+    at_submit = replay(burst, [only_at_submit])["guarded"].result()
+    assert at_submit.changed_pct == 0.0 and at_submit.freed_pct == 0.0
+
+
 def test_a_killed_job_ends_at_its_limit_and_teaches_only_a_timeout() -> None:
     jobs = [make(0, 0, 300, 1000), make(1, 61, 5, 1000)]
     policy, figures = run(jobs, {0: 30})  # 30 s -> the 1-minute minimum

@@ -78,6 +78,16 @@ def test_waiting_advice_is_the_newest_row_when_it_set_no_limit(tmp_path: Path) -
         assert waiting_advice(store, [(5, "bob")], "c") == {5: found[1]}
 
 
+def test_a_guarded_submission_left_as_written_is_waiting_too(tmp_path: Path) -> None:
+    # the guard raises what readvise lowers under guarded, so such a job is asked again
+    with Store.open(str(tmp_path / "cache.db")) as store:
+        record_advice(store, _row(1, policy="guarded"))
+        record_advice(store, _row(2, policy="guarded", limit_s=600))
+        found = waiting_advice(store, [(1, "alice"), (2, "alice")], "c")
+        assert found == {1: WaitingAdvice("guarded", ("-J", "align", "job.sh"), "align")}
+        assert command_line(found[1], None).advisor.policy == "guarded"
+
+
 def test_a_partitions_default_limit_and_the_log_line() -> None:
     cpu = Partition("cpu", ("c1",), 86400, 1800, True, "UP")
     assert partition_default_s(cpu) == 1800
