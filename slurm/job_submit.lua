@@ -392,13 +392,24 @@ local function job_name(job_desc)
 	return job_desc.name
 end
 
--- The user's own entry for a name (a keyed digest of user and name keys it), or nil.
-local function own_entry(mine, user, name)
-	local own = table_at(mine, "tasks")
+-- The user's own entry for a name in a section ("tasks", "families") of theirs (a keyed
+-- digest of user and name keys it), or nil.
+local function own_entry(mine, user, name, section)
+	local own = table_at(mine, section)
 	if own == nil or next(own) == nil or type(user) ~= "string" or cache.name_key == nil then
 		return nil
 	end
 	return table_at(own, name_key(user, name, cache.name_key))
+end
+
+-- The name's family, as advisor/history/keys.py masks it (each run of digits one "#"), or nil
+-- for a name without digits: its family would repeat the name.
+local function name_family(name)
+	local family, masked = name:gsub("[0-9]+", "#")
+	if masked == 0 then
+		return nil
+	end
+	return family
 end
 
 -- True while `advisor guard` is alive: its heartbeat file is at most fresh_s old. Then a user's
@@ -495,10 +506,13 @@ local function advice(job_desc, part_list, submit_uid)
 		return nil -- the user chose a limit, and no guard would save the job from a lower one
 	end
 	-- As `advisor sbatch` decides: the task model (the user's own refinement first), else the
-	-- history policy (the user's job name, else the user's jobs in the partition).
+	-- history policy (the user's job name, its name family, else the user's jobs in the
+	-- partition).
 	local user = user_name(job_desc, submit_uid)
 	local mine = table_at(table_at(doc, "users"), user)
-	local entry = own_entry(mine, user, name) or table_at(table_at(doc, "tasks"), name)
+	local family = name_family(name)
+	local entry = own_entry(mine, user, name, "tasks") or table_at(table_at(doc, "tasks"), name)
+		or (family and own_entry(mine, user, family, "families"))
 	local per_partition = table_at(entry, "partitions") or table_at(mine, "partitions")
 	if not per_partition then
 		return nil

@@ -4,11 +4,13 @@ Users who call plain ``sbatch`` get the same limits from slurmctld's Lua plugin.
 knows a job's name, user and partitions but not its input: the export predicts for the largest
 training input of each task, as the wrapper does without ``--advisor-input``.  ``tasks`` holds what
 the shared models say; ``users[NAME]`` what is that user's own: ``tasks`` refined by the user's
-runs, or the history policy's limit for a job name without a model, and ``partitions`` the
-history policy's limit for the user's other jobs (user + partition, else user).  The plugin
-looks in that order (users.tasks, tasks, users.partitions), as ``advisor sbatch`` decides
-(model, then history); what it cannot see is the history policy's at-risk budget (jobs still
-running under an advised limit), which only the wrapper applies.  Keys that users choose
+runs, or the history policy's limit for a job name without a model, ``families`` the history
+policy's limit for a name family (the name with its numbers masked, advisor.history.keys), and
+``partitions`` its limit for the user's other jobs (user + partition, else user).  The plugin
+looks in that order (users.tasks, tasks, users.families, users.partitions), as ``advisor
+sbatch`` decides (model, then the history keys, most specific first); what it cannot see is the
+history policy's at-risk budget (jobs still running under an advised limit), which only the
+wrapper applies.  Keys that users choose
 (task names, user names) are always object keys one level below a fixed key, so a task called
 ``partitions`` cannot collide with anything.
 
@@ -68,10 +70,11 @@ EXPORT_BYTES = 16 << 20
 
 
 class UserLimits(NamedTuple):
-    """One user's own limits in minutes: per job name and partition, and per partition."""
+    """One user's own limits in minutes: per job name or name family and partition, per partition."""
 
     tasks: Mapping[str, Mapping[str, int]]
     partitions: Mapping[str, int]
+    families: Mapping[str, Mapping[str, int]] = {}
 
 
 def export_document(
@@ -91,8 +94,8 @@ def export_document(
     """Per task (and optionally per user), each partition's limit in whole minutes.
 
     users: what export_from_cache finds of each user's own (module docstring), each user's
-    task names most used first: past user_names (halved until the file fits max_bytes), the
-    rest is left out and counted in ``dropped`` (as names no job can have: over NAME_BYTES, or
+    task names (and name families) most used first: past user_names of each (halved until the
+    file fits max_bytes), the rest is left out and counted in ``dropped`` (as names no job can have: over NAME_BYTES, or
     not UTF-8, which lua-cjson refuses).  left_out: (unusable, over the cap) names the caller
     left out before (export_from_cache reads only what can be kept), counted with them.
     key: what users' job names are digested with (store/names.py); its id goes in the file.
@@ -120,8 +123,8 @@ def export_document(
         "limits": limits_document(limits or SiteLimits.unknown()),
     }
     mine = {user: limits for user, limits in (users or {}).items() if _utf8(user)}
-    usable = sum(1 for limits in mine.values() for task in limits.tasks if _fits(task))
-    unusable = sum(len(limits.tasks) for limits in mine.values()) - usable
+    usable = sum(1 for limits in mine.values() for name in _names(limits) if _fits(name))
+    unusable = sum(len(limits.tasks) + len(limits.families) for limits in mine.values()) - usable
     while True:
         document["users"], kept = _users(mine, user_names, key)
         document["dropped"] = {
@@ -179,18 +182,24 @@ def limits_document(limits: SiteLimits) -> dict[str, Any]:
 
 def _users(users: Mapping[str, UserLimits], cap: int, key: bytes) -> tuple[dict[str, Any], int]:
     """The users' entries with at most cap names each, keyed by digest; and how many kept."""
-    found, kept = {}, 0
+    found: dict[str, Any] = {}
+    kept = 0
     for user, mine in sorted(users.items()):
-        names = [task for task in mine.tasks if _fits(task)][:cap]
-        kept += len(names)
-        found[user] = {
-            "tasks": {
-                name_key(user, task, key): {"partitions": _minutes(mine.tasks[task])}
-                for task in names
-            },
-            "partitions": _minutes(mine.partitions),
-        }
+        entry: dict[str, Any] = {"partitions": _minutes(mine.partitions)}
+        for section, limits in (("tasks", mine.tasks), ("families", mine.families)):
+            names = [name for name in limits if _fits(name)][:cap]
+            kept += len(names)
+            if names or section == "tasks":
+                entry[section] = {
+                    name_key(user, name, key): {"partitions": _minutes(limits[name])}
+                    for name in names
+                }
+        found[user] = entry
     return found, kept
+
+
+def _names(limits: UserLimits) -> list[str]:
+    return [*limits.tasks, *limits.families]
 
 
 def _fits(name: str) -> bool:
@@ -250,19 +259,22 @@ def export_from_cache(
         for name, p in shared.partitions.items()
     }
     partitions: dict[str, dict[str, int]] = {}
+    families: dict[str, dict[str, dict[str, int]]] = {}
     # a user's refinements first, then the history names they use most
     for entry in sorted(history.rows, key=lambda k: (k["kind"] != "user", -k["jobs"], k["name"])):
         user, minutes = str(entry["user"]), int(entry["limit_s"]) // 60
         if entry["kind"] == "user+name":
             if entry["name"] not in shared.tasks:  # a model decides for a task that has one
                 tasks.setdefault(user, {})[str(entry["name"])] = _everywhere(minutes, max_min)
+        elif entry["kind"] == "user+family":
+            families.setdefault(user, {})[str(entry["name"])] = _everywhere(minutes, max_min)
         elif entry["kind"] == "user+partition" and entry["partition"] in max_min:
             partitions.setdefault(user, {})[str(entry["partition"])] = minutes
         elif entry["kind"] == "user":
             partitions.setdefault(user, {}).update(_everywhere(minutes, max_min))
     users = {
-        user: UserLimits(tasks.get(user, {}), partitions.get(user, {}))
-        for user in sorted({*tasks, *partitions})
+        user: UserLimits(tasks.get(user, {}), partitions.get(user, {}), families.get(user, {}))
+        for user in sorted({*tasks, *partitions, *families})
     }
     return export_document(
         shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users,

@@ -190,6 +190,24 @@ def test_the_limits_file_carries_each_users_history_for_the_lua_plugin(store: St
     assert "bob" not in doc["users"] and doc["tasks"] == {}
 
 
+def test_the_limits_file_carries_each_users_name_families(store: Store) -> None:
+    # numbered runs of one script: the wrapper's user+family key, for the plugin too
+    learn(store, *(finished(n, 600, name=f"snp_{n}.sh") for n in range(1, 6)))
+    earned(store, "cpu", "short")
+    wrapper = history_limit(store, "alice", "snp_77.sh", "cpu")
+    assert wrapper is not None and "family snp_#.sh" in wrapper[1]
+    doc = export_from_cache(store, quantile=0.95, margin=0.1, generated_at="now")
+    validate(doc, "export", source="export")
+    families = doc["users"]["alice"]["families"]
+    assert list(families) == [name_key("alice", "snp_#.sh", b"")]
+    assert "snp_" not in json.dumps(doc)
+    limits = families[name_key("alice", "snp_#.sh", b"")]["partitions"]
+    row = next(r for r in export_limits(store).rows if r["kind"] == "user+family")
+    assert row["name"] == "snp_#.sh" and 600 < row["limit_s"] <= 7200
+    # the key has no partition: its limit in each, within each MaxTime
+    assert limits == {part: {"limit_min": row["limit_s"] // 60} for part in ("cpu", "short")}
+
+
 def test_the_export_holds_the_budget_level_where_the_wrapper_follows_the_price(
     store: Store,
 ) -> None:

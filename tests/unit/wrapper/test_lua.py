@@ -132,6 +132,43 @@ def test_the_users_own_entries_come_in_the_wrappers_order(lua: str, tmp_path: Pa
     assert results[2]["comment"] == "advisor:lua,action=set,limit=75,task=anything"
 
 
+def test_a_numbered_name_finds_its_familys_entry_after_the_names_own(
+    lua: str, tmp_path: Path
+) -> None:
+    """users[u].families[family] after the name's own entries and before users[u].partitions,
+    the family masked as advisor.history.keys.name_family masks it."""
+    from advisor.history.keys import name_family
+
+    assert name_family("bwa.P23-WB10_1_L1") == "bwa.P#-WB#_#_L#"
+    export = json.loads(json.dumps(EXPORT))
+    mine = export["users"]["alice"]
+    mine["families"] = {
+        name_key("alice", "bwa.P#-WB#_#_L#", TEST_KEY): {"partitions": {"cpu": {"limit_min": 33}}},
+        name_key("alice", "align#", TEST_KEY): {"partitions": {"cpu": {"limit_min": 44}}},
+        name_key("alice", "sim.sh", TEST_KEY): {"partitions": {"cpu": {"limit_min": 55}}},
+    }
+    mine["tasks"][name_key("alice", "bwa.P1-WB1_1_L1", TEST_KEY)] = {
+        "partitions": {"cpu": {"limit_min": 22}}
+    }
+    mine["partitions"] = {"cpu": {"limit_min": 75}}
+    alice = {"user_name": "alice"}
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"export_text": json.dumps(export), "job": job("bwa.P23-WB10_1_L1", **alice)}
+            | {"parts": PARTS},
+            {"job": job("bwa.P1-WB1_1_L1", **alice), "parts": PARTS},  # the name's own entry
+            {"job": job("align7", **alice), "parts": PARTS},  # the family
+            {"job": job("align7", user_name="bob"), "parts": PARTS},  # not bob's family
+            {"job": job("sim.sh", **alice), "parts": PARTS},  # no digits: no family of its own
+            {"job": job("bwa.P23-WB10_1_L1x", **alice), "parts": PARTS},  # another family
+        ],
+    )
+    assert [r["time_limit"] for r in results] == [33, 22, 44, NO_VAL, 75, 75]
+    assert results[0]["comment"] == "advisor:lua,action=set,limit=33,task=bwa.P23-WB10_1_L1"
+
+
 @pytest.mark.parametrize("lfs", [True, False], ids=["lua-filesystem", "bytes-compared"])
 def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
     lua: str, tmp_path: Path, lfs: bool
