@@ -482,7 +482,17 @@ local function wall_bound(doc, user, job_desc, part_name)
 	return bound
 end
 
--- What to set, or nil: { time_limit, time_min (or nil), comment (or nil), name, request (or nil) }.
+-- A job without --time that no entry knows yet: `advisor readvise` lowers it once its task has
+-- the history it lacks now (docs/limits.md), if this plugin marked it so.
+local function waiting(request, name)
+	if request then
+		return nil
+	end
+	return { waiting = true, name = name }
+end
+
+-- What to set, or nil: { time_limit, time_min (or nil), comment (or nil), name, request (or nil) },
+-- or { waiting = true, name } for a job to mark for `advisor readvise`.
 local function advice(job_desc, part_list, submit_uid)
 	local request = nil -- the user's own --time, when the guard may lower it
 	if job_desc.time_limit ~= NO_VAL then
@@ -515,7 +525,7 @@ local function advice(job_desc, part_list, submit_uid)
 		or (family and own_entry(mine, user, family, "families"))
 	local per_partition = table_at(entry, "partitions") or table_at(mine, "partitions")
 	if not per_partition then
-		return nil
+		return waiting(request, name)
 	end
 	local high, low, cap
 	local names = partitions(job_desc, part_list)
@@ -526,7 +536,7 @@ local function advice(job_desc, part_list, submit_uid)
 		local limit = tonumber(table_at(per_partition, part_name) and per_partition[part_name].limit_min)
 		-- limit ~= limit: NaN, which cjson reads; above NO_VAL - 1 is no number of minutes
 		if not limit or limit ~= limit or limit < 1 or limit > NO_VAL - 1 then
-			return nil -- a partition without advice: Slurm's own default stays
+			return waiting(request, name) -- a partition without advice: Slurm's default stays
 		end
 		limit = math.ceil(limit)
 		local part = part_list and part_list[part_name]
@@ -600,6 +610,19 @@ local function advice(job_desc, part_list, submit_uid)
 	end
 	return { time_limit = high, time_min = time_min, comment = comment, name = name, request = request,
 		record = record }
+end
+
+-- The record `advisor readvise` looks for, in the AdminComment (which the job's owner cannot
+-- change), unless it would be longer than slurmctld accepts.
+local function mark_waiting(job_desc, name)
+	local record = string.format("advisor:lua,action=waiting,limit=0,task=%s", encode(name))
+	local admin = job_desc.admin_comment
+	if type(admin) == "string" and admin ~= "" then
+		record = admin .. " " .. record
+	end
+	if #record <= COMMENT_MAX then
+		job_desc.admin_comment = record
+	end
 end
 
 -- Only this plugin writes an `advisor:` tag into AdminComment: whatever a submission brought
@@ -740,6 +763,13 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 	if not ok then
 		slurm.log_error("advisor: job_submit.lua: %s (job passed unchanged)", tostring(found))
 		return slurm.SUCCESS
+	end
+	if found and found.waiting then
+		ok, err = pcall(mark_waiting, job_desc, found.name)
+		if not ok then
+			slurm.log_error("advisor: job_submit.lua: %s", tostring(err))
+		end
+		found = nil
 	end
 	if found then
 		ok, err = pcall(function()

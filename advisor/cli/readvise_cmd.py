@@ -16,8 +16,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         parents=parents,
         help="lower pending jobs' limits once the history they lacked at submit has come",
         description="One pass: every pending job that 'advisor sbatch' left as written (its "
-        "newest advice row set no limit, e.g. no history of its name yet) is advised again, "
-        "from the script slurmctld kept and the options the wrapper recorded; where the advice "
+        "newest advice row set no limit, e.g. no history of its name yet), and every plain "
+        "sbatch job job_submit.lua marked for want of an entry, is advised again, from the "
+        "script slurmctld kept and the options the wrapper recorded; where the advice "
         "now sets a limit below the job's, the limit is lowered (scontrol update), under the "
         "job's own policy (fill lowers only a partition's default limit; guarded leaves the "
         "guard to raise it up to the request), and recorded, so the kill budget counts it.  "

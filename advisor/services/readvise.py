@@ -13,6 +13,11 @@ request.  Each lowering is an advice row, so the kill budget counts what became 
 The replay asks the history and guarded policies again at a job's start in the same case
 (advisor.replay.engine.readvises), so its figures are what this does.
 
+A job submitted with plain ``sbatch`` has no advice row; when slurm/job_submit.lua left it as
+written for want of an entry (no ``--time``, nothing in the export for it), the plugin marked
+it in the AdminComment, which the job's owner cannot write, and it is advised as ``advisor
+sbatch -J NAME -p PARTITION`` would advise it with the stored script, under ``fill``.
+
 Left alone: a job array's pending tasks (one record; updating it changes its running tasks
 too), jobs whose advice row is not of this cluster, and ``--time`` given only in the
 submitting shell's environment (``SBATCH_TIMELIMIT``), which slurmctld does not keep: under
@@ -33,12 +38,15 @@ from advisor.slurm.jobs import PendingJob, batch_script, pending_jobs, set_time_
 from advisor.slurm.records import Partition
 from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.slurm.timefmt import format_duration
-from advisor.store.advice import WaitingAdvice, record_advice, waiting_advice
+from advisor.store.advice import WaitingAdvice, advised_jobs, record_advice, waiting_advice
 from advisor.store.connection import Store
 
 #: What the advice may do to a pending job's limit here: set it (no --time of its own), lower
 #: the user's own (tighten), or lower it for the guard to raise (guarded).
 LOWERING = ("set", "lowered", "guarded")
+#: The action of the record job_submit.lua leaves in the AdminComment of a job it left as
+#: written for want of an entry.
+MARKED = "waiting"
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,21 @@ def lowers(found: JobAdvice, job: PendingJob, partitions: Mapping[str, Partition
     )
 
 
+def marked_waiting(job: PendingJob) -> WaitingAdvice | None:
+    """The plugin's mark of a job it left for want of an entry, as the submission to advise."""
+    from advisor.advice.tag import parse_tag
+
+    tag = parse_tag(job.admin_comment) if job.admin_comment else None
+    if tag is None or tag.source != "lua" or tag.action != MARKED:
+        return None
+    if not job.name or not job.partition:
+        return None
+    # one word per option: a name or comment that reads as an option stays the option's value
+    words = (f"--job-name={job.name}", f"--partition={job.partition}")
+    comment = (f"--comment={job.comment}",) if job.comment else ()
+    return WaitingAdvice("fill", (*words, *comment), tag.task)
+
+
 def readvise(
     request: ReadviseRequest,
     *,
@@ -129,8 +152,15 @@ def readvise(
     cluster = cluster if cluster is not None else local_cluster_name()
     jobs = [j for j in pending_jobs(commands) if not j.array]
     with Store.open(request.db) as store:
+        pairs = [(j.job_id, j.user) for j in jobs]
         with store.read():
-            waiting = waiting_advice(store, [(j.job_id, j.user) for j in jobs], cluster)
+            waiting = waiting_advice(store, pairs, cluster)
+            advised = advised_jobs(store, pairs, cluster)
+        if cluster is not None:
+            for job in jobs:
+                marked = None if job.job_id in advised else marked_waiting(job)
+                if marked is not None:
+                    waiting[job.job_id] = marked
         candidates = [j for j in jobs if j.job_id in waiting]
         partitions = {p.name: p for p in CliBackend(commands).partitions()} if candidates else {}
         done: list[Readvised] = []

@@ -122,6 +122,9 @@ class PendingJob(NamedTuple):
     #: A job array's pending tasks share one record: updating it would change the array's
     #: running tasks too.
     array: bool = False
+    comment: str = ""
+    #: Only an administrator's and slurmctld's plugins' to write (RunningJob says why).
+    admin_comment: str = ""
 
 
 def _in_state(text: str, state: str) -> Iterator[tuple[Mapping[str, Any], str]]:
@@ -161,6 +164,8 @@ def parse_pending_jobs(text: str) -> list[PendingJob]:
                 partition=str(job.get("partition") or ""),
                 limit_s=_limit_s(job, where),
                 array=array or bool(_text(job.get("array_task_string"))),
+                comment=_text(job.get("comment")),
+                admin_comment=_text(job.get("admin_comment")),
             )
         )
     return found

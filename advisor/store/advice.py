@@ -195,6 +195,20 @@ def waiting_advice(
     return out
 
 
+def advised_jobs(store: Store, jobs: Iterable[tuple[int, str]], cluster: str | None) -> set[int]:
+    """The job ids among jobs (id, user) that have any advice row of that user and cluster."""
+    pairs = sorted(set(jobs))
+    if cluster is None or not pairs:
+        return set()
+    rows = store.conn.execute(
+        "SELECT DISTINCT a.job_id FROM advice a "
+        "JOIN json_each(?) j ON a.job_id = json_extract(j.value, '$[0]') "
+        "AND a.user = json_extract(j.value, '$[1]') WHERE a.cluster = ?",
+        (json.dumps(pairs), cluster),
+    )
+    return {int(job) for (job,) in rows}
+
+
 def prune_advice(store: Store, *, before: str, after: str) -> int:
     """Delete the rows made before ``before`` or after ``after`` (utc_now's form); how many.
 

@@ -10,32 +10,20 @@ Jobs are submitted held (they stay pending) and cancelled afterwards; names are 
 
 from __future__ import annotations
 
-import json
 import secrets
 import sqlite3
 from collections.abc import Iterator
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from advisor.accounting.sacct_file import format_sacct_row
-from advisor.slurm.parsers import SACCT_FIELDS
-from advisor.slurm.records import JobRecord
 from advisor.slurm.timefmt import parse_duration
-from advisor.store.connection import Store
-from tests.helpers.cluster import ADVISOR, job_id, sh, show
-from tests.helpers.jobs import earned
+from tests.helpers.cluster import ADVISOR, job_id, sh
+from tests.helpers.readvise import advisor, learn_history, limit_s
 
 pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), minutes=0.5)
 
 NAME = f"rdv-{secrets.token_hex(3)}"
-
-
-def advisor(cache: Path, *args: str) -> dict[str, object]:
-    done = sh(*ADVISOR, "--db", str(cache), "--format", "json", *args)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
 def submit(cache: Path, name: str, *options: str) -> int:
@@ -44,10 +32,6 @@ def submit(cache: Path, name: str, *options: str) -> int:
               "-p", "cpu", *options, "--wrap", "true")  # fmt: skip
     assert done.returncode == 0, done.stderr
     return job_id(done.stdout)
-
-
-def limit_s(job: int) -> int:
-    return parse_duration(show(job)["TimeLimit"])
 
 
 @pytest.fixture(scope="module")
@@ -68,24 +52,6 @@ def jobs(cache: Path) -> Iterator[dict[str, int]]:
     sh("scancel", *map(str, found.values()))
 
 
-def learn_history(cache: Path) -> None:
-    """Six runs of NAME of about 5 minutes end, and update learns them."""
-    start = datetime.now() - timedelta(hours=2)
-    runs = [
-        JobRecord("advisor", str(90000 + i), 90000 + i, NAME, "root", "research", "cpu", ("c1",),
-                  1, 100.0, 300 + i, 1800, None, "COMPLETED", None, 0, 0, start, start,
-                  start + timedelta(seconds=300 + i), "")
-        for i in range(6)
-    ]  # fmt: skip
-    dump = cache.parent / "dump.txt"
-    dump.write_text(
-        "|".join(SACCT_FIELDS) + "\n" + "".join(f"{format_sacct_row(j)}\n" for j in runs)
-    )
-    advisor(cache, "update", "--sacct-file", str(dump))
-    with Store.open(str(cache)) as store:
-        earned(store, "cpu")
-
-
 def test_a_pending_job_gets_the_limit_its_names_history_gives_once_it_has_one(
     cache: Path, jobs: dict[str, int]
 ) -> None:
@@ -93,7 +59,7 @@ def test_a_pending_job_gets_the_limit_its_names_history_gives_once_it_has_one(
     assert before == {"burst": 1800, "own_time": 7200}  # the partition's DefaultTime: 30 min
     # without history, nothing to do
     assert advisor(cache, "readvise")["readvised"] == []
-    learn_history(cache)
+    learn_history(cache, NAME)
 
     dry = advisor(cache, "readvise", "--dry-run")
     assert [r["job_id"] for r in dry["readvised"]] == [jobs["burst"]]  # type: ignore[index]

@@ -15,12 +15,19 @@ from advisor.errors import InputError
 from advisor.services.readvise import (
     Readvised,
     command_line,
+    marked_waiting,
     partition_default_s,
     readvise_line,
 )
-from advisor.slurm.jobs import parse_pending_jobs
+from advisor.slurm.jobs import PendingJob, parse_pending_jobs
 from advisor.slurm.records import Partition
-from advisor.store.advice import Advice, WaitingAdvice, record_advice, waiting_advice
+from advisor.store.advice import (
+    Advice,
+    WaitingAdvice,
+    advised_jobs,
+    record_advice,
+    waiting_advice,
+)
 from advisor.store.connection import Store
 from advisor.validate import validate
 from tests.helpers.paths import TEST_DATA
@@ -115,3 +122,44 @@ def test_the_advisors_own_options_in_a_row_are_ignored() -> None:
     assert cmd.sbatch.script == "job.sh" and {o.name for o in cmd.sbatch.options} >= {"job-name"}
     # a recorded 'history' row was advised under fill
     assert command_line(row._replace(policy="history"), None).advisor.policy == "fill"
+
+
+MARK = "advisor:lua,action=waiting,limit=0,task=snp_%23"
+
+
+def _pending(**fields: str) -> PendingJob:
+    return PendingJob(**{"job_id": 7, "user": "alice", "name": "snp_#", "partition": "cpu",
+                         "limit_s": 1800, **fields})  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_the_plugins_mark_in_the_admin_comment_is_a_submission_to_advise() -> None:
+    found = marked_waiting(_pending(admin_comment=f"ops {MARK}", comment="rule_x"))
+    assert found == WaitingAdvice(
+        "fill", ("--job-name=snp_#", "--partition=cpu", "--comment=rule_x"), "snp_#"
+    )
+    assert command_line(found, None).advisor.policy == "fill"
+    mark = marked_waiting(_pending(admin_comment=MARK))
+    assert mark is not None and mark.argv == ("--job-name=snp_#", "--partition=cpu")
+    # a name that reads as an option is still only the job's name
+    odd = marked_waiting(_pending(admin_comment=MARK, name="--advisor-insitu=/etc/shadow"))
+    assert odd is not None
+    cmd = command_line(odd, None)
+    assert cmd.advisor.insitu is None and not cmd.sbatch.invalid
+    assert ("job-name", "--advisor-insitu=/etc/shadow") in cmd.sbatch.options
+    # the owner's own comment is never the plugin's record; nor is another tag or action
+    assert marked_waiting(_pending(comment=MARK)) is None
+    assert marked_waiting(_pending(admin_comment=MARK.replace("lua", "x"))) is None
+    guarded = "advisor:lua,action=guarded,limit=5,task=a,req=60"
+    assert marked_waiting(_pending(admin_comment=guarded)) is None
+    assert marked_waiting(_pending(admin_comment=MARK, partition="")) is None
+
+
+def test_advised_jobs_are_those_with_any_row_of_their_user_and_cluster(tmp_path: Path) -> None:
+    with Store.open(str(tmp_path / "cache.db")) as store:
+        record_advice(store, _row(1))
+        record_advice(store, _row(2, limit_s=600))
+        record_advice(store, _row(3, user="bob"))
+        record_advice(store, _row(4, cluster="other"))
+        jobs = [(n, "alice") for n in range(1, 6)]
+        assert advised_jobs(store, jobs, "c") == {1, 2}
+        assert advised_jobs(store, jobs, None) == set()

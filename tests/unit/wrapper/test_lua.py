@@ -169,6 +169,37 @@ def test_a_numbered_name_finds_its_familys_entry_after_the_names_own(
     assert results[0]["comment"] == "advisor:lua,action=set,limit=33,task=bwa.P23-WB10_1_L1"
 
 
+def test_a_job_no_entry_knows_is_marked_for_readvise(lua: str, tmp_path: Path) -> None:
+    """Without --time and without an entry the job keeps Slurm's default, and its AdminComment
+    (which its owner cannot write) says so, for ``advisor readvise``; with --time, an entry,
+    or no export, nothing is marked."""
+    mark = "advisor:lua,action=waiting,limit=0,task=other"
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {"job": job("other"), "parts": PARTS},  # no export: the advisor is not set up
+            {"export_text": json.dumps(EXPORT), "job": job("other"), "parts": PARTS},
+            {"job": job("other", time_limit=30), "parts": PARTS},  # the user's own --time
+            {"job": job("align"), "parts": PARTS},  # an entry: a limit, no mark
+            {"job": job("align", partition="cpu,gpu"), "parts": PARTS},  # gpu: no entry there
+            {"job": job("other", admin_comment="ops"), "parts": PARTS, "uid": 0},
+            {"job": job("other", admin_comment=f"x {mark}"), "parts": PARTS, "uid": 65534},
+            {"job": job("other", admin_comment="a" * 1020), "parts": PARTS, "uid": 0},
+        ],
+    )
+    assert all(r["rc"] == 0 and r["time_limit"] in (NO_VAL, 30, 15) for r in results)
+    assert [r["admin_comment"] for r in results[:4]] == ["", mark, "", ""]
+    assert results[1]["time_limit"] == NO_VAL and results[1]["logs"] == []
+    assert results[1]["comment"] == ""  # the job's owner sees nothing of it
+    assert results[3]["time_limit"] == 15
+    assert (results[4]["time_limit"], results[4]["admin_comment"]) == (NO_VAL, "advisor:lua,"
+        "action=waiting,limit=0,task=align")  # fmt: skip
+    assert results[5]["admin_comment"] == f"ops {mark}"
+    assert results[6]["admin_comment"] == mark  # a user's own record is dropped first
+    assert results[7]["admin_comment"] == "a" * 1020  # too long with the mark: left as it was
+
+
 @pytest.mark.parametrize("lfs", [True, False], ids=["lua-filesystem", "bytes-compared"])
 def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
     lua: str, tmp_path: Path, lfs: bool
