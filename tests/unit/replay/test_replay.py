@@ -11,7 +11,9 @@ import pytest
 
 from advisor.accounting.swf import read_swf
 from advisor.cli import main
+from advisor.replay.advised import AdvisorPolicy
 from advisor.replay.engine import replay
+from advisor.replay.guarded import GuardedPolicy
 from advisor.replay.jobs import ReplayJob, replay_jobs
 from advisor.services.replay import replay_report
 from advisor.validate import validate
@@ -75,42 +77,25 @@ def test_a_job_left_as_written_at_submit_is_asked_again_at_its_start() -> None:
     assert once.asked == [(0, []), (1, []), (2, [])]  # a policy that does not readvise
 
 
-def test_the_history_policy_limits_a_burst_that_ends_while_it_pends() -> None:
+@pytest.mark.parametrize(("policy_class", "changed"), [(AdvisorPolicy, 25), (GuardedPolicy, 95)])
+def test_a_policy_readvise_asks_again_limits_a_burst_that_ends_while_it_pends(
+    policy_class: type[AdvisorPolicy | GuardedPolicy], changed: float
+) -> None:
     # 200 runs of one name submitted at once, each starting when the one before has ended: at
-    # submit none has history; at their starts the later ones do.
-    from advisor.replay.advised import AdvisorPolicy
-
+    # submit none has history; at their starts the later ones do (the history policy still
+    # needs 5 runs and a budget; the guarded one needs one run and raises what it lowers).
     burst = [
         ReplayJob(i, i, 0, 600 * i, 600, 36000, True, "COMPLETED", "u", "align", "p")
         for i in range(200)
     ]
-    policy = AdvisorPolicy()
+    policy = policy_class()
     assert policy.readvises
-    figures = replay(burst, [policy])["advisor"].result()
-    assert figures.changed_pct > 25 and figures.freed_pct > 25
+    figures = replay(burst, [policy])[policy.name].result()
+    assert figures.changed_pct > changed and figures.freed_pct > 25
     assert figures.killed_all_pct == 0.0
-    only_at_submit = AdvisorPolicy()
+    only_at_submit = policy_class()
     only_at_submit.readvises = False  # what the replay did before readvise
-    at_submit = replay(burst, [only_at_submit])["advisor"].result()
-    assert at_submit.changed_pct == 0.0 and at_submit.freed_pct == 0.0
-
-
-def test_the_guarded_policy_limits_a_burst_that_ends_while_it_pends() -> None:
-    # the same burst under guarded: readvise lowers its pending jobs too, the guard raising them
-    from advisor.replay.guarded import GuardedPolicy
-
-    burst = [
-        ReplayJob(i, i, 0, 600 * i, 600, 36000, True, "COMPLETED", "u", "align", "p")
-        for i in range(200)
-    ]
-    policy = GuardedPolicy()
-    assert policy.readvises
-    figures = replay(burst, [policy])["guarded"].result()
-    assert figures.changed_pct > 95 and figures.freed_pct > 90
-    assert figures.killed_all_pct == 0.0
-    only_at_submit = GuardedPolicy()
-    only_at_submit.readvises = False
-    at_submit = replay(burst, [only_at_submit])["guarded"].result()
+    at_submit = replay(burst, [only_at_submit])[policy.name].result()
     assert at_submit.changed_pct == 0.0 and at_submit.freed_pct == 0.0
 
 
