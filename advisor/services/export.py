@@ -10,9 +10,8 @@ policy's limit for a name family (the name with its numbers masked, advisor.hist
 looks in that order (users.tasks, tasks, users.families, users.partitions), as ``advisor
 sbatch`` decides (model, then the history keys, most specific first); what it cannot see is the
 history policy's at-risk budget (jobs still running under an advised limit), which only the
-wrapper applies.  Keys that users choose
-(task names, user names) are always object keys one level below a fixed key, so a task called
-``partitions`` cannot collide with anything.
+wrapper applies.  Keys that users choose (task names, user names) are always object keys one
+level below a fixed key, so a task called ``partitions`` cannot collide with anything.
 
 It tells each user's own limits, which follow from that user's runtimes, so only slurmctld may
 read it: mode 0640, group slurmctld's (``SlurmUser``'s group in slurm.conf, or ``--group``), as
@@ -95,9 +94,10 @@ def export_document(
 
     users: what export_from_cache finds of each user's own (module docstring), each user's
     task names (and name families) most used first: past user_names of each (halved until the
-    file fits max_bytes), the rest is left out and counted in ``dropped`` (as names no job can have: over NAME_BYTES, or
-    not UTF-8, which lua-cjson refuses).  left_out: (unusable, over the cap) names the caller
-    left out before (export_from_cache reads only what can be kept), counted with them.
+    file fits max_bytes), the rest is left out and counted in ``dropped`` (as names no job can
+    have: over NAME_BYTES, or not UTF-8, which lua-cjson refuses).  left_out: (unusable, over
+    the cap) names the caller left out before (export_from_cache reads only what can be kept),
+    counted with them.
     key: what users' job names are digested with (store/names.py); its id goes in the file.
     memory: the ``memory`` section (advisor.advice.memory_export, its users' names digested
     with the same key), when the cache has one.
