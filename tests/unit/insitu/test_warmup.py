@@ -25,8 +25,10 @@ def steady_runs(draw: st.DrawFn) -> tuple[np.ndarray, int, int]:
     wrapup = draw(st.integers(0, min(3, (steps - steps // 2) // 4)))
     step_total = base.sum()
     for row in [*range(warmup), *range(steps - wrapup, steps)]:
-        # Slower by at least a fifth of a whole step, in one stage.
-        times[row, rng.integers(stages)] += rng.uniform(0.2, 3.0) * step_total
+        # Slower by at least half a whole step, in one stage: out of any band the noise allows
+        # (Z_LIMIT * MAD_TO_SD * MAD, with a MAD of at most 2 * STAGE_FLOOR / 3 of the median,
+        # is 0.35 of it; less the noise of the two steps, a fifth was not always out of it).
+        times[row, rng.integers(stages)] += rng.uniform(0.5, 3.0) * step_total
     if steps - wrapup - warmup > 2 * RUN + 2 and draw(st.booleans()):
         hiccup = warmup + RUN + 1
         times[hiccup, 0] += step_total
