@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -43,3 +44,12 @@ def learn_history(cache: Path, name: str) -> None:
 def limit_s(job: int) -> int:
     """The job's time limit now, in seconds."""
     return parse_duration(show(job)["TimeLimit"])
+
+
+def readvised(cache: Path, jobs: Iterable[int], *args: str) -> list[dict[str, object]]:
+    """What one ``advisor readvise`` pass did to jobs (a pass sees every pending job on the
+    cluster: a job another module left pending is not this test's to judge)."""
+    mine = set(jobs)
+    items = advisor(cache, "readvise", *args)["readvised"]
+    assert isinstance(items, list)
+    return [item for item in items if item["job_id"] in mine]

@@ -19,9 +19,11 @@ import pytest
 
 from advisor.slurm.timefmt import parse_duration
 from tests.helpers.cluster import ADVISOR, job_id, sh
-from tests.helpers.readvise import advisor, learn_history, limit_s
+from tests.helpers.readvise import advisor, learn_history, limit_s, readvised
 
-pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), minutes=0.5)
+# cluster_turns: a readvise pass looks at every pending job on the cluster, and while another
+# module's export is installed the plugin marks that module's plain jobs for it: none may be.
+pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",), minutes=0.5)
 
 NAME = f"rdv-{secrets.token_hex(3)}"
 
@@ -58,15 +60,14 @@ def test_a_pending_job_gets_the_limit_its_names_history_gives_once_it_has_one(
     before = {name: limit_s(job) for name, job in jobs.items()}
     assert before == {"burst": 1800, "own_time": 7200}  # the partition's DefaultTime: 30 min
     # without history, nothing to do
-    assert advisor(cache, "readvise")["readvised"] == []
+    assert readvised(cache, jobs.values()) == []
     learn_history(cache, NAME)
 
-    dry = advisor(cache, "readvise", "--dry-run")
-    assert [r["job_id"] for r in dry["readvised"]] == [jobs["burst"]]  # type: ignore[index]
+    dry = readvised(cache, jobs.values(), "--dry-run")
+    assert [r["job_id"] for r in dry] == [jobs["burst"]]
     assert limit_s(jobs["burst"]) == 1800  # a dry run changes nothing
 
-    done = advisor(cache, "readvise")
-    (item,) = done["readvised"]  # type: ignore[misc]
+    (item,) = readvised(cache, jobs.values())
     assert (item["job_id"], item["action"], item["from"]) == (jobs["burst"], "set", "00:30:00")
     lowered = limit_s(jobs["burst"])
     assert lowered == parse_duration(item["to"])
@@ -81,5 +82,5 @@ def test_a_pending_job_gets_the_limit_its_names_history_gives_once_it_has_one(
         ).fetchall()
     assert rows[0][1] is None and rows[-1] == ("history", lowered, "submitted")
     # a second pass leaves it: the newest row has a limit
-    assert advisor(cache, "readvise")["readvised"] == []
+    assert readvised(cache, jobs.values()) == []
     assert limit_s(jobs["burst"]) == lowered

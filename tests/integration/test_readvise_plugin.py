@@ -22,9 +22,10 @@ import pytest
 from advisor.slurm.timefmt import parse_duration
 from tests.helpers.cluster import EXPORT, PLUGIN, job_id, remove_export, sh, show
 from tests.helpers.paths import REPO
-from tests.helpers.readvise import advisor, learn_history, limit_s
+from tests.helpers.readvise import advisor, learn_history, limit_s, readvised
 
-# cluster_turns: writes the plugin's export
+# cluster_turns: writes the plugin's export; and a readvise pass looks at every pending job on
+# the cluster, so no other module's marked jobs may be there meanwhile
 pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",), minutes=0.5)
 
 NAME = f"rdvp-{secrets.token_hex(3)}"
@@ -70,11 +71,10 @@ def test_a_plain_sbatch_job_the_plugin_left_is_lowered_once_its_name_has_history
     assert MARK not in marked.get("Comment", "")  # the owner's field is left alone
     own = show(jobs["own_time"])
     assert "advisor:" not in own.get("AdminComment", "") and own["TimeLimit"] == "02:00:00"
-    assert advisor(cache, "readvise")["readvised"] == []  # no history yet
+    assert readvised(cache, jobs.values()) == []  # no history yet
     learn_history(cache, NAME)
 
-    done = advisor(cache, "readvise")
-    (item,) = done["readvised"]  # type: ignore[misc]
+    (item,) = readvised(cache, jobs.values())
     assert (item["job_id"], item["action"], item["from"]) == (jobs["plain"], "set", "00:30:00")
     lowered = limit_s(jobs["plain"])
     assert lowered == parse_duration(item["to"]) and 300 < lowered < 1800
@@ -84,5 +84,5 @@ def test_a_plain_sbatch_job_the_plugin_left_is_lowered_once_its_name_has_history
             "SELECT policy, limit_s, outcome FROM advice WHERE job_id = ?", (jobs["plain"],)
         ).fetchall()
     assert rows == [("history", lowered, "submitted")]  # the kill budget counts the job
-    assert advisor(cache, "readvise")["readvised"] == []  # once
+    assert readvised(cache, jobs.values()) == []  # once
     assert limit_s(jobs["plain"]) == lowered
