@@ -124,7 +124,7 @@ def export_document(
     }
     mine = {user: limits for user, limits in (users or {}).items() if _utf8(user)}
     usable = sum(1 for limits in mine.values() for name in _names(limits) if _fits(name))
-    unusable = sum(len(limits.tasks) + len(limits.families) for limits in mine.values()) - usable
+    unusable = sum(len(_names(limits)) for limits in mine.values()) - usable
     while True:
         document["users"], kept = _users(mine, user_names, key)
         document["dropped"] = {

@@ -38,7 +38,7 @@ from advisor.slurm.jobs import PendingJob, batch_script, pending_jobs, set_time_
 from advisor.slurm.records import Partition
 from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.slurm.timefmt import format_duration
-from advisor.store.advice import WaitingAdvice, advised_jobs, record_advice, waiting_advice
+from advisor.store.advice import WaitingAdvice, pending_advice, record_advice
 from advisor.store.connection import Store
 
 #: What the advice may do to a pending job's limit here: set it (no --time of its own), lower
@@ -152,13 +152,12 @@ def readvise(
     cluster = cluster if cluster is not None else local_cluster_name()
     jobs = [j for j in pending_jobs(commands) if not j.array]
     with Store.open(request.db) as store:
-        pairs = [(j.job_id, j.user) for j in jobs]
         with store.read():
-            waiting = waiting_advice(store, pairs, cluster)
-            advised = advised_jobs(store, pairs, cluster)
+            rows = pending_advice(store, [(j.job_id, j.user) for j in jobs], cluster)
+        waiting = dict(rows.waiting)
         if cluster is not None:
             for job in jobs:
-                marked = None if job.job_id in advised else marked_waiting(job)
+                marked = None if job.job_id in rows.advised else marked_waiting(job)
                 if marked is not None:
                     waiting[job.job_id] = marked
         candidates = [j for j in jobs if j.job_id in waiting]

@@ -89,8 +89,6 @@ def parse_running_jobs(text: str) -> list[RunningJob]:
             raise InputError(f"squeue --json: {where}: a running job without id or start time")
         limit_s = _limit_s(job, where)
         end = _number(job.get("end_time"), "end_time", where) if limit_s is not None else None
-        comment = job.get("comment")
-        admin = job.get("admin_comment")
         nodes = job.get("nodes")
         found.append(
             RunningJob(
@@ -100,8 +98,8 @@ def parse_running_jobs(text: str) -> list[RunningJob]:
                 limit_s=limit_s,
                 start_epoch=start,
                 end_epoch=end,
-                comment=comment if isinstance(comment, str) else "",
-                admin_comment=admin if isinstance(admin, str) else "",
+                comment=_text(job.get("comment")),
+                admin_comment=_text(job.get("admin_comment")),
                 account=_text(job.get("account")),
                 qos=_text(job.get("qos")),
                 nodes=_nodes(nodes, where),

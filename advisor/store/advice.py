@@ -160,28 +160,42 @@ class WaitingAdvice(NamedTuple):
     task: str | None
 
 
-def waiting_advice(
-    store: Store, jobs: Iterable[tuple[int, str]], cluster: str | None
-) -> dict[int, WaitingAdvice]:
-    """Per job id: its newest advice row of that user and cluster, when it set no limit.
+class PendingAdvice(NamedTuple):
+    """What the advice rows say of some jobs: the ones left as written, and every one with a row."""
 
-    A row with a limit (the wrapper's, or an earlier readvise's) leaves the job out, as does a
-    policy that only advises.  Spool rows count: a user's own line can only ask for a lower
-    limit on that user's own job (the job's user from Slurm must be the row's).
+    #: Per job id: its newest submitted row, when it set no limit (``pending_advice``).
+    waiting: dict[int, WaitingAdvice]
+    #: The job ids with any row of that user and cluster.
+    advised: frozenset[int]
+
+
+def pending_advice(
+    store: Store, jobs: Iterable[tuple[int, str]], cluster: str | None
+) -> PendingAdvice:
+    """The advice rows of jobs (id, user) of that user and cluster, in one query.
+
+    ``waiting``: a job whose newest submitted row set no limit.  A row with a limit (the
+    wrapper's, or an earlier readvise's) leaves the job out, as does a policy that only
+    advises.  Spool rows count: a user's own line can only ask for a lower limit on that user's
+    own job (the job's user from Slurm must be the row's).  ``advised``: every job with a row,
+    whatever its outcome.
     """
     pairs = sorted(set(jobs))
     if cluster is None or not pairs:
-        return {}
+        return PendingAdvice({}, frozenset())
     rows = store.conn.execute(
-        "SELECT a.job_id, a.policy, a.argv, a.task, a.limit_s FROM advice a "
+        "SELECT a.job_id, a.outcome, a.policy, a.argv, a.task, a.limit_s FROM advice a "
         "JOIN json_each(?) j ON a.job_id = json_extract(j.value, '$[0]') "
         "AND a.user = json_extract(j.value, '$[1]') "
-        "WHERE a.cluster = ? AND a.outcome = 'submitted' ORDER BY a.id",
+        "WHERE a.cluster = ? ORDER BY a.id",
         (json.dumps(pairs), cluster),
     )
+    advised: set[int] = set()
     newest: dict[int, tuple[str, str, str | None, int | None]] = {}
-    for job, policy, argv, task, limit_s in rows:
-        newest[int(job)] = (str(policy), str(argv), task, limit_s)
+    for job, outcome, policy, argv, task, limit_s in rows:
+        advised.add(int(job))
+        if outcome == "submitted":
+            newest[int(job)] = (str(policy), str(argv), task, limit_s)
     out = {}
     for job, (policy, argv, task, limit_s) in newest.items():
         if limit_s is not None or policy == "advise":
@@ -192,21 +206,7 @@ def waiting_advice(
             continue
         if isinstance(words, list) and all(isinstance(w, str) for w in words):
             out[job] = WaitingAdvice(policy, tuple(words), task)
-    return out
-
-
-def advised_jobs(store: Store, jobs: Iterable[tuple[int, str]], cluster: str | None) -> set[int]:
-    """The job ids among jobs (id, user) that have any advice row of that user and cluster."""
-    pairs = sorted(set(jobs))
-    if cluster is None or not pairs:
-        return set()
-    rows = store.conn.execute(
-        "SELECT DISTINCT a.job_id FROM advice a "
-        "JOIN json_each(?) j ON a.job_id = json_extract(j.value, '$[0]') "
-        "AND a.user = json_extract(j.value, '$[1]') WHERE a.cluster = ?",
-        (json.dumps(pairs), cluster),
-    )
-    return {int(job) for (job,) in rows}
+    return PendingAdvice(out, frozenset(advised))
 
 
 def prune_advice(store: Store, *, before: str, after: str) -> int:

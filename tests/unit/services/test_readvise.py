@@ -21,13 +21,7 @@ from advisor.services.readvise import (
 )
 from advisor.slurm.jobs import PendingJob, parse_pending_jobs
 from advisor.slurm.records import Partition
-from advisor.store.advice import (
-    Advice,
-    WaitingAdvice,
-    advised_jobs,
-    record_advice,
-    waiting_advice,
-)
+from advisor.store.advice import Advice, WaitingAdvice, pending_advice, record_advice
 from advisor.store.connection import Store
 from advisor.validate import validate
 from tests.helpers.paths import TEST_DATA
@@ -79,10 +73,10 @@ def test_waiting_advice_is_the_newest_row_when_it_set_no_limit(tmp_path: Path) -
         record_advice(store, _row(6, cluster="other"))
         record_advice(store, _row(7, outcome="failed"))
         jobs = [(n, "alice") for n in range(1, 8)]
-        found = waiting_advice(store, jobs, "c")
+        found = pending_advice(store, jobs, "c").waiting
         assert found == {1: WaitingAdvice("fill", ("-J", "align", "job.sh"), "align")}
-        assert waiting_advice(store, jobs, None) == {}
-        assert waiting_advice(store, [(5, "bob")], "c") == {5: found[1]}
+        assert pending_advice(store, jobs, None).waiting == {}
+        assert pending_advice(store, [(5, "bob")], "c").waiting == {5: found[1]}
 
 
 def test_a_guarded_submission_left_as_written_is_waiting_too(tmp_path: Path) -> None:
@@ -90,7 +84,7 @@ def test_a_guarded_submission_left_as_written_is_waiting_too(tmp_path: Path) -> 
     with Store.open(str(tmp_path / "cache.db")) as store:
         record_advice(store, _row(1, policy="guarded"))
         record_advice(store, _row(2, policy="guarded", limit_s=600))
-        found = waiting_advice(store, [(1, "alice"), (2, "alice")], "c")
+        found = pending_advice(store, [(1, "alice"), (2, "alice")], "c").waiting
         assert found == {1: WaitingAdvice("guarded", ("-J", "align", "job.sh"), "align")}
         assert command_line(found[1], None).advisor.policy == "guarded"
 
@@ -160,6 +154,7 @@ def test_advised_jobs_are_those_with_any_row_of_their_user_and_cluster(tmp_path:
         record_advice(store, _row(2, limit_s=600))
         record_advice(store, _row(3, user="bob"))
         record_advice(store, _row(4, cluster="other"))
+        record_advice(store, _row(5, outcome="fallback"))  # whatever the outcome
         jobs = [(n, "alice") for n in range(1, 6)]
-        assert advised_jobs(store, jobs, "c") == {1, 2}
-        assert advised_jobs(store, jobs, None) == set()
+        assert pending_advice(store, jobs, "c").advised == {1, 2, 5}
+        assert pending_advice(store, jobs, None).advised == set()
