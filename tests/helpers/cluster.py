@@ -44,6 +44,16 @@ def install_export(document: dict[str, Any], key: bytes, path: Path = EXPORT) ->
         os.replace(tmp, target)
 
 
+def install_plugin() -> None:
+    """The repository's job_submit.lua where slurmctld reads it, copied only when it differs."""
+    import filecmp
+
+    plugin = REPO / "slurm" / "job_submit.lua"
+    if not filecmp.cmp(plugin, PLUGIN, shallow=False):
+        shutil.copy(plugin, PLUGIN)
+        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+
+
 def remove_export(path: Path = EXPORT) -> None:
     """The export and its key gone."""
     path.unlink(missing_ok=True)

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import filecmp
 import os
-import shutil
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers.cluster import EXPORT, PLUGIN, remove_export
+from tests.helpers.cluster import EXPORT, install_plugin, remove_export
 from tests.helpers.cluster_fixtures import live_cache, slurm_cluster  # noqa: F401 (fixtures)
 from tests.helpers.cluster_turns import lock_dir, log_turn, needs, turn
 from tests.helpers.guard_jobs import guard_cache, guard_task, guards  # noqa: F401 (fixtures)
-from tests.helpers.paths import REPO
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -42,9 +39,7 @@ def cluster_turn(
 @pytest.fixture
 def plugin_and_export() -> Iterator[None]:
     """The repository's job_submit.lua installed, and no limits file left behind."""
-    if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
-        shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
-        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    install_plugin()
     yield
     remove_export()
     EXPORT.with_name("advisor-limits.guard.json").unlink(missing_ok=True)  # the guard's heartbeat

@@ -11,12 +11,9 @@ it was afterwards.
 
 from __future__ import annotations
 
-import filecmp
 import re
 import secrets
-import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,8 +21,13 @@ import pytest
 
 from advisor.store.names import NAME_SCHEME, key_id, name_key
 from advisor.validate import validate
-from tests.helpers.cluster import EXPORT, PLUGIN, install_export, remove_export, show
-from tests.helpers.paths import REPO
+from tests.helpers.cluster import (
+    EXPORT,
+    install_export,
+    install_plugin,
+    remove_export,
+    show,
+)
 
 # cluster_turns: writes the plugin's export
 pytestmark = [pytest.mark.slow, pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",))]
@@ -59,9 +61,7 @@ def submit(
 @pytest.fixture(scope="module")
 def exported(slurm_cluster: None) -> Iterator[None]:
     """The repository's plugin, and a limits file: TASK at 15 minutes in cpu, 5 in fat."""
-    if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
-        shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
-        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    install_plugin()
     key = secrets.token_bytes(32)
     doc = {
         "version": 3, "names": NAME_SCHEME, "key_id": key_id(key), "generated_at": "now", "quantile": 0.95,

@@ -11,7 +11,6 @@ and cancelled.  Task names carry a random suffix, so the limits file this module
 
 from __future__ import annotations
 
-import filecmp
 import hashlib
 import json
 import math
@@ -61,9 +60,9 @@ from advisor.validate import validate
 from benchmarks.bench_load import train_cache
 from tests.helpers.cluster import (
     EXPORT,
-    PLUGIN,
     export_key_of,
     install_export,
+    install_plugin,
     job_id,
     remove_export,
     show,
@@ -384,9 +383,7 @@ def test_another_user_finds_no_secret_in_the_copy_or_the_export_and_both_still_d
     assert dry.returncode == 0 and dry.stderr == "", dry.stderr
     assert f"--time={format_duration(expected[0])}" in dry.stdout.split()
     before = EXPORT.read_bytes() if EXPORT.exists() else None
-    if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
-        shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
-        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    install_plugin()
     document, key = json.loads(export.read_text()), export_key_of(export)
     # the plugin's limit: nobody's own entry under the keyed digest, the export's margin at the
     # kill budget's level (exported_limit_s): it knows neither the price nor the jobs running
@@ -559,9 +556,7 @@ def exported(site: Site) -> Iterator[dict[str, int]]:
 
     Yields the task's own cpu limit (what a user without an entry gets).
     """
-    if not filecmp.cmp(REPO / "slurm" / "job_submit.lua", PLUGIN, shallow=False):
-        shutil.copy(REPO / "slurm" / "job_submit.lua", PLUGIN)
-        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    install_plugin()
     with Store.open(site.working, readonly=True) as store:
         snapshot = load_snapshot(store, None)
     users = {

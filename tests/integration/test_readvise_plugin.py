@@ -9,19 +9,15 @@ Jobs are submitted held (they stay pending) and cancelled afterwards; the name i
 
 from __future__ import annotations
 
-import filecmp
 import secrets
-import shutil
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from advisor.slurm.timefmt import parse_duration
-from tests.helpers.cluster import EXPORT, PLUGIN, job_id, remove_export, sh, show
-from tests.helpers.paths import REPO
+from tests.helpers.cluster import EXPORT, install_plugin, job_id, remove_export, sh, show
 from tests.helpers.readvise import advisor, learn_history, limit_s, readvised
 
 # cluster_turns: writes the plugin's export; and a readvise pass looks at every pending job on
@@ -37,10 +33,7 @@ def cache(slurm_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """A cache with the cluster and no history of NAME, exported for the repository's plugin."""
     path = tmp_path_factory.mktemp("readvise-plugin") / "cache.db"
     advisor(path, "cluster", "--save")
-    plugin = REPO / "slurm" / "job_submit.lua"
-    if not filecmp.cmp(plugin, PLUGIN, shallow=False):
-        shutil.copy(plugin, PLUGIN)
-        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    install_plugin()
     advisor(path, "export", "--out", str(EXPORT))
     try:
         yield path

@@ -17,7 +17,6 @@ of the jobs are also kept as tests/data/slurm/sacct_workflow_jobs.txt.
 
 from __future__ import annotations
 
-import filecmp
 import json
 import os
 import pwd
@@ -45,17 +44,16 @@ from tests.helpers.captures import record
 from tests.helpers.cluster import (
     ADVISOR,
     EXPORT,
-    PLUGIN,
     cancel,
     export_key_of,
     final_in_sacct,
+    install_plugin,
     job_id,
     remove_export,
     sh,
     show,
 )
 from tests.helpers.jobs import earned
-from tests.helpers.paths import REPO
 
 # cluster_turns: writes the plugin's export
 pytestmark = pytest.mark.cluster(uses=("daemons", "nodes"), owns=("export",), minutes=0.5)
@@ -277,10 +275,7 @@ def test_the_wrapper_gives_a_traced_process_its_models_limit(ingested: dict[str,
 @pytest.fixture
 def exported(ingested: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The repository's plugin installed and the cache's limits exported for it."""
-    plugin = REPO / "slurm" / "job_submit.lua"
-    if not filecmp.cmp(plugin, PLUGIN, shallow=False):
-        shutil.copy(plugin, PLUGIN)
-        time.sleep(1.1)  # slurmctld compares mtimes in whole seconds
+    install_plugin()
     done = advisor(ingested["cache"], "--format", "json", "export", "--out", str(EXPORT))
     assert done.returncode == 0, done.stderr
     try:
