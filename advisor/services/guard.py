@@ -6,6 +6,9 @@ wrote into the job's **AdminComment** when it lowered the user's own ``--time`` 
 plugins and administrators can set that field), or the advice row the advisor itself wrote
 into the cache for that job of that user on this cluster (policy guarded, not a spool line).
 The job's own ``--comment`` is never trusted: its owner can write any tag into it at any time.
+A task of a job array has an id of its own once it starts: it goes by its array's advice row
+(the id sbatch printed) and is raised as ``ARRAY_TASK``, never by the array's id, which would
+change the array's other tasks too.
 
 A watched job with at most ``LEAD_S`` left is raised by the next step of the schedule
 (advisor/guard_schedule.py, shared with the replay), never past its ceiling: the smallest of
@@ -43,7 +46,7 @@ from advisor.guard_schedule import LEAD_S, POLL_S, next_limit_s
 from advisor.lite import NamedTuple
 from advisor.slurm.backend import CliBackend
 from advisor.slurm.conf import local_cluster_name
-from advisor.slurm.jobs import RunningJob, running_jobs, set_time_limit
+from advisor.slurm.jobs import RunningJob, advised_id, running_jobs, set_time_limit, update_id
 from advisor.slurm.records import Bound, Partition, Reservation, SiteLimits
 from advisor.slurm.runner import RetryPolicy, SlurmCommands
 from advisor.slurm.timefmt import format_duration
@@ -126,8 +129,8 @@ def trusted_request(
     tag = parse_tag(job.admin_comment) if job.admin_comment else None
     if tag is not None and tag.action == GUARDED and tag.request_min and tag.limit_min >= 1:
         found.append(GuardedRequest(tag.limit_min * 60, tag.request_min * 60))
-    if job.job_id in recorded:
-        found.append(recorded[job.job_id])
+    if advised_id(job) in recorded:
+        found.append(recorded[advised_id(job)])
     if not found:
         return None
     return GuardedRequest(max(f.advised_s for f in found), min(f.request_s for f in found))
@@ -275,7 +278,7 @@ class Guard:
         jobs = running_jobs(self.commands)
         with self.store.read():
             recorded = guarded_requests(
-                self.store, [(j.job_id, j.user) for j in jobs], self.cluster
+                self.store, [(advised_id(j), j.user) for j in jobs], self.cluster
             )
         now = self.clock()
         trusted = [j for j in jobs if trusted_request(j, recorded) is not None]
@@ -322,7 +325,7 @@ class Guard:
         def one(item: Watched, target: int) -> Extension | str:
             job = item.job
             try:
-                set_time_limit(self.raises, job.job_id, target)
+                set_time_limit(self.raises, update_id(job) or job.job_id, target)
             except SlurmError as error:
                 return f"job {job.job_id}: {error.one_line()}"
             done = self.clock()

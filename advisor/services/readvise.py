@@ -18,8 +18,12 @@ written for want of an entry (no ``--time``, nothing in the export for it), the 
 it in the AdminComment, which the job's owner cannot write, and it is advised as ``advisor
 sbatch -J NAME -p PARTITION`` would advise it with the stored script, under ``fill``.
 
-Left alone: a job array's pending tasks (one record; updating it changes its running tasks
-too), jobs whose advice row is not of this cluster, and ``--time`` given only in the
+A job array's pending tasks are one record under the array's id; they are lowered together as
+``ARRAY_[TASKS]``, which leaves the tasks already running as they are (the array's own id would
+change them too).
+
+Left alone: an array remainder whose task list Slurm shortened, jobs whose advice row is not of
+this cluster, and ``--time`` given only in the
 submitting shell's environment (``SBATCH_TIMELIMIT``), which slurmctld does not keep: under
 ``fill`` such a limit is still protected by the partition-default check when it differs.
 """
@@ -34,7 +38,14 @@ from advisor.advice.advice import JobAdvice
 from advisor.advice.settings import AdvisorOptions, CommandLine, parse_command_line
 from advisor.errors import SlurmError
 from advisor.lite import NamedTuple
-from advisor.slurm.jobs import PendingJob, batch_script, pending_jobs, set_time_limit
+from advisor.slurm.jobs import (
+    PendingJob,
+    advised_id,
+    batch_script,
+    pending_jobs,
+    set_time_limit,
+    update_id,
+)
 from advisor.slurm.records import Partition
 from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.slurm.timefmt import format_duration
@@ -67,12 +78,15 @@ class Readvised(NamedTuple):
     to_s: int
     action: str
     reason: str
+    #: A job array's tasks as scontrol was given them (``25_[2-6]``); "" for other jobs.
+    tasks: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """As schemas/readvise-output.json has it (limits in Slurm's duration form)."""
-        return {"job_id": self.job_id, "user": self.user, "name": self.name,
-                "from": format_duration(self.from_s), "to": format_duration(self.to_s),
-                "action": self.action, "reason": self.reason}  # fmt: skip
+        found = {"job_id": self.job_id, "user": self.user, "name": self.name,
+                 "from": format_duration(self.from_s), "to": format_duration(self.to_s),
+                 "action": self.action, "reason": self.reason}  # fmt: skip
+        return found | ({"tasks": self.tasks} if self.tasks else {})
 
 
 @dataclass(frozen=True)
@@ -150,22 +164,22 @@ def readvise(
 
     commands = commands or SlurmCommands()
     cluster = cluster if cluster is not None else local_cluster_name()
-    jobs = [j for j in pending_jobs(commands) if not j.array]
+    jobs = [j for j in pending_jobs(commands) if update_id(j) is not None]
     with Store.open(request.db) as store:
         with store.read():
-            rows = pending_advice(store, [(j.job_id, j.user) for j in jobs], cluster)
+            rows = pending_advice(store, [(advised_id(j), j.user) for j in jobs], cluster)
         waiting = dict(rows.waiting)
         if cluster is not None:
             for job in jobs:
-                marked = None if job.job_id in rows.advised else marked_waiting(job)
+                marked = None if advised_id(job) in rows.advised else marked_waiting(job)
                 if marked is not None:
-                    waiting[job.job_id] = marked
-        candidates = [j for j in jobs if j.job_id in waiting]
+                    waiting[advised_id(job)] = marked
+        candidates = [j for j in jobs if advised_id(j) in waiting]
         partitions = {p.name: p for p in CliBackend(commands).partitions()} if candidates else {}
         done: list[Readvised] = []
         failures: list[str] = []
         for job in candidates:
-            row = waiting[job.job_id]
+            row = waiting[advised_id(job)]
             try:
                 cmd = command_line(row, store.path)
                 found = _advice(job, cmd, commands, cluster)
@@ -176,18 +190,20 @@ def readvise(
                 continue
             if not lowers(found, job, partitions):
                 continue
+            target = update_id(job) or str(job.job_id)
             item = Readvised(
-                job_id=job.job_id,
+                job_id=advised_id(job),
                 user=job.user,
                 name=job.name,
                 from_s=job.limit_s or 0,
                 to_s=found.decision.time_s or 0,
                 action=found.decision.action,
                 reason=found.decision.reason,
+                tasks=target if job.array_job_id else "",
             )
             if not request.dry_run:
                 try:
-                    set_time_limit(commands, job.job_id, item.to_s)
+                    set_time_limit(commands, target, item.to_s)
                 except SlurmError as error:
                     failures.append(f"job {job.job_id}: {error.one_line()}")
                     continue
@@ -263,8 +279,8 @@ def _record(
     """The lowering as an advice row, as the wrapper records a submission it advised."""
     from advisor.wrapper.submit import Prepared, Submitted, advice_record
 
-    result = CommandResult(("scontrol", "update", f"JobId={job.job_id}"), 0, "", "")
-    done = Submitted(result=result, argv=row.argv, outcome="submitted", job_id=job.job_id)
+    result = CommandResult(("scontrol", "update", f"JobId={update_id(job)}"), 0, "", "")
+    done = Submitted(result=result, argv=row.argv, outcome="submitted", job_id=advised_id(job))
     prepared = Prepared(argv=found.argv, advice=found)
     record_advice(store, advice_record(cmd, done, prepared, job.user, cluster))
 
@@ -273,8 +289,9 @@ def readvise_line(item: Readvised, dry_run: bool) -> str:
     """The log line of one lowering."""
     verb = "would lower" if dry_run else "lowered"
     return (
-        f"advisor readvise: job {item.job_id} (user {item.user}, {item.name!r}): {verb} the time "
-        f"limit {format_duration(item.from_s)} -> {format_duration(item.to_s)} ({item.reason})"
+        f"advisor readvise: job {item.tasks or item.job_id} (user {item.user}, {item.name!r}): "
+        f"{verb} the time limit {format_duration(item.from_s)} -> {format_duration(item.to_s)} "
+        f"({item.reason})"
     )
 
 

@@ -39,6 +39,9 @@ class RunningJob(NamedTuple):
     qos: str = ""
     nodes: tuple[str, ...] = ()
     reservation: str = ""
+    #: A task of a job array: the array's id (the one sbatch printed) and the task's index.
+    array_job_id: int | None = None
+    array_task_id: int | None = None
 
 
 def _number(value: Any, field: str, where: str) -> int | None:
@@ -74,6 +77,41 @@ def _nodes(value: Any, where: str) -> tuple[str, ...]:
         raise InputError(f"squeue --json: {where}: nodes: {error.message}") from None
 
 
+def _array_id(job: Mapping[str, Any], where: str) -> int | None:
+    """The job's array id; None when it is no array's (22.05 prints 0, 24.11 an unset 0)."""
+    value = job.get("array_job_id")
+    return (_number(value, "array_job_id", where) or None) if value is not None else None
+
+
+def _task_id(job: Mapping[str, Any], where: str) -> int | None:
+    """The array task's index; None for a job that is not one task (null, unset or NO_VAL)."""
+    value = job.get("array_task_id")
+    task = _number(value, "array_task_id", where) if value is not None else None
+    return task if task is not None and task < _NO_VAL_MIN else None
+
+
+def advised_id(job: RunningJob | PendingJob) -> int:
+    """The id the advice rows name the job by: the one sbatch printed (an array task's array's)."""
+    return job.array_job_id or job.job_id
+
+
+def update_id(job: RunningJob | PendingJob) -> str | None:
+    """The JobId that makes ``scontrol update`` change this record's tasks only, or None.
+
+    An array's own id changes every task of it, running ones included (seen on 22.05), so a
+    task goes by ``ARRAY_TASK`` and a pending remainder by ``ARRAY_[TASKS]``; None for a
+    remainder whose task list Slurm shortened (``...``), which no JobId names exactly.
+    """
+    if job.array_job_id is None:
+        return str(job.job_id)
+    if job.array_task_id is not None:
+        return f"{job.array_job_id}_{job.array_task_id}"
+    tasks = getattr(job, "array_tasks", "")
+    if not tasks or "..." in tasks:
+        return None
+    return f"{job.array_job_id}_[{tasks}]"
+
+
 #: Slurm's INFINITE for a time limit in minutes (22.05 prints it as a plain number).
 _INFINITE_MIN = 4294967295
 _NO_VAL_MIN = 4294967294
@@ -104,6 +142,8 @@ def parse_running_jobs(text: str) -> list[RunningJob]:
                 qos=_text(job.get("qos")),
                 nodes=_nodes(nodes, where),
                 reservation=_text(job.get("resv_name")),
+                array_job_id=_array_id(job, where),
+                array_task_id=_task_id(job, where),
             )
         )
     return found
@@ -117,12 +157,14 @@ class PendingJob(NamedTuple):
     name: str
     partition: str
     limit_s: int | None
-    #: A job array's pending tasks share one record: updating it would change the array's
-    #: running tasks too.
-    array: bool = False
     comment: str = ""
     #: Only an administrator's and slurmctld's plugins' to write (RunningJob says why).
     admin_comment: str = ""
+    #: A job array's: its id, and the one task of this record, or the pending tasks it holds
+    #: (``2-6``, without the ``%N`` throttle) when it is the array's pending remainder.
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    array_tasks: str = ""
 
 
 def _in_state(text: str, state: str) -> Iterator[tuple[Mapping[str, Any], str]]:
@@ -152,8 +194,6 @@ def parse_pending_jobs(text: str) -> list[PendingJob]:
         job_id = _number(job.get("job_id"), "job_id", where)
         if job_id is None:
             raise InputError(f"squeue --json: {where}: a pending job without id")
-        array_id = job.get("array_job_id")
-        array = bool(_number(array_id, "array_job_id", where)) if array_id is not None else False
         found.append(
             PendingJob(
                 job_id=job_id,
@@ -161,9 +201,11 @@ def parse_pending_jobs(text: str) -> list[PendingJob]:
                 name=_text(job.get("name")),
                 partition=str(job.get("partition") or ""),
                 limit_s=_limit_s(job, where),
-                array=array or bool(_text(job.get("array_task_string"))),
                 comment=_text(job.get("comment")),
                 admin_comment=_text(job.get("admin_comment")),
+                array_job_id=_array_id(job, where),
+                array_task_id=_task_id(job, where),
+                array_tasks=_text(job.get("array_task_string")).partition("%")[0],
             )
         )
     return found
@@ -184,6 +226,9 @@ def running_jobs(commands: SlurmCommands) -> list[RunningJob]:
     return parse_running_jobs(commands.run(["squeue", "--all", "--json"]).stdout)
 
 
-def set_time_limit(commands: SlurmCommands, job_id: int, limit_s: int) -> None:
-    """``scontrol update JobId=N TimeLimit=...``: needs an operator (SlurmUser, root, operator)."""
+def set_time_limit(commands: SlurmCommands, job_id: int | str, limit_s: int) -> None:
+    """``scontrol update JobId=N TimeLimit=...``: needs an operator (SlurmUser, root, operator).
+
+    job_id as update_id gives it for an array's tasks.
+    """
     commands.run(["scontrol", "update", f"JobId={job_id}", f"TimeLimit={format_duration(limit_s)}"])

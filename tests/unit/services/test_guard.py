@@ -36,7 +36,7 @@ from advisor.services.guard import (
     run_guard,
     watched_job,
 )
-from advisor.slurm.jobs import RunningJob, parse_running_jobs
+from advisor.slurm.jobs import RunningJob, advised_id, parse_running_jobs, update_id
 from advisor.slurm.records import Association, Partition, Qos, Reservation, SiteLimits
 from advisor.slurm.runner import CommandResult, SlurmCommands
 from advisor.store.advice import Advice, GuardedRequest, guarded_requests, record_advice
@@ -438,3 +438,29 @@ def test_guarded_lowers_only_while_the_guard_is_alive() -> None:
     seconds = decide(LIMITS, policy="guarded", user_time="4:30", user_time_min=None,
                      guard_fresh=True)  # fmt: skip
     assert seconds.request_s == 300  # Slurm rounds 4:30 up to 5 minutes
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_an_array_task_goes_by_its_arrays_advice_row_and_is_raised_alone(
+    version: str, tmp_path: Path
+) -> None:
+    """Task 1 of array 25 runs as job 27: the row names 25, the raise names 25_1 (not 25)."""
+    recorded = stdout_of(SLURM / version / "squeue.json")
+    task = next(j for j in parse_running_jobs(recorded) if j.job_id == 27)
+    assert (task.array_job_id, task.array_task_id) == (25, 1)
+    assert (advised_id(task), update_id(task)) == (25, "25_1")
+    plain = next(j for j in parse_running_jobs(recorded) if j.job_id == 12)
+    assert (plain.array_job_id, plain.array_task_id, update_id(plain)) == (None, None, "12")
+    runner = Replayed(recorded)
+    assert task.end_epoch is not None and task.limit_s is not None
+    with Store.open(tmp_path / "cache.db") as store:
+        record_advice(store, Advice("root", "guarded", ["sbatch"], "submitted", job_id=25,
+                                    cluster=CLUSTER, limit_s=task.limit_s,
+                                    request_s=task.limit_s + 600))  # fmt: skip
+        vouched(store, 27, user="mallory")  # another user's row of the task's own id: not it
+        guard = Guard(store, SlurmCommands(runner, sleep=lambda s: None),
+                      clock=lambda: task.end_epoch - 20, cluster=CLUSTER)  # fmt: skip
+        done = run_guard(guard, once=True)
+    raised = updates(runner)
+    assert [c[2] for c in raised] == ["JobId=25_1"], raised
+    assert done.last is not None and done.last.watched == 1

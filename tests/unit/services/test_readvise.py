@@ -19,7 +19,7 @@ from advisor.services.readvise import (
     partition_default_s,
     readvise_line,
 )
-from advisor.slurm.jobs import PendingJob, parse_pending_jobs
+from advisor.slurm.jobs import PendingJob, advised_id, parse_pending_jobs, update_id
 from advisor.slurm.records import Partition
 from advisor.store.advice import Advice, WaitingAdvice, pending_advice, record_advice
 from advisor.store.connection import Store
@@ -35,7 +35,7 @@ def stdout_of(path: Path) -> str:
 
 
 @pytest.mark.parametrize("version", ["22.05", "24.11"])
-def test_only_pending_jobs_are_read_and_arrays_are_marked(version: str) -> None:
+def test_only_pending_jobs_are_read_and_arrays_go_by_their_pending_tasks(version: str) -> None:
     jobs = parse_pending_jobs(stdout_of(SLURM / version / "squeue.json"))
     by_id = {job.job_id: job for job in jobs}
     # the running and ended jobs of the recording are left out
@@ -44,8 +44,14 @@ def test_only_pending_jobs_are_read_and_arrays_are_marked(version: str) -> None:
     assert by_id[16].limit_s == 2 * 24 * 3600 and by_id[16].user == "root"
     assert by_id[17].name == "name|with|pipe" and by_id[24].name == "two\nlines"
     assert by_id[22].limit_s == 1800  # no --time: the partition's DefaultTime
-    # an array's pending tasks (1-2; 2-3%1, whose task 1 runs as job 27): one record each
-    assert {job.job_id for job in jobs if job.array} == {19, 25}
+    # an array's pending tasks (1-2; 2-3%1, whose task 1 runs as job 27): one record each, the
+    # advice rows' id the array's, updated as its pending tasks only (the array's id alone
+    # would change the running task 27 too), the throttle left out
+    arrays = {job.job_id: (advised_id(job), update_id(job)) for job in jobs if job.array_job_id}
+    assert arrays == {19: (19, "19_[1-2]"), 25: (25, "25_[2-3]")}
+    assert update_id(by_id[16]) == "16" and advised_id(by_id[16]) == 16
+    # a remainder whose list Slurm shortened names no exact set of tasks: left alone
+    assert update_id(by_id[25]._replace(array_tasks="1,3,5,7...")) is None
 
 
 def test_bad_output_is_a_clear_error() -> None:
