@@ -48,7 +48,7 @@ LINE_MAX_BYTES = 1 << 20
 #: Fields of a line besides ``created_at``, in the order of the advice table.
 TEXT_FIELDS = ("policy", "outcome", "task", "partition", "node_class", "cluster", "mem_action")
 NUMBER_FIELDS = ("predicted_s", "quantile", "p50_s", "p90_s", "p95_s")
-INTEGER_FIELDS = ("limit_s", "job_id", "input_bytes", "mem_mb")
+INTEGER_FIELDS = ("limit_s", "job_id", "input_bytes", "mem_mb", "tasks")
 #: What became of a submission (the advice table's outcome column).
 OUTCOMES: frozenset[Outcome] = frozenset({"submitted", "failed", "fallback", "dry-run"})
 #: How many days of segments the wrapper reads for its jobs in flight (the history policy's

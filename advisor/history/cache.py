@@ -183,6 +183,8 @@ class Running(NamedTuple):
     request_s: int | None
     #: The estimated probability that it runs past its limit (None: recorded before 7).
     risk: float | None
+    #: The jobs it made: a job array's tasks (until its last one is ingested, all count).
+    tasks: int = 1
 
 
 #: History advice rows of jobs accounting has not ingested yet (their job may still run).
@@ -201,7 +203,7 @@ def running_advised(store: Store, user: str, *, since: str) -> list[Running]:
     a lost job from holding a key's place forever.
     """
     rows = store.conn.execute(
-        "SELECT a.task, a.partition, a.request_s, 1 - a.quantile "
+        "SELECT a.task, a.partition, a.request_s, 1 - a.quantile, COALESCE(a.tasks, 1) "
         + _RUNNING.format(where="a.user = ?"),
         (user, since),
     )
@@ -211,7 +213,9 @@ def running_advised(store: Store, user: str, *, since: str) -> list[Running]:
 def reserved_risk(store: Store, partition: str, *, since: str, unknown: float) -> float:
     """The summed risk of the partition's jobs running under a history limit.
 
-    A job advised for several partitions (``-p a,b``) counts in each.  unknown: the risk of an
+    A job advised for several partitions (``-p a,b``) counts in each, a job array once per task
+    (a spool line's claim of tasks only in its user's own count, running_advised, so that no
+    user's line can raise everyone's price).  unknown: the risk of an
     advice row that recorded none (the budget: the risk the policy takes on average).  A
     published copy holds only its user's own advice: there the sum over every user's jobs at
     publish time (services/publish.py) stands for it.
@@ -223,7 +227,8 @@ def reserved_risk(store: Store, partition: str, *, since: str, unknown: float) -
         known, unrecorded = json.loads(found[0]).get(partition, (0.0, 0.0)) if found else (0, 0)
         return float(known) + unknown * float(unrecorded)
     row = store.conn.execute(
-        "SELECT COALESCE(SUM(COALESCE(1 - a.quantile, ?)), 0) "
+        "SELECT COALESCE(SUM(COALESCE(1 - a.quantile, ?) "
+        "* (CASE WHEN a.origin = 'direct' THEN COALESCE(a.tasks, 1) ELSE 1 END)), 0) "
         + _RUNNING.format(where="instr(',' || a.partition || ',', ',' || ? || ',') > 0"),
         (unknown, partition, since),
     ).fetchone()

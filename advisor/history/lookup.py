@@ -51,13 +51,14 @@ def history_advice(
     config: PolicyConfig = DEFAULT_CONFIG,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     unrecorded: Sequence[Mapping[str, Any]] = (),
+    tasks: int = 1,
 ) -> tuple[Proposal | Refusal, int | None]:
     """The policy's proposal for the job, and the partition's MaxTime.
 
     partition None means the cluster's default partition; request_s None means the job gets
     the partition's MaxTime (what Slurm gives a job without --time when no DefaultTime is
     set).  unrecorded: this user's submissions the cache has not got yet (advisor.spool lines),
-    counted as running.
+    counted as running; tasks: the jobs the submission makes (a job array's tasks).
     """
     partitions = {p.name: p for p in load_partitions(store)}
     if partition is None:
@@ -72,7 +73,7 @@ def history_advice(
     running = running_advised(store, user, since=since) + pending
     unknown = budget.budget if budget is not None else config.budget
     reserved = reserved_risk(store, partition or "", since=since, unknown=unknown) + sum(
-        unknown if line.risk is None else line.risk
+        (unknown if line.risk is None else line.risk) * line.tasks
         for line in pending
         if partition in (line.partition or "").split(",")
     )
@@ -86,10 +87,13 @@ def history_advice(
         request_s=bound,
         budget=budget,
         quantiles=lambda cell: load_quantiles(store, cell),
-        running=sum(1 for line in running if partition in (line.partition or "").split(",")),
+        running=sum(
+            line.tasks for line in running if partition in (line.partition or "").split(",")
+        ),
         reserved_risk=reserved,
         user=states.get(keys[-1]) if keys else None,
         config=config,
+        tasks=tasks,
     )
     return found, max_time
 
@@ -104,6 +108,7 @@ def history_limit(
     config: PolicyConfig = DEFAULT_CONFIG,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     unrecorded: Sequence[Mapping[str, Any]] = (),
+    tasks: int = 1,
 ) -> tuple[int, str] | None:
     """(limit in seconds, one-line explanation), or None when history has no answer.
 
@@ -114,7 +119,7 @@ def history_limit(
     """
     found, max_time = history_advice(
         store, user, job_name, partition, request_s=request_s, config=config, now=now,
-        unrecorded=unrecorded,
+        unrecorded=unrecorded, tasks=tasks,
     )  # fmt: skip
     if not isinstance(found, Proposal):
         return None
@@ -132,10 +137,21 @@ def _pending(store: Store, lines: Sequence[Mapping[str, Any]], since: str) -> li
         return []
     finished = finished_job_ids(store, (int(line["job_id"]) for line in advised))
     return [
-        Running(line.get("task"), line.get("partition"), line.get("request_s"), _line_risk(line))
+        Running(
+            task=line.get("task"),
+            partition=line.get("partition"),
+            request_s=line.get("request_s"),
+            risk=_line_risk(line),
+            tasks=_line_tasks(line),
+        )
         for line in advised
         if int(line["job_id"]) not in finished
     ]
+
+
+def _line_tasks(line: Mapping[str, Any]) -> int:
+    tasks = line.get("tasks")
+    return tasks if isinstance(tasks, int) and not isinstance(tasks, bool) and tasks > 1 else 1
 
 
 def _line_risk(line: Mapping[str, Any]) -> float | None:

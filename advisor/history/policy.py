@@ -29,7 +29,7 @@ jobs did, and a feedback loop per partition moves them to hold the promise.
 * **Bursts**: at most as many jobs of one user may run under an advised limit as the
   partition's remaining credit (kills the budget still allows) could absorb if they all died
   together: an array, or a workflow's burst over several names, whose runs all slow down at
-  once cannot by itself break the promise.
+  once cannot by itself break the promise.  A job array counts as its tasks.
 * **Never above the user's request or the partition's MaxTime** (``clamp``).
 
 Every number of ``PolicyConfig`` says below why it has its value; docs/limits.md has the
@@ -264,6 +264,7 @@ def propose(
     reserved_risk: float = 0.0,
     user: KeyState | None = None,
     config: PolicyConfig = DEFAULT_CONFIG,
+    tasks: int = 1,
 ) -> Proposal | Refusal:
     """The limit that frees most for its price of a kill, or why there is none.
 
@@ -272,7 +273,8 @@ def propose(
     budget: the partition's kill budget; quantiles: a cell's conformal quantiles per level
     (advisor.history.cells.LEVELS); running: how many jobs of the user run under an advised
     limit in the partition now; reserved_risk: the sum of the risks of all the partition's
-    such jobs; user: the state of the job's user key (its own kills and completed jobs).
+    such jobs; user: the state of the job's user key (its own kills and completed jobs);
+    tasks: how many jobs the submission makes (a job array's tasks all run under the limit).
     """
     if budget is None or budget.budget <= 0:
         return Refusal(f"no kill budget for partition {partition or '(default)'} yet")
@@ -304,11 +306,17 @@ def propose(
         return Refusal(f"no limit frees enough for its risk at the price of a kill, {price:.3g} s")
     _, limit, level = best
     allowed = max(1.0, budget.credit)
-    if running + 1 > allowed:
+    if running + tasks > allowed:
+        where = partition or "the partition"
+        if tasks > 1:
+            return Refusal(
+                f"this job array's {tasks} tasks and the user's {running} job(s) already under "
+                f"an advised limit in {where} are more than the kill budget could absorb "
+                f"({math.floor(allowed)})"
+            )
         return Refusal(
-            f"{running} job(s) of the user already run under an advised limit in "
-            f"{partition or 'the partition'}, as many as the kill budget could absorb "
-            f"({math.floor(allowed)})"
+            f"{running} job(s) of the user already run under an advised limit in {where}, "
+            f"as many as the kill budget could absorb ({math.floor(allowed)})"
         )
     return Proposal(found.key, found.runs, found.basis_s, limit, level, budget.budget, price)
 

@@ -29,6 +29,7 @@ ENVIRONMENT = {
     "nodes": "SBATCH_NNODES",
     "account": "SBATCH_ACCOUNT",
     "qos": "SBATCH_QOS",
+    "array": "SBATCH_ARRAY_INX",
 }
 
 
@@ -70,6 +71,13 @@ class JobRequest(NamedTuple):
     #: bounds the limit (SiteLimits.job_bounds).
     account: Setting | None = None
     qos: Setting | None = None
+    #: --array: the history policy counts an array's tasks, not its one submission.
+    array: Setting | None = None
+
+    @property
+    def tasks(self) -> int:
+        """How many jobs the submission makes: an array's tasks (``--array``), else 1."""
+        return array_size(self.array.value) if self.array is not None else 1
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -137,7 +145,30 @@ def job_request(
         nodes=setting("nodes"),
         account=setting("account"),
         qos=setting("qos"),
+        array=setting("array"),
     )
+
+
+def array_size(spec: str) -> int:
+    """The number of tasks of an ``--array`` spec (``1-100``, ``1,3,5-7``, ``0-15:4``, ``%8``).
+
+    At least 1; a spec sbatch would refuse counts as 1 (no job is made).  Overlapping ranges
+    count twice: an upper bound, which errs toward advising fewer of them.
+    """
+    total = 0
+    for item in spec.partition("%")[0].split(","):
+        bounds, _, step_text = item.strip().partition(":")
+        first, _, last = bounds.partition("-")
+        try:
+            low = int(first)
+            high = int(last) if last else low
+            step = int(step_text) if step_text else 1
+        except ValueError:
+            return 1
+        if low < 0 or high < low or step < 1:
+            return 1
+        total += (high - low) // step + 1
+    return max(1, total)
 
 
 def task_name(explicit: str | None, request: JobRequest, script: str | None) -> str | None:

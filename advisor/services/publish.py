@@ -127,8 +127,8 @@ USER: dict[str, str] = {
     "AND user IN (SELECT value FROM json_each(:users))",
     # the tables below name their columns: a column a later migration adds gets its default
     "advice": "(id, created_at, user, task, partition, quantile, policy, argv, cluster, job_id, "  # noqa: S608 - constant fragments
-    "outcome, request_s) SELECT id, created_at, user, task, partition, quantile, policy, '[]', "
-    f"cluster, job_id, outcome, request_s FROM {_ADVISED}",
+    "outcome, request_s, tasks) SELECT id, created_at, user, task, partition, quantile, policy, "
+    f"'[]', cluster, job_id, outcome, request_s, tasks FROM {_ADVISED}",
     "accounting_jobs": "(cluster, job_id, job_id_raw, name, user, account, partition, nodes, cpus, "  # noqa: S608 - constant fragments
     "elapsed_s, state, comment, ingested_at) SELECT cluster, job_id, job_id_raw, '', '', '', '', "
     "'[]', 0, 0, '', '', '' FROM src.accounting_jobs WHERE job_id_raw IN (SELECT job_id FROM "
@@ -351,14 +351,17 @@ def _reserved(db: sqlite3.Connection, now: str) -> dict[str, list[float]]:
 
     As advisor.history.cache.reserved_risk reads it from the cache, summed over every user at
     publish time (rows dated ahead are no advice, as in a user's copy): [the risks recorded,
-    the jobs that recorded none].  A user's copy holds only
+    the jobs that recorded none], a job array once per task as there.  A user's copy holds only
     their own advice, and the price of a kill counts everyone's jobs at risk.
     """
     since = (datetime.fromisoformat(now) - IN_FLIGHT_HORIZON).isoformat()
     rows = db.execute(
-        "SELECT p.name, COALESCE(SUM(1 - a.quantile), 0), COALESCE(SUM(a.quantile IS NULL), 0) "
+        "SELECT p.name, COALESCE(SUM((1 - a.quantile) * w.tasks), 0), "
+        "COALESCE(SUM((a.quantile IS NULL) * w.tasks), 0) "
         "FROM (SELECT name FROM src.partitions UNION SELECT '') AS p JOIN src.advice AS a "
         "ON instr(',' || a.partition || ',', ',' || p.name || ',') > 0 "
+        "JOIN (SELECT id, CASE WHEN origin = 'direct' THEN COALESCE(tasks, 1) ELSE 1 END AS tasks "
+        "FROM src.advice) AS w ON w.id = a.id "
         "WHERE a.created_at >= ? AND a.created_at <= ? AND a.policy = 'history' "
         "AND a.outcome = 'submitted' "
         "AND a.job_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM src.accounting_jobs AS j "

@@ -223,11 +223,13 @@ def _advice(
     job: PendingJob, cmd: CommandLine, commands: SlurmCommands, cluster: str | None
 ) -> JobAdvice:
     """The wrapper's advice for the job now: its recorded options, the script slurmctld kept."""
+    from advisor.sbatch.request import array_size
     from advisor.wrapper import effects
     from advisor.wrapper.submit import SideEffects, advice_for
 
     script = batch_script(commands, job.job_id)
     wrapped = any(o.name == "wrap" for o in cmd.sbatch.options)
+    pending = array_size(job.array_tasks) if job.array_tasks else None
 
     def nothing(*_: object) -> Any:
         raise RuntimeError("readvise submits nothing")
@@ -238,7 +240,10 @@ def _advice(
         read_stdin=lambda: script,
         input_bytes=lambda _paths: 0,
         load_snapshot=effects.load_snapshot,
-        history=effects.history,
+        # an array's tasks still pending, not all of them, against the burst bound
+        history=lambda db, user, name, parts, request_s, tasks: effects.history(
+            db, user, name, parts, request_s, pending or tasks
+        ),
         run_sbatch=nothing,
         estimate_start=nothing,
         record=nothing,

@@ -50,6 +50,8 @@ class Advice(NamedTuple):
     #: (advisor.advice.memory: 'set', 'lowered', 'advise', 'kept').
     mem_mb: int | None = None
     mem_action: str | None = None
+    #: The jobs the submission made: a job array's tasks (None: one).
+    tasks: int | None = None
 
 
 #: The advice table's origin values (Origin).
@@ -66,8 +68,8 @@ def record_advice(
         cursor = store.conn.execute(
             """INSERT INTO advice (created_at, user, task, partition, node_class, predicted_s,
                  quantile, limit_s, policy, argv, cluster, job_id, outcome, input_bytes,
-                 p50_s, p90_s, p95_s, request_s, mem_mb, mem_action, origin)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                 p50_s, p90_s, p95_s, request_s, mem_mb, mem_action, origin, tasks)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 created_at or utc_now(),
                 advice.user,
@@ -90,6 +92,7 @@ def record_advice(
                 advice.mem_mb,
                 advice.mem_action,
                 origin,
+                advice.tasks,
             ),
         )
         return int(cursor.lastrowid or 0)

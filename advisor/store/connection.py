@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 #: len(advisor.store.migrations.MIGRATIONS), written out: opening a cache to read (the sbatch
 #: wrapper) checks the version without loading the migrations' SQL; tests/unit/store/test_store.py
 #: holds the two equal.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 APP_ID = 0x5A11AD01  # PRAGMA application_id: refuses to treat a foreign SQLite file as a cache
 #: The published copies (services/publish.py): a directory users' ADVISOR_DB names, holding the
 #: file every user reads and one file per user, which Store.open attaches as ``mine``.

@@ -376,4 +376,9 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE advice ADD COLUMN mem_mb INTEGER;
     ALTER TABLE advice ADD COLUMN mem_action TEXT;
     """,
+    # 12: the jobs a submission made (a job array's tasks; NULL: one), which the history
+    # policy's burst bound counts (advisor.history.cache.running_advised)
+    """
+    ALTER TABLE advice ADD COLUMN tasks INTEGER;
+    """,
 )

@@ -62,10 +62,12 @@ def history(
     job_name: str,
     partitions: Sequence[str],
     request_s: int | None = None,
+    tasks: int = 1,
 ) -> dict[str, tuple[int, str] | None]:
     """The history policy's (limit_s, why) per partition, in one read-only pass.
 
-    request_s: the user's own --time (None: the partition's MaxTime is what is lowered).
+    request_s: the user's own --time (None: the partition's MaxTime is what is lowered); tasks:
+    the jobs the submission makes (a job array's tasks, counted against the burst bound).
     Through a published copy this user's advice is in the spool, not yet in the copy: the
     policy counts those submissions from the user's own spool file as running.
     """
@@ -81,7 +83,13 @@ def history(
             unrecorded = read_own_lines(spool, lambda source: get_watermark(store, source))
         return {
             name: history_limit(
-                store, user, job_name, name, request_s=request_s, unrecorded=unrecorded
+                store,
+                user,
+                job_name,
+                name,
+                request_s=request_s,
+                unrecorded=unrecorded,
+                tasks=tasks,
             )
             for name in partitions
         }

@@ -45,10 +45,11 @@ class SideEffects(NamedTuple):
     input_bytes: Callable[[Sequence[str]], int]
     #: (db, task, user): the models as this user sees them.
     load_snapshot: Callable[[str | None, str, str], Snapshot]
-    #: (db, user, job name, partitions, the user's --time in s): the history policy's
-    #: (limit_s, why) per partition.
+    #: (db, user, job name, partitions, the user's --time in s, the jobs it makes: a job
+    #: array's tasks): the history policy's (limit_s, why) per partition.
     history: Callable[
-        [str | None, str, str, Sequence[str], int | None], Mapping[str, tuple[int, str] | None]
+        [str | None, str, str, Sequence[str], int | None, int],
+        Mapping[str, tuple[int, str] | None],
     ]
     run_sbatch: Callable[[Sequence[str], str | None, bool], CommandResult]
     estimate_start: Callable[[Sequence[str]], StartEstimate]
@@ -200,7 +201,9 @@ def _from_history(
     if job_name is None or not partitions:
         unadvised = _unadvised(cmd, request, task, f"no model for task {task!r}")
         return with_memory(unadvised, sbatch, snapshot)
-    found = side.history(cmd.advisor.db, user, job_name, partitions, _request_s(request))
+    found = side.history(
+        cmd.advisor.db, user, job_name, partitions, _request_s(request), request.tasks
+    )
     if not any(found.values()):
         unadvised = _unadvised(
             cmd, request, task, f"no model for task {task!r} and no history of {job_name!r}"
@@ -301,6 +304,7 @@ def advice_record(
     policy = "history" if found is not None and found.basis == "history" else cmd.advisor.policy
     memory = found.memory if found is not None and found.memory.action != "none" else None
     mem_mb, mem_action = (memory.mem_mb, memory.action) if memory else (None, None)
+    tasks = found.request.tasks if found is not None and found.request.tasks > 1 else None
     if found is None or not found.limits:
         return Advice(
             user=user,
@@ -313,6 +317,7 @@ def advice_record(
             input_bytes=found.measured_bytes if found else None,
             mem_mb=mem_mb,
             mem_action=mem_action,
+            tasks=tasks,
         )
     chosen = [p for p in found.limits if p.limit_s is not None]
     if found.picked:
@@ -339,6 +344,7 @@ def advice_record(
         request_s=found.decision.request_s,
         mem_mb=mem_mb,
         mem_action=mem_action,
+        tasks=tasks,
     )
 
 

@@ -113,8 +113,9 @@ class Sbatch:
             read_stdin=lambda: "",
             input_bytes=lambda paths: 1_000,
             load_snapshot=lambda db, task, user: snapshot(self.known),
-            history=lambda db, user, name, parts: {
-                p: history_limit(self.store, user, name, p) for p in parts
+            history=lambda db, user, name, parts, request_s, tasks: {
+                p: history_limit(self.store, user, name, p, request_s=request_s, tasks=tasks)
+                for p in parts
             },
             run_sbatch=self.run,
             estimate_start=lambda argv: pytest.fail("no --pick here"),

@@ -16,6 +16,8 @@ from advisor.history.budget import KillBudget
 from advisor.history.cache import (
     load_budget,
     load_key_states,
+    reserved_risk,
+    running_advised,
     save_budgets,
     save_cells,
     save_key_states,
@@ -118,6 +120,32 @@ def test_a_burst_gets_limits_while_the_budget_could_absorb_it(store: Store) -> N
     assert history_limit(store, "alice", "sim", "cpu", now=lambda: now) is not None
     later = now + timedelta(days=8)  # a lost job stops counting after a week
     assert history_limit(store, "alice", "sim", "cpu", now=lambda: later) is not None
+
+
+def test_a_job_array_counts_as_its_tasks_against_the_burst_bound(store: Store) -> None:
+    """One submission of 3 tasks was one job: a credit of 2 kills let all 3 run tightened."""
+    learn(store, *(finished(n, 600) for n in range(1, 6)))
+    earned(store, "cpu", budget=EARNED._replace(credit=2.0))
+    now = datetime.now(UTC)
+    found, _ = history_advice(store, "alice", "sim", "cpu", now=lambda: now, tasks=3)
+    assert isinstance(found, Refusal) and "this job array's 3 tasks" in found.reason
+    assert history_limit(store, "alice", "sim", "cpu", now=lambda: now, tasks=2) is not None
+    # an array of two that runs tightened leaves no room for another job of the user's
+    record_advice(store, Advice(user="alice", policy="history", argv=["sbatch"], tasks=2,
+                                outcome="submitted", task="sim", partition="cpu",
+                                cluster="advisor", job_id=90))  # fmt: skip
+    assert [r.tasks for r in running_advised(store, "alice", since="2000-01-01")] == [2]
+    assert history_limit(store, "alice", "sim", "cpu", now=lambda: now) is None
+    # its tasks are the partition's risk, a spool line's claim of tasks only its user's own
+    since = (now - timedelta(days=1)).isoformat()
+    direct = reserved_risk(store, "cpu", since=since, unknown=0.01)
+    record_advice(store, Advice(user="mallory", policy="history", argv=["sbatch"],
+                                tasks=1_000_000, outcome="submitted", task="x",
+                                partition="cpu", cluster="advisor", job_id=91),
+                  origin="spool")  # fmt: skip
+    assert direct == pytest.approx(0.02)
+    assert reserved_risk(store, "cpu", since=since, unknown=0.01) == pytest.approx(0.03)
+    assert [r.tasks for r in running_advised(store, "mallory", since=since)] == [1_000_000]
 
 
 def test_a_kill_at_a_recorded_limit_costs_the_partition_and_the_keys(store: Store) -> None:

@@ -10,7 +10,7 @@ from advisor.advice.settings import parse_command_line
 from advisor.errors import UsageError
 from advisor.sbatch.argv import FLAGS, PREFIX, VALUED, Option, parse_options
 from advisor.sbatch.options import LONG_OPTIONS, SHORT_OPTIONS, Arg, resolve_long
-from advisor.sbatch.request import job_request, task_name
+from advisor.sbatch.request import array_size, job_request, task_name
 from advisor.sbatch.script import read_directives
 
 NASTY = [
@@ -265,6 +265,24 @@ def test_partitions_and_task_name() -> None:
     assert task_name(None, bare, ".snakemake/tmp.x/snakejob.bwa_map.17.sh") == "bwa_map"
     env = job_request((), {"SBATCH_JOB_NAME": "env-name"}, script_options)
     assert task_name(None, env, "j.sh") == "env-name"
+
+
+@pytest.mark.parametrize(
+    ("spec", "tasks"),
+    [("1-100", 100), ("0-15:4", 4), ("1,3,5-7", 5), ("1-3%1", 3), ("7", 1), ("0-9:3%2", 4),
+     ("5-1", 1), ("a-b", 1), ("1-2:0", 1), ("", 1)],
+)  # fmt: skip
+def test_an_arrays_size_is_its_task_count_and_a_bad_spec_counts_one(spec: str, tasks: int) -> None:
+    assert array_size(spec) == tasks
+
+
+def test_an_array_from_any_origin_is_the_jobs_task_count() -> None:
+    script_options, _ = parse_options(["--array=0-9"])
+    assert job_request((), {}, script_options).tasks == 10
+    cli = parse_command_line(["-a", "1-4%2", "j.sh"]).sbatch.options
+    assert job_request(cli, {"SBATCH_ARRAY_INX": "1-50"}, script_options).tasks == 4
+    assert job_request((), {"SBATCH_ARRAY_INX": "1-50"}, script_options).tasks == 50
+    assert job_request((), {}, ()).tasks == 1
 
 
 # --- property: what reaches sbatch is the input minus advisor options -------------------------

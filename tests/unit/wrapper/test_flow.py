@@ -69,6 +69,7 @@ class World:
     #: (user, job name, partition) -> (limit_s, why): what the history policy would answer.
     histories: dict[tuple[str, str, str], tuple[int, str]] = field(default_factory=dict)
     history_asked: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+    tasks_asked: list[int] = field(default_factory=list)
 
     def script(self, text: str = SCRIPT) -> str:
         path = self.tmp / "job.sh"
@@ -93,8 +94,10 @@ class World:
         job_name: str,
         partitions: Sequence[str],
         request_s: int | None = None,
+        tasks: int = 1,
     ) -> dict[str, tuple[int, str] | None]:
         self.history_asked.append((user, job_name, tuple(partitions)))
+        self.tasks_asked.append(tasks)
         return {p: self.histories.get((user, job_name, p)) for p in partitions}
 
     def record(self, db: str | None, advice: Advice) -> None:
@@ -186,6 +189,18 @@ def test_a_task_without_a_model_gets_the_history_limit_of_its_job_name(world: Wo
     assert (advice.policy, advice.task, advice.partition, advice.limit_s) == (
         "history", "sim.sh", "cpu", 5400,
     )  # fmt: skip
+
+
+def test_a_job_arrays_tasks_are_asked_of_history_and_recorded(world: World) -> None:
+    world.histories[("alice", "sim.sh", "cpu")] = (5400, "history of user alice, name sim.sh: x")
+    script = str(world.tmp / "sim.sh")
+    Path(script).write_text("#!/bin/sh\n#SBATCH -p cpu\n#SBATCH --array=1-40%4\nsleep 1\n")
+    assert world.main([script])[0] == 0
+    world.main(["-a", "0-9", script])  # the command line's --array wins
+    world.main(["-J", "sim.sh", "-p", "cpu", "--wrap", "true"])  # no array: one job
+    assert world.tasks_asked == [40, 10, 1]
+    assert [r.tasks for r in world.records] == [40, 10, None]
+    assert world.records[0].policy == "history" and world.records[0].limit_s == 5400
 
 
 def test_history_limits_follow_the_policy_and_every_partition(world: World) -> None:

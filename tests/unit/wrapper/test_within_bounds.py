@@ -58,7 +58,12 @@ class Flow:
             return None
 
         def history(
-            db: str | None, user: str, name: str, parts: Sequence[str], request_s: int | None
+            db: str | None,
+            user: str,
+            name: str,
+            parts: Sequence[str],
+            request_s: int | None,
+            tasks: int,
         ) -> dict[str, tuple[int, str] | None]:
             return {p: (3660, "longest of the last 50 runs 2440 s + 50 %") for p in parts}
 
