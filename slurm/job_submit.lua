@@ -491,6 +491,31 @@ local function waiting(request, name)
 	return { waiting = true, name = name }
 end
 
+-- How many jobs the submission makes: a job array's tasks (--array: job_desc.array_inx), else
+-- 1; a spec slurmctld would refuse counts as 1.  As advisor.sbatch.request.array_size.
+local function array_tasks(spec)
+	if type(spec) ~= "string" or spec == "" then
+		return 1
+	end
+	local total = 0
+	for item in (spec:gsub("%%.*$", "")):gmatch("[^,]+") do
+		local first, last, step = item:match("^%s*(%d+)%-(%d+):(%d+)%s*$")
+		if not first then
+			first, last = item:match("^%s*(%d+)%-(%d+)%s*$")
+		end
+		if not first then
+			first = item:match("^%s*(%d+)%s*$")
+			last = first
+		end
+		first, last, step = tonumber(first), tonumber(last), tonumber(step or 1)
+		if not first or not last or not step or last < first or step < 1 then
+			return 1
+		end
+		total = total + math.floor((last - first) / step) + 1
+	end
+	return math.max(total, 1)
+end
+
 -- What to set, or nil: { time_limit, time_min (or nil), comment (or nil), name, request (or nil) },
 -- or { waiting = true, name } for a job to mark for `advisor readvise`.
 local function advice(job_desc, part_list, submit_uid)
@@ -532,7 +557,15 @@ local function advice(job_desc, part_list, submit_uid)
 	if #names == 0 then
 		return nil
 	end
+	local tasks = array_tasks(job_desc.array_inx)
 	for _, part_name in ipairs(names) do
+		-- The plugin sees no running jobs: a job array with more tasks than the kills the
+		-- partition's budget allowed at export time (its credit) is left to `advisor readvise`,
+		-- which counts them as the wrapper does (the history policy's burst bound).
+		local credit = tonumber(table_at(table_at(doc, "partitions"), part_name) and doc.partitions[part_name].credit)
+		if tasks > 1 and credit and credit == credit and tasks > credit then
+			return waiting(request, name)
+		end
 		local limit = tonumber(table_at(per_partition, part_name) and per_partition[part_name].limit_min)
 		-- limit ~= limit: NaN, which cjson reads; above NO_VAL - 1 is no number of minutes
 		if not limit or limit ~= limit or limit < 1 or limit > NO_VAL - 1 then

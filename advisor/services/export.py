@@ -10,7 +10,8 @@ policy's limit for a name family (the name with its numbers masked, advisor.hist
 looks in that order (users.tasks, tasks, users.families, users.partitions), as ``advisor
 sbatch`` decides (model, then the history keys, most specific first); what it cannot see is the
 history policy's at-risk budget (jobs still running under an advised limit), which only the
-wrapper applies.  Keys that users choose (task names, user names) are always object keys one
+wrapper applies; ``partitions[P].credit``, the kills the budget allowed at export time, lets
+the plugin leave a job array with more tasks than that to ``advisor readvise``.  Keys that users choose (task names, user names) are always object keys one
 level below a fixed key, so a task called ``partitions`` cannot collide with anything.
 
 It tells each user's own limits, which follow from that user's runtimes, so only slurmctld may
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import grp
 import json
+import math
 import os
 import pwd
 import secrets
@@ -45,6 +47,7 @@ from advisor.advice.memory_export import memory_export
 from advisor.advice.settings import AdvisorOptions
 from advisor.advice.snapshot import Snapshot, load_snapshot
 from advisor.errors import AdvisorError, InputError, UsageError
+from advisor.history.cache import load_budgets
 from advisor.history.lookup import export_limits
 from advisor.lite import NamedTuple
 from advisor.output_target import check_output, open_target, write_file
@@ -89,6 +92,7 @@ def export_document(
     key: bytes = b"",
     memory: Mapping[str, Any] | None = None,
     limits: SiteLimits | None = None,
+    credits: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Per task (and optionally per user), each partition's limit in whole minutes.
 
@@ -100,7 +104,8 @@ def export_document(
     counted with them.
     key: what users' job names are digested with (store/names.py); its id goes in the file.
     memory: the ``memory`` section (advisor.advice.memory_export, its users' names digested
-    with the same key), when the cache has one.
+    with the same key), when the cache has one.  credits: per partition, the kills its budget
+    still allows (at least 1), past which the plugin leaves a job array's tasks to readvise.
     """
     tasks = task_limits(snapshot, snapshot.tasks, AdvisorOptions(quantile=quantile, margin=margin))
     document = {
@@ -115,6 +120,7 @@ def export_document(
                 "max_time_min": p.max_time_s // 60 if p.max_time_s is not None else -1,
                 "default": p.is_default,
                 **({"qos": p.qos} if p.qos else {}),
+                **({"credit": credits[name]} if credits and name in credits else {}),
             }
             for name, p in sorted(snapshot.partitions.items())
         },
@@ -254,6 +260,7 @@ def export_from_cache(
             store, {name: p.nodes for name, p in shared.partitions.items()}, key, usable=_fits
         )
         site = load_site_limits(store)
+        credits = {p: max(1, math.floor(b.credit)) for p, b in load_budgets(store).items()}
     max_min = {
         name: p.max_time_s // 60 if p.max_time_s is not None else None
         for name, p in shared.partitions.items()
@@ -279,6 +286,7 @@ def export_from_cache(
     return export_document(
         shared, quantile=quantile, margin=margin, generated_at=generated_at, users=users,
         left_out=(history.unusable, history.over_cap), key=key, memory=memory, limits=site,
+        credits=credits,
     )  # fmt: skip
 
 

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from advisor.slurm.timefmt import parse_duration
+from advisor.store.connection import Store
 from tests.helpers.cluster import EXPORT, install_plugin, job_id, remove_export, sh, show
+from tests.helpers.jobs import earned
 from tests.helpers.readvise import advisor, learn_history, limit_s, readvised
 
 # cluster_turns: writes the plugin's export; and a readvise pass looks at every pending job on
@@ -79,3 +81,26 @@ def test_a_plain_sbatch_job_the_plugin_left_is_lowered_once_its_name_has_history
     assert rows == [("history", lowered, "submitted")]  # the kill budget counts the job
     assert readvised(cache, jobs.values()) == []  # once
     assert limit_s(jobs["plain"]) == lowered
+
+
+def test_an_array_past_the_partitions_credit_is_left_to_readvise(cache: Path) -> None:
+    """The export's credit (20 kills here) bounds a plain sbatch array's tasks in the plugin;
+    readvise, counting them as the wrapper does, leaves the larger array as written too."""
+    learn_history(cache, NAME)  # as the test before left it (the same runs: learned once)
+    advisor(cache, "export", "--out", str(EXPORT))
+    install_plugin()
+    arrays = {"small": plain("--array=1-2"), "large": plain("--array=1-30")}
+    try:
+        small, large = show(arrays["small"]), show(arrays["large"])
+        assert 300 < parse_duration(small["TimeLimit"]) < 1800, small
+        assert "advisor:" not in small.get("AdminComment", "")
+        assert (large["TimeLimit"], large["AdminComment"]) == ("00:30:00", MARK)
+        assert readvised(cache, arrays.values()) == []  # 30 tasks: past the budget's kills
+        assert limit_s(arrays["large"]) == 1800
+        with Store.open(str(cache)) as store:
+            earned(store, "cpu", credit=40.0)  # kills enough for its 30 tasks
+        (item,) = readvised(cache, arrays.values())
+        assert (item["job_id"], item["tasks"]) == (arrays["large"], f"{arrays['large']}_[1-30]")
+        assert 300 < limit_s(arrays["large"]) < 1800
+    finally:
+        sh("scancel", *map(str, arrays.values()))

@@ -234,6 +234,11 @@ def test_the_limits_file_carries_each_users_name_families(store: Store) -> None:
     assert row["name"] == "snp_#.sh" and 600 < row["limit_s"] <= 7200
     # the key has no partition: its limit in each, within each MaxTime
     assert limits == {part: {"limit_min": row["limit_s"] // 60} for part in ("cpu", "short")}
+    # each budgeted partition's credit, whole kills (at least one), bounds the plugin's arrays
+    assert {p: v.get("credit") for p, v in doc["partitions"].items()} == {"cpu": 20, "short": 20}
+    save_budgets(store, {"cpu": EARNED._replace(credit=2.7), "short": EARNED._replace(credit=0.2)})
+    doc = export_from_cache(store, quantile=0.95, margin=0.1, generated_at="now")
+    assert {p: v.get("credit") for p, v in doc["partitions"].items()} == {"cpu": 2, "short": 1}
 
 
 def test_the_export_holds_the_budget_level_where_the_wrapper_follows_the_price(

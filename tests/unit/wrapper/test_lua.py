@@ -200,6 +200,37 @@ def test_a_job_no_entry_knows_is_marked_for_readvise(lua: str, tmp_path: Path) -
     assert results[7]["admin_comment"] == "a" * 1020  # too long with the mark: left as it was
 
 
+def test_an_array_past_the_partitions_credit_is_left_for_readvise(lua: str, tmp_path: Path) -> None:
+    """The export's credit (kills the budget allowed at export time) bounds a job array's tasks,
+    counted as advisor.sbatch.request.array_size counts them; past it, the job is marked."""
+    from advisor.sbatch.request import array_size
+
+    export = json.loads(json.dumps(EXPORT))
+    export["partitions"] = {"cpu": {"max_time_min": 1440, "default": True, "credit": 3}}
+    specs = ["1-3", "1-4%2", "0-15:4", "0-8:4", "1,5", "junk", "7"]
+    results = run_cases(
+        lua,
+        tmp_path,
+        [
+            {
+                "export_text": json.dumps(export),
+                "job": job("align", array_inx=specs[0]),
+                "parts": PARTS,
+            }
+        ]
+        + [{"job": job("align", array_inx=spec), "parts": PARTS} for spec in specs[1:]]
+        + [
+            {"job": job("align"), "parts": PARTS},  # no array: one job
+            {"job": job("align", partition="fat", array_inx="1-10"), "parts": PARTS},  # no credit
+        ],
+    )
+    bounded = [array_size(spec) <= 3 for spec in specs]
+    assert bounded == [True, False, False, True, True, True, True]
+    assert [r["time_limit"] for r in results] == [15 if b else NO_VAL for b in bounded] + [15, 60]
+    marked = "advisor:lua,action=waiting,limit=0,task=align"
+    assert [r["admin_comment"] for r in results[:3]] == ["", marked, marked]
+
+
 @pytest.mark.parametrize("lfs", [True, False], ids=["lua-filesystem", "bytes-compared"])
 def test_corrupt_or_changed_files_are_noticed_and_never_break_a_job(
     lua: str, tmp_path: Path, lfs: bool
