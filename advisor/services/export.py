@@ -11,8 +11,9 @@ looks in that order (users.tasks, tasks, users.families, users.partitions), as `
 sbatch`` decides (model, then the history keys, most specific first); what it cannot see is the
 history policy's at-risk budget (jobs still running under an advised limit), which only the
 wrapper applies; ``partitions[P].credit``, the kills the budget allowed at export time, lets
-the plugin leave a job array with more tasks than that to ``advisor readvise``.  Keys that users choose (task names, user names) are always object keys one
-level below a fixed key, so a task called ``partitions`` cannot collide with anything.
+the plugin leave a job array with more tasks than that to ``advisor readvise``.  Keys that
+users choose (task names, user names) are always object keys one level below a fixed key, so
+a task called ``partitions`` cannot collide with anything.
 
 It tells each user's own limits, which follow from that user's runtimes, so only slurmctld may
 read it: mode 0640, group slurmctld's (``SlurmUser``'s group in slurm.conf, or ``--group``), as

@@ -356,12 +356,11 @@ def _reserved(db: sqlite3.Connection, now: str) -> dict[str, list[float]]:
     """
     since = (datetime.fromisoformat(now) - IN_FLIGHT_HORIZON).isoformat()
     rows = db.execute(
-        "SELECT p.name, COALESCE(SUM((1 - a.quantile) * w.tasks), 0), "
-        "COALESCE(SUM((a.quantile IS NULL) * w.tasks), 0) "
+        "SELECT p.name, COALESCE(SUM((1 - a.quantile) * (CASE WHEN a.origin = 'direct' "
+        "THEN COALESCE(a.tasks, 1) ELSE 1 END)), 0), COALESCE(SUM((a.quantile IS NULL) * "
+        "(CASE WHEN a.origin = 'direct' THEN COALESCE(a.tasks, 1) ELSE 1 END)), 0) "
         "FROM (SELECT name FROM src.partitions UNION SELECT '') AS p JOIN src.advice AS a "
         "ON instr(',' || a.partition || ',', ',' || p.name || ',') > 0 "
-        "JOIN (SELECT id, CASE WHEN origin = 'direct' THEN COALESCE(tasks, 1) ELSE 1 END AS tasks "
-        "FROM src.advice) AS w ON w.id = a.id "
         "WHERE a.created_at >= ? AND a.created_at <= ? AND a.policy = 'history' "
         "AND a.outcome = 'submitted' "
         "AND a.job_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM src.accounting_jobs AS j "

@@ -23,9 +23,9 @@ A job array's pending tasks are one record under the array's id; they are lowere
 change them too).
 
 Left alone: an array remainder whose task list Slurm shortened, jobs whose advice row is not of
-this cluster, and ``--time`` given only in the
-submitting shell's environment (``SBATCH_TIMELIMIT``), which slurmctld does not keep: under
-``fill`` such a limit is still protected by the partition-default check when it differs.
+this cluster, and ``--time`` given only in the submitting shell's environment
+(``SBATCH_TIMELIMIT``), which slurmctld does not keep: under ``fill`` such a limit is still
+protected by the partition-default check when it differs.
 """
 
 from __future__ import annotations

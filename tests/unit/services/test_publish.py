@@ -25,7 +25,7 @@ from advisor.advice.memory import load_memory_view
 from advisor.advice.snapshot import load_snapshot
 from advisor.cli import main
 from advisor.errors import AdvisorError, CacheError, InputError
-from advisor.history.cache import load_budget, reserved_risk
+from advisor.history.cache import load_budget, reserved_risk, running_advised
 from advisor.history.lookup import IN_FLIGHT_HORIZON, history_limit
 from advisor.models.memory_forecast import forecast_memory
 from advisor.services.publish import publish_copies
@@ -234,6 +234,7 @@ def test_the_kill_budget_reaches_the_copies_without_anyones_jobs(
                 (f"acct-{user}", user),
             )
             store.conn.execute("INSERT INTO default_accounts VALUES (?, ?)", (user, f"acct-{user}"))
+        store.conn.execute("UPDATE advice SET tasks = 3 WHERE job_id = 101")  # an array of 3
     copies = _publish(cache, tmp_path / "copies")
     shared = sqlite3.connect(copies / "shared.db")
     assert set(
@@ -249,7 +250,10 @@ def test_the_kill_budget_reaches_the_copies_without_anyones_jobs(
             with Store.open(copies, readonly=True, uid=uid) as mine:
                 own = mine.query("SELECT COUNT(*) AS n FROM advice")[0]["n"]
                 assert own == 1  # alice's 101 (102 is past the horizon, 103 ahead), bob's 201
-                assert reserved_risk(mine, "cpu", since=since, unknown=0.01) == whole == 0.02
+                risk = reserved_risk(mine, "cpu", since=since, unknown=0.01)
+                assert risk == pytest.approx(whole) and whole == pytest.approx(0.04)  # 3 + 1 jobs
+                tasks = [r.tasks for r in running_advised(mine, user, since=since)]
+                assert tasks == ([3] if user == "alice" else [1])
                 assert load_budget(mine, "cpu") == budget._replace(
                     completed=0, killed=0, advised_completed=0
                 )
