@@ -187,6 +187,10 @@ class Running(NamedTuple):
     tasks: int = 1
 
 
+#: The jobs an advice row ``a`` counts for in a partition's reserved risk: a job array's tasks,
+#: but one for a spool line, whose claim of tasks is its user's own text.
+COUNTED_TASKS = "(CASE WHEN a.origin = 'direct' THEN COALESCE(a.tasks, 1) ELSE 1 END)"
+
 #: History advice rows of jobs accounting has not ingested yet (their job may still run).
 _RUNNING = """FROM advice AS a
      WHERE {where} AND a.created_at >= ? AND a.policy = 'history'
@@ -227,8 +231,7 @@ def reserved_risk(store: Store, partition: str, *, since: str, unknown: float) -
         known, unrecorded = json.loads(found[0]).get(partition, (0.0, 0.0)) if found else (0, 0)
         return float(known) + unknown * float(unrecorded)
     row = store.conn.execute(
-        "SELECT COALESCE(SUM(COALESCE(1 - a.quantile, ?) "
-        "* (CASE WHEN a.origin = 'direct' THEN COALESCE(a.tasks, 1) ELSE 1 END)), 0) "
+        f"SELECT COALESCE(SUM(COALESCE(1 - a.quantile, ?) * {COUNTED_TASKS}), 0) "
         + _RUNNING.format(where="instr(',' || a.partition || ',', ',' || ? || ',') > 0"),
         (unknown, partition, since),
     ).fetchone()

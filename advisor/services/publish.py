@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import AdvisorError, InputError
+from advisor.history.cache import COUNTED_TASKS
 from advisor.history.lookup import IN_FLIGHT_HORIZON
 from advisor.output_target import Target, open_directory
 from advisor.spool import public_mark, uid_of
@@ -356,9 +357,8 @@ def _reserved(db: sqlite3.Connection, now: str) -> dict[str, list[float]]:
     """
     since = (datetime.fromisoformat(now) - IN_FLIGHT_HORIZON).isoformat()
     rows = db.execute(
-        "SELECT p.name, COALESCE(SUM((1 - a.quantile) * (CASE WHEN a.origin = 'direct' "
-        "THEN COALESCE(a.tasks, 1) ELSE 1 END)), 0), COALESCE(SUM((a.quantile IS NULL) * "
-        "(CASE WHEN a.origin = 'direct' THEN COALESCE(a.tasks, 1) ELSE 1 END)), 0) "
+        f"SELECT p.name, COALESCE(SUM((1 - a.quantile) * {COUNTED_TASKS}), 0), "  # noqa: S608 - constant fragment
+        f"COALESCE(SUM((a.quantile IS NULL) * {COUNTED_TASKS}), 0) "
         "FROM (SELECT name FROM src.partitions UNION SELECT '') AS p JOIN src.advice AS a "
         "ON instr(',' || a.partition || ',', ',' || p.name || ',') > 0 "
         "WHERE a.created_at >= ? AND a.created_at <= ? AND a.policy = 'history' "

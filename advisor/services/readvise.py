@@ -164,7 +164,9 @@ def readvise(
 
     commands = commands or SlurmCommands()
     cluster = cluster if cluster is not None else local_cluster_name()
-    jobs = [j for j in pending_jobs(commands) if update_id(j) is not None]
+    # the JobId each record is updated by (an array's tasks by theirs); none: left alone
+    targets = {j: t for j in pending_jobs(commands) if (t := update_id(j)) is not None}
+    jobs = list(targets)
     with Store.open(request.db) as store:
         with store.read():
             rows = pending_advice(store, [(advised_id(j), j.user) for j in jobs], cluster)
@@ -190,7 +192,7 @@ def readvise(
                 continue
             if not lowers(found, job, partitions):
                 continue
-            target = update_id(job) or str(job.job_id)
+            target = targets[job]
             item = Readvised(
                 job_id=advised_id(job),
                 user=job.user,
@@ -207,7 +209,7 @@ def readvise(
                 except SlurmError as error:
                     failures.append(f"job {job.job_id}: {error.one_line()}")
                     continue
-                _record(store, job, cmd, row, found, cluster)
+                _record(store, job, target, cmd, row, found, cluster)
             log(readvise_line(item, request.dry_run))
             done.append(item)
     return ReadviseRun(
@@ -276,6 +278,7 @@ def _policy(recorded: str) -> str:
 def _record(
     store: Store,
     job: PendingJob,
+    target: str,
     cmd: CommandLine,
     row: WaitingAdvice,
     found: JobAdvice,
@@ -284,7 +287,7 @@ def _record(
     """The lowering as an advice row, as the wrapper records a submission it advised."""
     from advisor.wrapper.submit import Prepared, Submitted, advice_record
 
-    result = CommandResult(("scontrol", "update", f"JobId={update_id(job)}"), 0, "", "")
+    result = CommandResult(("scontrol", "update", f"JobId={target}"), 0, "", "")
     done = Submitted(result=result, argv=row.argv, outcome="submitted", job_id=advised_id(job))
     prepared = Prepared(argv=found.argv, advice=found)
     record_advice(store, advice_record(cmd, done, prepared, job.user, cluster))
