@@ -7,10 +7,12 @@ For each development log (``../shared/data/traces``; the excerpts in tests/data/
 they are absent), in fresh processes, as a user runs it:
 
 1. baseline: ``advisor replay LOG --format json`` (read, replay six policies);
-2. ``advisor replay LOG --schedule --format json`` (the same, then one EASY simulation of the
-   log's machine per policy).
+2. ``advisor replay LOG --schedule --scheduler easy --format json`` (the same, then one EASY
+   simulation of the log's machine per policy);
+3. ``advisor replay LOG --schedule --format json`` (the same with Slurm's main and backfill
+   schedulers, the default).
 
-Printed: the median wall time of each over the repeats, and the ratio of 2 to 1.
+Printed: the median wall time of each over the repeats, and the ratios of 2 and 3 to 1.
 """
 
 from __future__ import annotations
@@ -38,13 +40,18 @@ def main() -> None:
     if not all(path.exists() for path in logs):
         logs = [REPO / "tests" / "data" / "traces" / name for name in EXCERPTS]
     print(f"advisor: {args.advisor}; median of {args.repeat}")
-    print(f"{'log':34s} {'replay s':>9s} {'--schedule s':>13s} {'ratio':>6s}")
+    print(
+        f"{'log':34s} {'replay s':>9s} {'easy s':>7s} {'ratio':>6s} {'slurm s':>8s} {'ratio':>6s}"
+    )
     for log in logs:
-        plain = timed([args.advisor, "replay", str(log), "--format", "json"], args.repeat)
-        scheduled = timed(
-            [args.advisor, "replay", str(log), "--schedule", "--format", "json"], args.repeat
+        replay = [args.advisor, "replay", str(log), "--format", "json"]
+        plain = timed(replay, args.repeat)
+        easy = timed([*replay, "--schedule", "--scheduler", "easy"], args.repeat)
+        slurm = timed([*replay, "--schedule"], args.repeat)
+        print(
+            f"{log.name:34s} {plain:9.2f} {easy:7.2f} {easy / plain:6.2f} "
+            f"{slurm:8.2f} {slurm / plain:6.2f}"
         )
-        print(f"{log.name:34s} {plain:9.2f} {scheduled:13.2f} {scheduled / plain:6.2f}")
     sys.stdout.flush()
 
 

@@ -60,6 +60,16 @@ class Simulated(NamedTuple):
     raises: int
 
 
+def launch(job: SimJob, now_s: int, poll_s: int) -> tuple[int, list[tuple[int, int]]]:
+    """How long a job started at now_s runs, and a guarded job's raises (moment, new limit)."""
+    if job.ceiling_s is None or job.limit_s >= job.ceiling_s:
+        return job.run_s, []
+    raised, final = raises_for(now_s, job.limit_s, job.run_s, job.ceiling_s, poll_s=poll_s)
+    if job.run_s > final and final < job.ceiling_s:  # a hole in the guard
+        return final, raised
+    return job.run_s, raised
+
+
 class _Machine:
     """The running jobs: free processors and the estimated ends, kept sorted."""
 
@@ -130,16 +140,11 @@ def simulate(
 
     def run(job: int, now: int) -> None:
         nonlocal raises
-        spec = jobs[job]
         start[job] = now
-        duration = spec.run_s
-        if spec.ceiling_s is not None and spec.limit_s < spec.ceiling_s:
-            raised, final = raises_for(now, spec.limit_s, spec.run_s, spec.ceiling_s, poll_s=poll_s)
-            for moment, higher in raised:
-                heapq.heappush(events, (moment, _RAISE, job, higher))
-            raises += len(raised)
-            if spec.run_s > final and final < spec.ceiling_s:  # a hole in the guard
-                duration = final
+        duration, raised = launch(jobs[job], now, poll_s)
+        for moment, higher in raised:
+            heapq.heappush(events, (moment, _RAISE, job, higher))
+        raises += len(raised)
         machine.start(job, size[job], now + limit[job])
         end[job] = now + duration
         heapq.heappush(events, (end[job], _END, job, 0))

@@ -1,8 +1,10 @@
-"""The replay's schedule: each policy's limits through an EASY schedule of the log's machine.
+"""The replay's schedule: each policy's limits through a simulated scheduler of the log's machine.
 
 The replay (advisor.replay.run) decides each job's limit at submit and whether the policy
-kills it; here every job that ran goes through one EASY backfilling simulation per policy
-(advisor.replay.backfill) on the log's processors, the scheduler planning with those limits:
+kills it; here every job that ran goes through one simulation per policy on the log's
+processors, the scheduler planning with those limits: Slurm's main and backfill schedulers
+(advisor.replay.slurm_backfill, the default: the advisor's limits go to Slurm) or EASY
+(advisor.replay.backfill, the classic model of the literature and of the SWF logs' sites):
 
 * a killed job runs up to its limit (its lost work is not resubmitted); a guarded job runs its
   whole runtime and the guard raises its limit while it runs (the raises are events);
@@ -34,12 +36,15 @@ from advisor.progress import Progress
 from advisor.replay.backfill import SimJob, simulate
 from advisor.replay.engine import Score
 from advisor.replay.jobs import ReplayJob
+from advisor.replay.slurm_backfill import SLURM_DEFAULTS, BackfillParameters, simulate_slurm
 from advisor.slurm.records import Node
 from advisor.store.cluster import load_nodes
 from advisor.store.connection import Store
 
 #: Bounded slowdown's threshold (s): shorter jobs count as this long.
 TAU_S = 10
+#: The reference run's name while it is simulated beside the policies.
+EXACT = "exact limits"
 
 
 class Machine(NamedTuple):
@@ -153,16 +158,46 @@ class Schedule:
     clipped_to_machine: int
     tau_s: float
     figures: Mapping[str, QueueFigures]
+    #: Slurm's backfill parameters the simulation ran with; None: EASY
+    backfill: BackfillParameters | None = None
+    #: The reference: the same jobs with every limit its job's own runtime (perfect estimates),
+    #: which tells a site how much of a policy's figure the scheduler makes, not the limits
+    exact: QueueFigures | None = None
+
+    @property
+    def scheduler(self) -> str:
+        """The model's name in the output: ``slurm`` or ``easy``."""
+        return "easy" if self.backfill is None else "slurm"
+
+    @property
+    def exact_against_users(self) -> tuple[float, float] | None:
+        """The mean bounded slowdown with exact limits and under the users' requests, if both ran."""
+        users = self.figures.get("user")
+        if self.exact is None or users is None:
+            return None
+        return self.exact.mean_bounded_slowdown, users.mean_bounded_slowdown
+
+    def describe(self) -> str:
+        """The model in a few words, for the table's note."""
+        if self.backfill is None:
+            return "EASY backfilling"
+        return f"Slurm's main and backfill schedulers ({self.backfill.describe()})"
 
     def to_json(self) -> dict[str, Any]:
         """The ``schedule`` object of schemas/replay-output.json (the figures go elsewhere)."""
-        return {
+        out: dict[str, Any] = {
             "procs": self.procs,
             "procs_from": self.procs_from,
             "jobs": self.jobs,
             "clipped_to_machine": self.clipped_to_machine,
             "tau_s": self.tau_s,
+            "scheduler": self.scheduler,
         }
+        if self.backfill is not None:
+            out["scheduler_parameters"] = self.backfill.describe()
+        if self.exact is not None:
+            out["exact_limits"] = self.exact.to_json()
+        return out
 
 
 def schedule_figures(
@@ -170,22 +205,36 @@ def schedule_figures(
     scores: Mapping[str, Score],
     machine: Machine,
     *,
+    backfill: BackfillParameters | None = SLURM_DEFAULTS,
     progress: Progress | None = None,
 ) -> Schedule:
-    """Per policy the schedule's figures, and what was simulated."""
+    """Per policy the schedule's figures, and what was simulated.
+
+    backfill: Slurm's backfill parameters (default: Slurm's defaults); None simulates EASY.
+    """
+    runs = [
+        (name, sim_jobs(jobs, score)[0], score.raises is not None) for name, score in scores.items()
+    ]
+    users = next((sim for name, sim, _ in runs if name == "user"), None)
+    if users is not None:  # the reference: every job's limit its own runtime
+        runs.append((EXACT, [job._replace(limit_s=max(1, job.run_s)) for job in users], False))
     figures: dict[str, QueueFigures] = {}
-    simulated = clipped = 0
-    names = list(scores)
-    for number, name in enumerate(names):
-        sim, _ = sim_jobs(jobs, scores[name])
-        total = len(sim) * len(names)
-        step = None if progress is None else _offset(progress, number * len(sim), total)
-        result = simulate(sim, machine.procs, progress=step)
-        raises = result.raises if scores[name].raises is not None else None
+    for number, (name, sim, guarded) in enumerate(runs):
+        step = (
+            None if progress is None else _offset(progress, number * len(sim), len(sim) * len(runs))
+        )
+        if backfill is None:
+            result = simulate(sim, machine.procs, progress=step)
+        else:
+            result = simulate_slurm(sim, machine.procs, backfill, progress=step)
+        raises = result.raises if guarded else None
         figures[name] = _figures(sim, result.start_s, result.end_s, machine.procs, raises)
-        simulated = len(sim)
-        clipped = sum(1 for job in sim if job.procs > machine.procs)
-    return Schedule(machine.procs, machine.source, simulated, clipped, TAU_S, figures)
+    simulated = len(runs[0][1]) if runs else 0
+    clipped = sum(1 for job in runs[0][1] if job.procs > machine.procs) if runs else 0
+    exact_figures = figures.pop(EXACT, None)
+    return Schedule(
+        machine.procs, machine.source, simulated, clipped, TAU_S, figures, backfill, exact_figures
+    )
 
 
 def _offset(progress: Progress, done: int, total: int) -> Progress:

@@ -38,6 +38,7 @@ from advisor.replay.guarded import GuardedPolicy
 from advisor.replay.jobs import ReplayJob
 from advisor.replay.memory import MemoryReplay, replay_memory
 from advisor.replay.schedule import Machine, Schedule
+from advisor.replay.slurm_backfill import BackfillParameters, parse_parameters
 from advisor.slurm.backend import SlurmBackend
 
 
@@ -60,6 +61,10 @@ class ReplayRequest:
     by: str | None = None
     schedule: bool = False
     procs: int | None = None
+    #: the scheduler --schedule simulates: "slurm" (Slurm's main and backfill) or "easy"
+    scheduler: str = "slurm"
+    #: Slurm's SchedulerParameters for the simulated backfill (None: Slurm's defaults)
+    scheduler_parameters: str | None = None
     #: the cache whose cluster snapshot gives a sacct log's processors (--schedule): --db, else
     #: $ADVISOR_DB, else the default cache, if it exists
     db: str | None = None
@@ -196,9 +201,25 @@ def budget_figures(
 
 
 def _check_request(request: ReplayRequest) -> None:
-    """Refuse --procs without --schedule, an SWF log with sacct's options, a budget out of range."""
+    """Refuse what the replay cannot do as asked (each check says what).
+
+    --procs or SchedulerParameters without --schedule, an unknown scheduler, SchedulerParameters
+    for EASY or with a bad value, a budget out of range, an SWF log with sacct's options.
+    """
     if request.procs and not request.schedule:
         raise UsageError("advisor replay: --procs is for --schedule", hint="add --schedule")
+    if request.scheduler not in SCHEDULERS:
+        raise UsageError(
+            f"advisor replay: no scheduler {request.scheduler!r}",
+            hint="--scheduler " + " or ".join(SCHEDULERS),
+        )
+    if request.scheduler_parameters is not None:
+        if not request.schedule or request.scheduler != "slurm":
+            raise UsageError(
+                "advisor replay: --scheduler-parameters is for --schedule with Slurm's scheduler",
+                hint="add --schedule (and leave out --scheduler easy)",
+            )
+        _backfill(request)
     for budget in (request.budget, *request.budgets):
         if not 0 < budget < 1:
             raise UsageError(
@@ -210,6 +231,23 @@ def _check_request(request: ReplayRequest) -> None:
             "advisor replay: an SWF log takes no --sacct-file, --since or --until",
             hint="replay either FILE.swf, --sacct-file DUMP, or live sacct with --since WHEN",
         )
+
+
+#: The schedulers --schedule simulates (advisor.replay.schedule).
+SCHEDULERS = ("slurm", "easy")
+
+
+def _backfill(request: ReplayRequest) -> BackfillParameters | None:
+    """Slurm's backfill parameters for the simulation, or None for EASY."""
+    if request.scheduler == "easy":
+        return None
+    try:
+        return parse_parameters(request.scheduler_parameters or "")
+    except ValueError as error:
+        raise UsageError(
+            f"advisor replay: --scheduler-parameters: {error}",
+            hint="Slurm's own string, e.g. bf_interval=30,bf_max_job_test=500,bf_window=1440",
+        ) from None
 
 
 def _read_jobs(
@@ -299,7 +337,9 @@ def replay(
 
         machine = _machine(request, jobs)
         with bars("schedule") as bar:
-            schedule = schedule_figures(jobs, scores, machine, progress=bar)
+            schedule = schedule_figures(
+                jobs, scores, machine, backfill=_backfill(request), progress=bar
+            )
     if request.plot:
         from advisor.reports.plots import save_limit_series
 

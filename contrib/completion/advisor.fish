@@ -260,6 +260,8 @@ complete -c advisor -n '__fish_seen_subcommand_from replay' -l kill-budget -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l budgets -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l plot -r -F
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l schedule
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l scheduler -r -f -a 'slurm easy'
+complete -c advisor -n '__fish_seen_subcommand_from replay' -l scheduler-parameters -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l procs -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l delimiter -r -f
 complete -c advisor -n '__fish_seen_subcommand_from replay' -l fields -r -f

@@ -12,7 +12,7 @@ _advisor() {
         word="${COMP_WORDS[i]}"
         if (( skip )); then skip=0; [[ "${COMP_WORDS[i-1]}" == --db ]] && _advisor_db="$word"; continue; fi
         case "$word" in
-            --advice-per-day|--advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--budgets|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--group|--input|--input-bytes|--input-format|--keep-advice|--keep-history|--kill-budget|--label|--margin|--max-export-age|--max-update-age|--memory-mode|--method|--names-per-user|--node|--node-class|--nodelist|--nodes|--out|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--runs|--sacct-file|--samples|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--target|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--train|--until|--user|--window|--workflow|-N|-p|-w) skip=1;;
+            --advice-per-day|--advisor-db|--advisor-format|--advisor-input|--advisor-insitu|--advisor-margin|--advisor-pick|--advisor-policy|--advisor-quantile|--advisor-steps|--advisor-task|--algorithm|--arrivals|--balance-tolerance|--bandwidth|--budgets|--buffer|--by|--cluster|--command|--cores|--cv|--db|--delimiter|--dir|--export|--fields|--first|--flops-per-unit|--format|--gantt|--group|--input|--input-bytes|--input-format|--keep-advice|--keep-history|--kill-budget|--label|--margin|--max-export-age|--max-update-age|--memory-mode|--method|--names-per-user|--node|--node-class|--nodelist|--nodes|--out|--partition|--platform|--plot|--procs|--published|--quantile|--queries|--reference|--runs|--sacct-file|--samples|--scheduler|--scheduler-parameters|--seed|--since|--slurm-conf|--slurm-user|--sort|--spool|--start-timeout|--status|--steps|--swf|--target|--task|--test-rows|--time-format|--time-limit|--timeout|--tool|--top|--traces|--train|--until|--user|--window|--workflow|-N|-p|-w) skip=1;;
             -*) ;;
             *) case " $(_advisor_subs "$path") " in
                    *" $word "*) path="${path:+$path }$word";;
@@ -279,7 +279,7 @@ _advisor() {
         --format) value='table json csv parsable github grid tsv';;
       esac;;
     replay)
-      opts='--budgets --by --cluster --db --delimiter --fields --format --help --kill-budget --parsable --plot --procs --quiet --sacct-file --schedule --since --strict --time-format --trust-names --until --verbose --version -h -v'; subs=''; files=1
+      opts='--budgets --by --cluster --db --delimiter --fields --format --help --kill-budget --parsable --plot --procs --quiet --sacct-file --schedule --scheduler --scheduler-parameters --since --strict --time-format --trust-names --until --verbose --version -h -v'; subs=''; files=1
       case "$prev" in
         --db) value=@file;;
         --format) value='table json csv parsable github grid tsv';;
@@ -290,6 +290,8 @@ _advisor() {
         --kill-budget) value=@value;;
         --budgets) value=@value;;
         --plot) value=@file;;
+        --scheduler) value='slurm easy';;
+        --scheduler-parameters) value=@value;;
         --procs) value=@value;;
         --delimiter) value=@value;;
         --fields) value=@value;;

@@ -18,6 +18,7 @@ from advisor.guard_schedule import raises_for
 from advisor.replay.backfill import SimJob, simulate
 from advisor.replay.jobs import replay_jobs
 from advisor.replay.schedule import swf_machine
+from tests.helpers.workloads import JOBS, assert_feasible
 
 
 def starts(jobs: list[SimJob], procs: int) -> list[int]:
@@ -136,20 +137,8 @@ def reference(jobs: list[SimJob], procs: int, poll_s: int) -> list[int]:
     return start
 
 
-job_strategy = st.builds(
-    lambda submit, procs, run, over, guarded: SimJob(
-        submit, procs, run, max(60, run + over) if not guarded else 60, 4000 if guarded else None
-    ),
-    st.integers(0, 600),
-    st.integers(1, 8),
-    st.integers(0, 900),
-    st.integers(-300, 900),
-    st.booleans(),
-)
-
-
 @settings(max_examples=300, deadline=None)
-@given(st.lists(job_strategy, min_size=1, max_size=25), st.integers(1, 8))
+@given(st.lists(JOBS, min_size=1, max_size=25), st.integers(1, 8))
 def test_the_simulator_agrees_with_a_naive_easy_on_random_workloads(
     jobs: list[SimJob], procs: int
 ) -> None:
@@ -158,23 +147,12 @@ def test_the_simulator_agrees_with_a_naive_easy_on_random_workloads(
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(job_strategy, min_size=1, max_size=40), st.integers(1, 8))
+@given(st.lists(JOBS, min_size=1, max_size=40), st.integers(1, 8))
 def test_every_schedule_is_feasible_and_work_conserving_at_the_head(
     jobs: list[SimJob], procs: int
 ) -> None:
     jobs = sorted(jobs, key=lambda job: job.submit_s)
-    result = simulate(jobs, procs)
-    changes = sorted(
-        [(end, -min(job.procs, procs)) for job, end in zip(jobs, result.end_s, strict=True)]
-        + [(start, min(job.procs, procs)) for job, start in zip(jobs, result.start_s, strict=True)]
-    )
-    busy = 0
-    for _, change in changes:
-        busy += change
-        assert busy <= procs
-    assert all(start >= job.submit_s for job, start in zip(jobs, result.start_s, strict=True))
-    # the first job never waits: nothing runs before it
-    assert result.start_s[0] == jobs[0].submit_s
+    assert_feasible(jobs, simulate(jobs, procs), procs)
 
 
 def test_under_the_users_requests_kth_waits_are_of_the_order_of_the_recorded_ones(

@@ -73,6 +73,34 @@ def test_by_user_and_schedule_put_the_queue_beside_each_policy_but_not_in_the_gr
     assert all("mean_wait_s" not in p for g in data["groups"] for p in g["policies"].values())
 
 
+def test_the_schedule_says_which_scheduler_it_simulated(capsys: pytest.CaptureFixture[str]) -> None:
+    slurm = _cli(capsys, str(KTH), "--schedule", "--procs", "16",
+                 "--scheduler-parameters", "bf_continue,bf_interval=60,bf_window=2880")  # fmt: skip
+    easy = _cli(capsys, str(KTH), "--schedule", "--procs", "16", "--scheduler", "easy")
+    for data in (slurm, easy):
+        validate(data, "replay-output", source="advisor replay --schedule")
+    assert slurm["schedule"]["scheduler"] == "slurm"
+    assert slurm["schedule"]["scheduler_parameters"] == (
+        "bf_interval=60,bf_max_job_test=500,bf_resolution=60,bf_window=2880"
+    )
+    assert (
+        easy["schedule"]["scheduler"] == "easy" and "scheduler_parameters" not in easy["schedule"]
+    )
+    # the same limits, planned by two schedulers: the replay's own figures agree, the queue's not
+    assert slurm["policies"]["user"]["freed_pct"] == easy["policies"]["user"]["freed_pct"]
+    waits = [data["policies"][name]["mean_wait_s"] for data in (slurm, easy) for name in POLICIES]
+    assert waits[: len(POLICIES)] != waits[len(POLICIES) :]
+    exact = slurm["schedule"]["exact_limits"]["mean_bounded_slowdown"]
+    assert main(["replay", str(KTH), "--schedule", "--procs", "16",
+                 "--scheduler-parameters", "bf_continue,bf_interval=60,bf_window=2880"]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    assert "schedule: Slurm's main and backfill schedulers (bf_interval=60," in text
+    assert (
+        f"with exact limits (each job's own runtime) the same scheduler gives a mean bounded slowdown of {exact:.2f}"
+        in text.replace("\n", " ")
+    )
+
+
 def test_a_sacct_dump_says_what_was_left_out(tmp_path: Path) -> None:
     done = replay(ReplayRequest(sacct_file=str(allocations(tmp_path))))
     source = done.source
@@ -92,6 +120,16 @@ def test_a_sacct_dump_says_what_was_left_out(tmp_path: Path) -> None:
         (ReplayRequest(log="x.swf", procs=8), "--procs is for --schedule"),
         (ReplayRequest(log="x.swf", sacct_file="d.txt"), "an SWF log takes no --sacct-file"),
         (ReplayRequest(), "what to replay?"),
+        (ReplayRequest(log="x.swf", scheduler_parameters="bf_interval=60"), "is for --schedule"),
+        (
+            ReplayRequest(log="x.swf", schedule=True, scheduler="easy", scheduler_parameters=""),
+            "with Slurm's scheduler",
+        ),
+        (
+            ReplayRequest(log="x.swf", schedule=True, scheduler_parameters="bf_window=1d"),
+            "bf_window=1d: not a positive whole number",
+        ),
+        (ReplayRequest(log="x.swf", schedule=True, scheduler="fifo"), "no scheduler 'fifo'"),
     ],
 )
 def test_a_request_without_one_log_is_a_usage_error(request_: ReplayRequest, message: str) -> None:
