@@ -14,9 +14,10 @@ keep a kill budget because its limit is final:
   the users' requests, among those freeing at least 30 % at submit everywhere.  A longer
   window plans every job with a rare long run of its key and loses most of what the guard
   buys; a margin or floor only trades raises for planning error.  Under Slurm's schedulers
-  (advisor.replay.slurm_backfill, the replay's default since) the windows of 2, 5 and 10 runs
-  with + 10 or 50 % all gave 1.0001 to 1.0005 on the first Rackham half, a spread the
-  simulation's own parameters move as much; 2 runs + 10 % frees the most (docs/limits.md);
+  (advisor.replay.slurm_backfill, the replay's default since) and the guard's old ladder of
+  raises, the windows of 2, 5 and 10 runs with + 10 or 50 % all gave 1.0001 to 1.0005 on the
+  first Rackham half, a spread the simulation's own parameters move as much; 2 runs + 10 %
+  frees the most; the guard's single raise took it below 1 (docs/limits.md);
 * **a job without any run of its own keys** gets the median share of their requests that the
   partition's jobs with requests like its own used (the request cells of advisor.history.cells,
   their median instead of a high quantile: a planning estimate, not a bound);

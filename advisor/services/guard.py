@@ -10,8 +10,8 @@ A task of a job array has an id of its own once it starts: it goes by its array'
 (the id sbatch printed) and is raised as ``ARRAY_TASK``, never by the array's id, which would
 change the array's other tasks too.
 
-A watched job with at most ``LEAD_S`` left is raised by the next step of the schedule
-(advisor/guard_schedule.py, shared with the replay), never past its ceiling: the smallest of
+A watched job with at most ``LEAD_S`` left is raised once, to its ceiling
+(advisor/guard_schedule.py, shared with the replay, says why): the smallest of
 the recorded request, the partition's MaxTime, the MaxWall of its QoS, of its partition's QoS
 and of its association (SiteLimits.job_bounds), and the start of the next reservation on its
 nodes.  An operator's raise skips every one of Slurm's own checks, so the guard makes them.

@@ -26,20 +26,24 @@ def test_the_steps_are_the_easy_plus_plus_sequence_in_whole_minutes() -> None:
     assert step_s(len(STEPS_S) + 5) == STEPS_S[-1]  # the last step repeats
 
 
-def test_the_ladder_adds_the_steps_one_by_one_up_to_the_ceiling() -> None:
+def test_a_job_with_a_ceiling_is_raised_once_to_it() -> None:
     limits = [600]
     while (higher := next_limit_s(600, limits[-1], 600 + 7200)) is not None:
         limits.append(higher)
-    assert limits == [600, 660, 960, 1860, 3660, 7260, 7800]  # 600 + 1, 6, 21, 51, 111 min, cap
-
-
-def test_the_next_rung_depends_only_on_the_advised_and_the_current_limit() -> None:
-    # a restarted guard reads the current limit from Slurm: one in between rungs goes up to the next
-    assert next_limit_s(600, 660, None) == 960
-    assert next_limit_s(600, 700, None) == 960
-    assert next_limit_s(600, 960, None) == 1860
+    assert limits == [600, 7800]
+    # a restarted guard reads the current limit from Slurm: from anywhere below, the ceiling
+    assert next_limit_s(600, 660, 7800) == next_limit_s(600, 7799, 7800) == 7800
     assert next_limit_s(600, 7800, 7800) is None  # at its request: killed there, as without us
     assert next_limit_s(600, 9000, 7800) is None
+
+
+def test_without_a_ceiling_the_ladder_adds_the_steps_one_by_one() -> None:
+    limits = [600]
+    while len(limits) < 7 and (higher := next_limit_s(600, limits[-1], None)) is not None:
+        limits.append(higher)
+    assert limits == [600, 660, 960, 1860, 3660, 7260, 14460]  # 600 + 1, 6, 21, 51, 111, 231 min
+    # the next rung depends only on the advised and the current limit
+    assert next_limit_s(600, 700, None) == 960
 
 
 def test_the_guard_raises_at_the_first_poll_within_the_lead() -> None:
@@ -55,13 +59,19 @@ def test_a_job_tightened_to_one_minute_that_runs_90_s_is_raised_once() -> None:
     # the live test: request 5 min, advised 1 min, runs 90 s
     for start in range(0, 10):
         raised, final = raises_for(start, 60, 90, 300)
-        assert [limit for _, limit in raised] == [120] and final == 120
+        assert [limit for _, limit in raised] == [300] and final == 300
 
 
-def test_a_job_that_outlives_its_request_is_raised_up_to_it_and_no_further() -> None:
+def test_a_job_that_outlives_its_request_is_raised_to_it_and_no_further() -> None:
     raised, final = raises_for(0, 60, 10_000, 1800)
-    assert [limit for _, limit in raised] == [120, 420, 1320, 1800]
+    assert raised == [(40, 1800)]  # at the first poll within the lead of its advised minute
     assert final == 1800  # the replay then counts a kill at the user's request, not ours
+
+
+def test_without_a_ceiling_a_long_job_climbs_the_ladder() -> None:
+    raised, final = raises_for(0, 60, 10_000, None)
+    assert [limit for _, limit in raised] == [120, 420, 1320, 3120, 6720, 13920]
+    assert final == 13920
 
 
 def test_a_guard_polling_slower_than_the_limit_leaves_a_hole() -> None:

@@ -56,12 +56,12 @@ def test_a_job_that_ends_before_its_estimate_frees_the_machine_early() -> None:
 
 
 def test_a_raise_moves_the_reservation_and_delays_the_head() -> None:
-    # A is guarded: advised 60 s, it runs 100 s; the guard raises it to 120 at 40 (due at 35),
-    # and it ends before the next raise (due at 95, at the poll of 100)
+    # A is guarded: advised 60 s, it runs 100 s; the guard raises it to its ceiling (1000) at 40
+    # (due at 35)
     a = SimJob(0, 2, 100, 60, ceiling_s=1000)
     b = SimJob(1, 4, 10, 10)  # the head: promised 60 (A's estimated end)
     c = SimJob(2, 2, 50, 50)  # ends by 52 <= 60: backfilled
-    d = SimJob(55, 2, 60, 60)  # at 55 the shadow is 120 (A raised at 40): 115 <= 120, backfilled
+    d = SimJob(55, 2, 60, 60)  # at 55 the shadow is 1000 (A raised at 40): backfilled
     result = simulate([a, b, c, d], 4)
     assert result.start_s == [0, 115, 2, 55]  # the head starts at 115, not the 60 it was shown
     assert result.raises == 1 and result.end_s == [100, 125, 52, 115]

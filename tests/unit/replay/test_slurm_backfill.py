@@ -58,16 +58,16 @@ def test_a_job_starts_at_once_when_it_fits_and_nothing_waits() -> None:
 
 
 def test_a_raise_moves_the_running_jobs_end_in_the_profile() -> None:
-    # A is guarded: advised 60 s, it runs 300 s; the guard raises it before each expiry, to
-    # 120 s at 40 and to 420 s at 100. The head needs the whole machine; C (2 processors,
-    # 100 s, two slots) does not fit before A's estimated end while that is one slot away (the
-    # passes at 30 and 60); at 120 A's end is 5 slots away and C starts
+    # A is guarded: advised 60 s, it runs 300 s; the guard raises it to its ceiling (1000 s) at
+    # 40. The head needs the whole machine; C (2 processors, 100 s, two slots) does not fit
+    # before A's advised end, one slot away, at the pass of 30; at the pass of 60 A's end is
+    # far and C starts
     a = SimJob(0, 2, 300, 60, ceiling_s=1000)
     head = SimJob(1, 4, 10, 10)
     c = SimJob(2, 2, 100, 100)
     result = simulate_slurm([a, head, c], 4)
-    assert result.raises == 2 and result.end_s[0] == 300
-    assert result.start_s == [0, 300, 120]  # the head starts when A really ends
+    assert result.raises == 1 and result.end_s[0] == 300
+    assert result.start_s == [0, 300, 60]  # the head starts when A really ends
 
 
 def test_a_job_past_the_window_holds_no_place() -> None:

@@ -1,4 +1,4 @@
-"""The guard's decisions on recorded real squeue output: which jobs, which step, the ceilings.
+"""The guard's decisions on recorded real squeue output: which jobs, which raise, the ceilings.
 
 Issue 31: the guard trusts only records users cannot edit (N1: a tag in ``--comment`` alone is
 never raised; N12: an advice row of another user or cluster is another job), its ceilings stay
@@ -121,15 +121,13 @@ TAG = format_tag(Tag("lua", "guarded", 1, None, "t", None, 5))
     ("limit_s", "left_s", "expected"),
     [
         (60, LEAD_S + 5, None),  # not due yet
-        (60, LEAD_S, 120),  # the first step: + 1 minute
-        (120, 10, 300 - 0),  # + 5 minutes would be 420: the ceiling, the user's 5 minutes
+        (60, LEAD_S, 300),  # due: the ceiling at once, the user's 5 minutes
+        (120, 10, 300),  # raised by someone else since: the ceiling all the same
         (300, 10, None),  # at the ceiling: killed at the user's own request, as without us
         (30, 10, None),  # lowered below the advice since (scontrol by its owner): left alone
     ],
 )
-def test_due_jobs_get_the_next_rung_below_the_ceiling(
-    limit_s: int, left_s: float, expected: int | None
-) -> None:
+def test_due_jobs_get_their_ceiling(limit_s: int, left_s: float, expected: int | None) -> None:
     now = 1_800_000_000.0
     watched = watched_job(job(limit_s, left_s, TAG, now), {}, CPU)
     assert watched is not None
@@ -150,7 +148,7 @@ def test_an_advice_row_of_the_advisor_vouches_without_an_admin_comment() -> None
     now = 1_800_000_000.0
     plain = job(60, 10, "", now, comment=TAG)
     watched = watched_job(plain, {9: GuardedRequest(60, 300)}, CPU)
-    assert watched is not None and due_limit(watched, now) == 120
+    assert watched is not None and due_limit(watched, now) == 300
 
 
 def test_records_without_a_request_or_of_other_actions_are_left_alone() -> None:
@@ -276,10 +274,10 @@ def test_one_poll_is_one_squeue_one_raise_and_a_heartbeat(tmp_path: Path) -> Non
         done = run_guard(guard, once=True)
         assert heartbeat_age(store, now=(mine.end_epoch or 0) - 20) == pytest.approx(0)
     assert [c[0] for c in runner.calls].count("squeue") == 1
-    assert updates(runner) == [("scontrol", "update", "JobId=4233", "TimeLimit=00:02:00")]
+    assert updates(runner) == [("scontrol", "update", "JobId=4233", "TimeLimit=00:05:00")]
     assert done.last is not None and done.last.watched == 1
     assert lines[-1] == (
-        "advisor guard: job 4233 (user root): time limit 00:01:00 -> 00:02:00 "
+        "advisor guard: job 4233 (user root): time limit 00:01:00 -> 00:05:00 "
         "(20 s were left; ceiling 00:05:00)"
     )
 
