@@ -23,7 +23,7 @@ One set of numbers for the live guard (``advisor guard``) and for the replay tha
   a retry on a busy controller) may take.  One step (at least a minute) takes a job past the lead
   again, so every raise is one call.  A job advised the one-minute minimum is first seen with at
   least 50 s left: the schedule has no hole for a job the guard polls.  Ceilings are whole
-minutes too, so one raise also takes a job past the lead.
+  minutes too, so one raise also takes a job past the lead.
 
 Standard library only.
 """
