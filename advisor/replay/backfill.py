@@ -36,7 +36,7 @@ from advisor.lite import NamedTuple
 from advisor.progress import Progress
 
 #: Event kinds, in the order they are handled at one moment.
-_END, _RAISE = 0, 1
+END, RAISE = 0, 1
 
 
 class SimJob(NamedTuple):
@@ -60,14 +60,42 @@ class Simulated(NamedTuple):
     raises: int
 
 
-def launch(job: SimJob, now_s: int, poll_s: int) -> tuple[int, list[tuple[int, int]]]:
-    """How long a job started at now_s runs, and a guarded job's raises (moment, new limit)."""
-    if job.ceiling_s is None or job.limit_s >= job.ceiling_s:
-        return job.run_s, []
-    raised, final = raises_for(now_s, job.limit_s, job.run_s, job.ceiling_s, poll_s=poll_s)
-    if job.run_s > final and final < job.ceiling_s:  # a hole in the guard
-        return final, raised
-    return job.run_s, raised
+class Launches:
+    """What a simulator keeps per job, and the events a job's start sets (both simulators).
+
+    size: its processors, clipped to the machine; limit: its current limit (an event of kind
+    RAISE changes it); start and end: when it started and ends, -1 before it starts.
+    """
+
+    def __init__(self, jobs: Sequence[SimJob], procs: int, poll_s: int) -> None:
+        self.jobs = jobs
+        self.poll_s = poll_s
+        self.size = [max(1, min(job.procs, procs)) for job in jobs]
+        self.limit = [job.limit_s for job in jobs]
+        self.start = [-1] * len(jobs)
+        self.end = [-1] * len(jobs)
+        self.events: list[tuple[int, int, int, int]] = []  # (moment, kind, job, new limit)
+        self.raises = 0
+
+    def launch(self, job: int, now: int) -> None:
+        """Start job now: its end, and a guarded job's raises (advisor.guard_schedule), as events."""
+        spec = self.jobs[job]
+        self.start[job] = now
+        duration = spec.run_s
+        if spec.ceiling_s is not None and spec.limit_s < spec.ceiling_s:
+            raised, final = raises_for(now, spec.limit_s, spec.run_s, spec.ceiling_s,
+                                       poll_s=self.poll_s)  # fmt: skip
+            for moment, higher in raised:
+                heapq.heappush(self.events, (moment, RAISE, job, higher))
+            self.raises += len(raised)
+            if spec.run_s > final and final < spec.ceiling_s:  # a hole in the guard
+                duration = final
+        self.end[job] = now + duration
+        heapq.heappush(self.events, (self.end[job], END, job, 0))
+
+    def result(self) -> Simulated:
+        """When each job started and ended, and the raises."""
+        return Simulated(self.start, self.end, self.raises)
 
 
 class _Machine:
@@ -128,26 +156,15 @@ def simulate(
     progress: called with (jobs ended, jobs) as the simulation goes.
     """
     count = len(jobs)
-    size = [max(1, min(job.procs, procs)) for job in jobs]
-    limit = [job.limit_s for job in jobs]
-    start = [-1] * count
-    end = [-1] * count
+    book = Launches(jobs, procs, poll_s)
+    size, limit, start, events = book.size, book.limit, book.start, book.events
     machine = _Machine(procs)
-    events: list[tuple[int, int, int, int]] = []  # (moment, kind, job, new limit)
     queue: list[int] = []
-    raises = 0
     ended = 0
 
     def run(job: int, now: int) -> None:
-        nonlocal raises
-        start[job] = now
-        duration, raised = launch(jobs[job], now, poll_s)
-        for moment, higher in raised:
-            heapq.heappush(events, (moment, _RAISE, job, higher))
-        raises += len(raised)
+        book.launch(job, now)
         machine.start(job, size[job], now + limit[job])
-        end[job] = now + duration
-        heapq.heappush(events, (end[job], _END, job, 0))
 
     def schedule(now: int, candidates: Sequence[int] | None) -> None:
         """Start what EASY starts now; candidates: only these may backfill (None: all)."""
@@ -189,7 +206,7 @@ def simulate(
         changed = False
         while events and events[0][0] == now:
             _, kind, job, higher = heapq.heappop(events)
-            if kind == _END:
+            if kind == END:
                 machine.end(job, size[job])
                 ended += 1
             else:
@@ -204,4 +221,4 @@ def simulate(
         schedule(now, None if changed or machine.overdue(now) else arrived)
         if progress is not None and changed:
             progress(ended, count)
-    return Simulated(start, end, raises)
+    return book.result()

@@ -43,8 +43,6 @@ from advisor.store.connection import Store
 
 #: Bounded slowdown's threshold (s): shorter jobs count as this long.
 TAU_S = 10
-#: The reference run's name while it is simulated beside the policies.
-EXACT = "exact limits"
 
 
 class Machine(NamedTuple):
@@ -212,29 +210,31 @@ def schedule_figures(
 
     backfill: Slurm's backfill parameters (default: Slurm's defaults); None simulates EASY.
     """
-    runs = [
-        (name, sim_jobs(jobs, score)[0], score.raises is not None) for name, score in scores.items()
-    ]
-    users = next((sim for name, sim, _ in runs if name == "user"), None)
-    if users is not None:  # the reference: every job's limit its own runtime
-        runs.append((EXACT, [job._replace(limit_s=max(1, job.run_s)) for job in users], False))
-    figures: dict[str, QueueFigures] = {}
-    for number, (name, sim, guarded) in enumerate(runs):
-        step = (
-            None if progress is None else _offset(progress, number * len(sim), len(sim) * len(runs))
-        )
+    sims = {name: sim_jobs(jobs, score)[0] for name, score in scores.items()}
+    users = sims.get("user")
+    # the reference: every job's limit its own runtime
+    exact = None if users is None else [job._replace(limit_s=max(1, job.run_s)) for job in users]
+    runs = len(sims) + (exact is not None)
+
+    def queue(number: int, sim: list[SimJob], guarded: bool) -> QueueFigures:
+        step = None if progress is None else _offset(progress, number * len(sim), len(sim) * runs)
         if backfill is None:
             result = simulate(sim, machine.procs, progress=step)
         else:
             result = simulate_slurm(sim, machine.procs, backfill, progress=step)
         raises = result.raises if guarded else None
-        figures[name] = _figures(sim, result.start_s, result.end_s, machine.procs, raises)
-    simulated = len(runs[0][1]) if runs else 0
-    clipped = sum(1 for job in runs[0][1] if job.procs > machine.procs) if runs else 0
-    exact_figures = figures.pop(EXACT, None)
+        return _figures(sim, result.start_s, result.end_s, machine.procs, raises)
+
+    figures = {
+        name: queue(number, sim, scores[name].raises is not None)
+        for number, (name, sim) in enumerate(sims.items())
+    }
+    simulated = next(iter(sims.values()), [])
+    clipped = sum(1 for job in simulated if job.procs > machine.procs)
     return Schedule(
-        machine.procs, machine.source, simulated, clipped, TAU_S, figures, backfill, exact_figures
-    )
+        machine.procs, machine.source, len(simulated), clipped, TAU_S, figures, backfill,
+        None if exact is None else queue(len(sims), exact, False),
+    )  # fmt: skip
 
 
 def _offset(progress: Progress, done: int, total: int) -> Progress:

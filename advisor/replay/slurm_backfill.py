@@ -32,9 +32,8 @@ import numpy as np
 from advisor.guard_schedule import POLL_S
 from advisor.lite import NamedTuple
 from advisor.progress import Progress
-from advisor.replay.backfill import SimJob, Simulated, launch
+from advisor.replay.backfill import END, Launches, SimJob, Simulated
 
-_END, _RAISE = 0, 1
 #: Later than any moment of a log.
 _NEVER = 1 << 62
 
@@ -113,29 +112,20 @@ def simulate_slurm(
     progress: called with (jobs ended, jobs) as the simulation goes.
     """
     count = len(jobs)
-    size = [max(1, min(job.procs, procs)) for job in jobs]
-    limit = [job.limit_s for job in jobs]
-    start = [-1] * count
-    end = [-1] * count
+    book = Launches(jobs, procs, poll_s)
+    size, limit, start, events = book.size, book.limit, book.start, book.events
     resolution = parameters.resolution_s
     window = max(1, parameters.window_s // resolution)  # slots
     free = procs
     estimate: dict[int, int] = {}  # running job: estimated end
-    events: list[tuple[int, int, int, int]] = []  # (moment, kind, job, new limit)
     queue: list[int] = []
-    raises = ended = 0
+    ended = 0
 
     def run(job: int, now: int) -> None:
-        nonlocal free, raises
-        start[job] = now
-        duration, raised = launch(jobs[job], now, poll_s)
-        for moment, higher in raised:
-            heapq.heappush(events, (moment, _RAISE, job, higher))
-        raises += len(raised)
+        nonlocal free
+        book.launch(job, now)
         free -= size[job]
         estimate[job] = now + limit[job]
-        end[job] = now + duration
-        heapq.heappush(events, (end[job], _END, job, 0))
 
     def main(now: int) -> None:
         head = 0
@@ -181,7 +171,7 @@ def simulate_slurm(
         changed = False
         while events and events[0][0] == now:
             _, kind, job, higher = heapq.heappop(events)
-            if kind == _END:
+            if kind == END:
                 free += size[job]
                 del estimate[job]
                 ended += 1
@@ -202,4 +192,4 @@ def simulate_slurm(
             due = (now // parameters.interval_s + 1) * parameters.interval_s
         if progress is not None and changed:
             progress(ended, count)
-    return Simulated(start, end, raises)
+    return book.result()
