@@ -17,8 +17,11 @@ ratio as well (as they were measured before the mix):
   (local) and heterogeneous (A1, A2, N1, N2, C2), zero-shot and after 1-3 calibration runs.
 
 Printed per variant: the pooled median relative error (%), the P95 coverage (%) and how many
-predictions were <= 0 s, for every method.  Results are kept under --cache (one JSON per
-variant and data set) so a rerun prints at once; delete the folder to recompute.  Not a speed
+predictions were <= 0 s, for every method; and each advisor method beside the methods that saw
+as many runs (advisor.models.comparison: the ratio of median errors, its 95 % interval over
+draws of the tools or tasks, the share of runs predicted closer).  Results are kept under
+--cache (one JSON per variant and data set) so a rerun prints at once; delete the folder to
+recompute.  Not a speed
 benchmark: it measures the figures docs/performance.md and docs/models.md quote, and how much each choice moves them.
 """
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import statistics
@@ -43,6 +47,7 @@ import advisor.models.task_model as task_model
 import advisor.models.transfer_evaluation as transfer_evaluation
 from advisor.factors import class_factor
 from advisor.imports.json_files import read_task_runs
+from advisor.models.comparison import Comparison, comparisons
 from advisor.models.fitting import positive
 from advisor.models.predict import TaskModels, View
 from advisor.models.predict import view as advisor_view
@@ -374,7 +379,11 @@ def galaxy(data: Path, runs_file: Path) -> dict[str, dict[str, float]]:
     scored = []
     for train, target, tools in pairs:
         runs = [r for r in task_runs(observations, train, target) if r.task in tools]
-        scored.extend(score(runs, train, target, probe=True))
+        # a tool of one pair is not the same task as in another (the unit of the comparisons)
+        scored.extend(
+            dataclasses.replace(s, task=f"{train}>{target} {s.task}")
+            for s in score(runs, train, target, probe=True)
+        )
     out: dict[str, dict[str, float]] = {}
     methods = sorted({s.method for s in scored})
     for method in methods:
@@ -392,7 +401,20 @@ def galaxy(data: Path, runs_file: Path) -> dict[str, dict[str, float]]:
             out.setdefault(f"fold {fold}", {})[f"{method}_median_%"] = 100 * statistics.median(
                 errors
             )
-    return out
+    return out | _beside(comparisons(scored, key=lambda s: (s.task, s.run), task=lambda s: s.task))
+
+
+def _beside(rows: list[Comparison]) -> dict[str, dict[str, float]]:
+    """'method / against' -> the ratio of their median errors, its interval, closer %."""
+    return {
+        f"{c.scope[:3] + ' ' if c.scope else ''}{c.method} / {c.against}": {
+            "ratio": math.nan if c.ratio is None else c.ratio,
+            "low": math.nan if c.low is None else c.low,
+            "high": math.nan if c.high is None else c.high,
+            "closer_%": 100 * c.closer,
+        }
+        for c in rows
+    }
 
 
 def lotaru(traces: Path) -> dict[str, dict[str, float]]:
@@ -408,7 +430,8 @@ def lotaru(traces: Path) -> dict[str, dict[str, float]]:
             "median_%": 100 * (summary.median_error or 0.0),
             "p95_cover_%": 100 * (summary.p95_coverage or 0.0),
         }
-    return out
+    return out | _beside([c for c in done.comparisons if c.against in ("paper", "probe")
+                          or c.against.startswith("probe+")])  # fmt: skip
 
 
 def cached(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -421,10 +444,16 @@ def cached(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return found
 
 
+def _cell(name: str, value: Any) -> str:
+    if not isinstance(value, float):
+        return f"{name} {value}"
+    return f"{name} {value:6.3f}" if name in ("ratio", "low", "high") else f"{name} {value:8.1f}"
+
+
 def _print(title: str, rows: dict[str, dict[str, float]]) -> None:
     print(f"\n### {title}")
     for key, figures in rows.items():
-        cells = "  ".join(f"{k} {v:8.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items())  # fmt: skip
+        cells = "  ".join(_cell(k, v) for k, v in figures.items())
         print(f"{key:40s} {cells}")
 
 

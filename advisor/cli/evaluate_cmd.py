@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from advisor.errors import UsageError
+from advisor.models.comparison import LEVEL, RESAMPLES, Comparison
 from advisor.models.cross_validation import HETEROGENEOUS, FoldRow, Summary
 from advisor.models.memory_evaluation import MemoryRow
 from advisor.render import Result, Table
@@ -156,6 +157,31 @@ def _memory_table(rows: Sequence[MemoryRow]) -> Table:
     )
 
 
+def _comparison_table(rows: Sequence[Comparison]) -> Table:
+    """Each advisor method beside every method that saw as many runs on the target."""
+    scoped = any(row.scope is not None for row in rows)
+    cells = [
+        {
+            **({"scope": row.scope} if scoped else {}),
+            "method": row.method,
+            "against": row.against,
+            "n": row.n,
+            "tasks": row.tasks,
+            "ratio": row.ratio,
+            "low": row.low,
+            "high": row.high,
+            "closer_%": _percent(row.closer),
+        }
+        for row in sorted(rows, key=lambda r: (str(r.scope), _rank(r.method), _rank(r.against)))
+    ]
+    return Table(
+        cells,
+        title="The advisor beside every method that saw as many runs on the target: their "
+        f"median errors' ratio (below 1: the advisor's smaller), its {LEVEL:.0%} interval "
+        f"over {RESAMPLES:,} draws of the tasks, and the runs the advisor predicted closer (%)",
+    )
+
+
 def run(args: argparse.Namespace) -> Result:
     """Evaluate (services.evaluate) and lay out (tables in percent, JSON in fractions)."""
     if args.runs is not None:
@@ -207,6 +233,8 @@ def run(args: argparse.Namespace) -> Result:
             title="Per workflow and target",
         ),
     ]
+    if done.comparisons:
+        tables.append(_comparison_table(done.comparisons))
     if done.memory:
         tables.append(_memory_table(done.memory))
     notes = (
@@ -230,6 +258,7 @@ def _runs(args: argparse.Namespace) -> Result:
 
     tables = (
         Table(_rows(done.pooled, labels), title=f"{done.train} -> {done.target}, pooled (%)"),
+        _comparison_table(done.comparisons),
         Table(_rows(done.by_fold, labels), title="Per fold of tasks (%)"),
         Table(_rows(done.by_task, labels), title="Per task (%)"),
     )

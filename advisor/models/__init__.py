@@ -8,5 +8,6 @@ evidence and its records on other classes) and ``predict``, with the node factor
 advisor.factors.  Lotaru as published (``reference``, ``lotaru``, ``components``, whose fit
 imports scikit-learn) and the paper's ``baselines`` load only when asked for.  ``fitting``,
 ``updates``, ``online`` and ``censoring`` learn (``advisor learn``, accounting);
-``evaluation``, ``cross_validation`` and ``transfer_evaluation`` are ``advisor evaluate``.
+``evaluation``, ``cross_validation``, ``transfer_evaluation`` and ``comparison`` (numpy) are
+``advisor evaluate``.
 """

@@ -90,6 +90,8 @@ class Scored:
     dof: float = 1.0
     #: loc_s and scale_s are of the log runtime (the advisor's predictions)
     log: bool = False
+    #: which of the task's test runs on the target (every method's prediction of it the same)
+    run: int = 0
 
     @property
     def error(self) -> float:
@@ -364,7 +366,7 @@ def score_fits(setting: Setting, fits: Sequence[TaskFit]) -> list[Scored]:
             for fit in group:
                 tests = fit.targets[target][1]
                 predictors = _predictors(setting, fit, target, effects) if tests else {}
-                for test in tests:
+                for run, test in enumerate(tests):
                     if test.runtime_s <= 0 or test.input_bytes is None:
                         continue
                     x = float(test.input_bytes)
@@ -372,11 +374,13 @@ def score_fits(setting: Setting, fits: Sequence[TaskFit]) -> list[Scored]:
                         value = predict(x, test.cores)
                         if value is None:
                             continue
-                        out.append(_scored(fit, target, method, value, test.runtime_s))
+                        out.append(_scored(fit, target, method, value, test.runtime_s, run))
     return out
 
 
-def _scored(fit: TaskFit, target: str, method: str, value: Predictive, actual: float) -> Scored:
+def _scored(
+    fit: TaskFit, target: str, method: str, value: Predictive, actual: float, run: int
+) -> Scored:
     return Scored(
         fit.workflow,
         fit.label,
@@ -391,6 +395,7 @@ def _scored(fit: TaskFit, target: str, method: str, value: Predictive, actual: f
         value.scale_s,
         value.dof,
         value.log,
+        run,
     )
 
 

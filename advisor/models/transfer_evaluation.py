@@ -59,6 +59,8 @@ class Scored:
     p90_s: float
     p95_s: float
     actual_s: float
+    #: which of the task's runs on the target (every method's prediction of it the same)
+    run: int = 0
 
     @property
     def error(self) -> float:
@@ -253,7 +255,7 @@ def score(
         site, effect = site_of(others, train, target)
         for f in held:
             for method, (k, predict) in predictors(f, site, effect, train, target, probe).items():
-                for obs in f.runs.target[k:]:
+                for run, obs in enumerate(f.runs.target[k:], start=k):
                     found = predict(obs)
                     if found is None or obs.runtime_s <= 0:
                         continue
@@ -266,6 +268,7 @@ def score(
                             found.p90_s,
                             found.p95_s,
                             obs.runtime_s,
+                            run,
                         )
                     )
     return out

@@ -19,6 +19,7 @@ from typing import Any
 
 from advisor.errors import InputError
 from advisor.imports.json_files import read_task_runs
+from advisor.models.comparison import Comparison, comparisons
 from advisor.models.cross_validation import (
     FoldRow,
     Summary,
@@ -94,6 +95,8 @@ class Evaluation:
     folds: tuple[FoldRow, ...]
     #: The memory model's coverage and request share (advisor.models.memory_evaluation).
     memory: tuple[MemoryRow, ...] = ()
+    #: Each advisor method beside the others, tasks resampled (advisor.models.comparison).
+    comparisons: tuple[Comparison, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """schemas/evaluate-output.json."""
@@ -110,6 +113,7 @@ class Evaluation:
             "pooled": [row.to_json() for row in self.pooled],
             "folds": [row.to_json() for row in self.folds],
             "memory": [row.to_json() for row in self.memory],
+            "comparisons": [row.to_json() for row in self.comparisons],
         }
 
 
@@ -144,6 +148,14 @@ def evaluate(request: EvaluateRequest) -> Evaluation:
                     twin=setting.twin,
                     shared_inputs=request.shared_inputs,
                 )
+            )
+        ),
+        comparisons=tuple(
+            comparisons(
+                scored,
+                key=lambda s: (s.workflow, s.experiment, s.task, s.target, s.run),
+                task=lambda s: (s.workflow, s.task),
+                scope=lambda s: scope_of(setting, s),
             )
         ),
     )
@@ -194,6 +206,8 @@ class RunsEvaluation:
     pooled: tuple[MethodRow, ...]
     by_fold: tuple[MethodRow, ...]
     by_task: tuple[MethodRow, ...]
+    #: Each advisor method beside the others, tasks resampled (advisor.models.comparison).
+    comparisons: tuple[Comparison, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """schemas/evaluate-output.json (the runs document)."""
@@ -208,6 +222,7 @@ class RunsEvaluation:
             "pooled": [row.to_json() for row in self.pooled],
             "by_fold": [row.to_json() for row in self.by_fold],
             "by_task": [row.to_json() for row in self.by_task],
+            "comparisons": [row.to_json() for row in self.comparisons],
         }
 
 
@@ -235,4 +250,5 @@ def evaluate_runs(request: EvaluateRunsRequest) -> RunsEvaluation:
     return RunsEvaluation(
         str(request.runs), request.train, request.target, request.probe, request.folds,
         len(runs), tuple(sorted(methods)), tuple(pooled), tuple(folds), tuple(tasks),
+        tuple(comparisons(scored, key=lambda s: (s.task, s.run), task=lambda s: s.task)),
     )  # fmt: skip

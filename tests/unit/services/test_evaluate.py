@@ -106,6 +106,13 @@ def test_the_protocol_on_traces_follows_the_schema(traces: Path) -> None:
     assert memory[("advisor", "pooled")].coverage >= 0.9
     assert memory[("largest training peak", "pooled")].coverage <= 0.5
     assert [row["method"] for row in data["memory"]] == [r.method for r in done.memory]
+    # each advisor method beside the methods that saw as many runs, on the same test runs
+    beside = {(c.scope, c.method, c.against): c for c in done.comparisons}
+    paper = beside[(HETEROGENEOUS, "advisor", "paper")]
+    assert paper.n == pooled[(HETEROGENEOUS, "paper")].n and paper.tasks == 4
+    assert (HETEROGENEOUS, "advisor+1run", "probe+1run") in beside
+    assert (HETEROGENEOUS, "advisor+1run", "paper") not in beside
+    assert (HOMOGENEOUS, "advisor", "paper") in beside
 
 
 def _runs_file(path: Path) -> Path:
@@ -142,6 +149,9 @@ def test_a_runs_file_is_scored_across_tasks(tmp_path: Path) -> None:
     assert (pooled["advisor"].p95_coverage or 0) >= 0.9
     assert {r.task for r in done.by_task} == {f"t{t}" for t in range(12)}
     assert {r.fold for r in done.by_fold} <= set(range(5))
+    # the advisor's lead over A's median holds whichever tasks a site has: every draw of them
+    median = next(c for c in done.comparisons if (c.method, c.against) == ("advisor", "median"))
+    assert median.tasks == 12 and median.high is not None and median.high < 1.0
 
 
 def test_the_command_line_evaluates_a_runs_file(
@@ -152,6 +162,11 @@ def test_the_command_line_evaluates_a_runs_file(
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["train"] == "A" and data["probe"] is False
+    assert {(c["method"], c["against"]) for c in data["comparisons"]} == {
+        ("advisor", "median"), ("advisor", "line"), ("advisor", "paper"),
+    }  # fmt: skip
+    assert main(["evaluate", "--runs", str(runs), "--train", "A", "--target", "B"]) == 0
+    assert "median errors' ratio" in capsys.readouterr().out
     assert main(["evaluate", "--runs", str(runs), "--train", "A"]) == 2
     assert "--train CLASS and --target CLASS" in capsys.readouterr().err
     assert main(["evaluate", "--runs", str(runs), "--train", "A", "--target", "nowhere"]) == 2
