@@ -133,8 +133,8 @@ def paired(
     """The comparison of two methods' errors on the same runs (tasks: each run's task)."""
     a = np.asarray(mine, dtype=float)
     b = np.asarray(theirs, dtype=float)
-    _, group = np.unique(np.asarray([repr(t) for t in tasks]), return_inverse=True)
-    count = int(group.max()) + 1
+    names, group = np.unique(np.asarray([repr(t) for t in tasks]), return_inverse=True)
+    count = len(names)
     order_a, order_b = np.argsort(a, kind="stable"), np.argsort(b, kind="stable")
     sorted_a, sorted_b = a[order_a], b[order_b]
     rng = np.random.default_rng(seed)
