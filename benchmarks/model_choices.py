@@ -430,7 +430,7 @@ def lotaru(traces: Path) -> dict[str, dict[str, float]]:
             "median_%": 100 * (summary.median_error or 0.0),
             "p95_cover_%": 100 * (summary.p95_coverage or 0.0),
         }
-    return out | _beside([c for c in done.comparisons if c.against in ("paper", "probe")
+    return out | _beside([c for c in done.comparisons if c.against == "paper"
                           or c.against.startswith("probe+")])  # fmt: skip
 
 

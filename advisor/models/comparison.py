@@ -17,15 +17,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from advisor.models.evaluation import ADVISOR, runs_seen
+
 #: Draws of the tasks.  A percentile interval's 2.5 % tail rests on 2.5 % of the draws; with
 #: 2,000 that is 50, the order Efron & Tibshirani (1993, §19.3) give for a stable percentile
-#: interval, at a few milliseconds per pair of methods.
+#: interval, at under a second per pair of methods over ten thousand runs.
 RESAMPLES = 2000
 #: The interval's level: the usual two-sided 95 %.
 LEVEL = 0.95
 #: The draws' seed: the same data gives the same interval on every run.
 SEED = 0
-ADVISOR = "advisor"
 #: Draws weighed at once: a few megabytes of weights for ten thousand runs.
 _CHUNK = 100
 
@@ -68,13 +69,6 @@ class Comparison:
             out["scope"] = self.scope
         return {**out, "n": self.n, "tasks": self.tasks, "ratio": self.ratio,
                 "low": self.low, "high": self.high, "closer": self.closer}  # fmt: skip
-
-
-def runs_seen(method: str) -> int:
-    """How many runs on the target a method saw: 'probe+2runs' -> 2, 'median' -> 0."""
-    _, _, suffix = method.partition("+")
-    digits = suffix[: len(suffix) - len(suffix.lstrip("0123456789"))]
-    return int(digits) if digits else 0
 
 
 def comparisons(

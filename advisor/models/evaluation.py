@@ -72,6 +72,13 @@ def with_runs(method: str, k: int) -> str:
     return f"{method}+{k}run{'s' if k > 1 else ''}"
 
 
+def runs_seen(method: str) -> int:
+    """How many runs on the target a method saw (with_runs' k): 'probe+2runs' -> 2, 'median' -> 0."""
+    _, _, suffix = method.partition("+")
+    digits = suffix[: len(suffix) - len(suffix.lstrip("0123456789"))]
+    return int(digits) if digits else 0
+
+
 @dataclass(frozen=True)
 class Scored:
     """One prediction of one test run."""

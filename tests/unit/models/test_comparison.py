@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.models.comparison import comparisons, paired, runs_seen, weighted_medians
+from advisor.models.comparison import comparisons, paired, weighted_medians
+from advisor.models.evaluation import runs_seen, with_runs
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ def test_runs_seen_reads_the_methods_suffix() -> None:
     assert [runs_seen(m) for m in ("advisor", "probe+1run", "probe-line+3runs", "median")] == [
         0, 1, 3, 0,
     ]  # fmt: skip
+    assert [runs_seen(with_runs("advisor", k)) for k in (1, 2, 12)] == [1, 2, 12]
 
 
 def test_a_method_half_as_wrong_on_every_run_reads_half_with_no_doubt() -> None:
