@@ -10,7 +10,12 @@ guarded by two semaphores - exactly the paper's constraints (Sect. 4.1):
   then A (check the frame, sleep).  The wait before R_{i+1} is recorded as I^A_i, the idle after
   A_i as in the paper's Eq. 3; the last step has no such wait.
 
-Idle is only time spent *blocked* on the other process; every other moment belongs to a stage.
+Idle is the time a process had finished its own stage and the other had not yet handed over
+(written the frame, freed the slot); every other moment belongs to a stage, including the wake-up
+after the hand-over and any wait for a CPU.  Each hand-over is stamped in shared memory before its
+semaphore is released, and a stage starts at the later of its process's previous stage and that
+stamp: exactly the model's constraints, so replaying the recorded stage times through them gives
+the measured makespan, whatever the machine's load.
 
 So W_{i+k} cannot start before R_i has freed its slot (Eq. 2 with k frames), and R_i waits for
 W_i (Eq. 1).  Stage times are sleeps, and every stage is *timed*, not assumed: on a loaded machine
@@ -97,23 +102,24 @@ def _frame_ok(data: bytes, step: int) -> bool:
     return data[:8] == mark and data[-8:] == mark
 
 
-def _acquire(semaphore: Any, since: float) -> float:
-    """Take the semaphore; return when the next stage starts (``since`` if it was free).
+def _acquire(semaphore: Any, since: float, handed_over: Any, slot: int) -> float:
+    """Take the semaphore; return when the next stage starts.
 
-    Only blocking counts as idle: if the slot or frame is already there, the time since ``since``
-    was the process's own (e.g. waiting for a CPU on a loaded machine) and goes to the next stage.
+    ``since`` is when this process's previous stage ended, ``handed_over[slot]`` when the other
+    process stamped the slot or frame this one waits for (read once the semaphore is held, so the
+    stamp is the one released).  Before the later of the two this process waited; after it, the
+    time is the stage's, even while the kernel had yet to wake it or give it a CPU.
     """
-    if semaphore.acquire(False):
-        return since
     semaphore.acquire()
-    return time.monotonic()
+    return max(since, float(handed_over[slot]))
 
 
 def _simulation(
-    config: PipelineConfig, buffer: Any, free: Any, full: Any, barrier: Any, out: Any
+    config: PipelineConfig, buffer: Any, stamps: Any, free: Any, full: Any, barrier: Any, out: Any
 ) -> None:
     view = memoryview(buffer).cast("B")
     size, slots = config.frame_bytes, config.buffer_frames
+    written_at, read_at = stamps
     rows = []
     barrier.wait()
     start = now = time.monotonic()
@@ -121,32 +127,33 @@ def _simulation(
         time.sleep(config.simulate_s * config.warmup(step))
         frame = _frame(step, size)
         computed = time.monotonic()
-        granted = _acquire(free, computed)
         slot = step % slots
+        granted = _acquire(free, computed, read_at, slot)
         view[slot * size : (slot + 1) * size] = frame
         time.sleep(config.write_s)
+        written = written_at[slot] = time.monotonic()
         full.release()
-        written = time.monotonic()
         rows.append((computed - now, written - granted, granted - computed))
         now = written
     out.put(("simulation", start, rows))
 
 
 def _analysis(
-    config: PipelineConfig, buffer: Any, free: Any, full: Any, barrier: Any, out: Any
+    config: PipelineConfig, buffer: Any, stamps: Any, free: Any, full: Any, barrier: Any, out: Any
 ) -> None:
     view = memoryview(buffer).cast("B")
     size, slots = config.frame_bytes, config.buffer_frames
+    written_at, read_at = stamps
     rows, waits, corrupt, checksum = [], [], 0, 0
     barrier.wait()
     now = time.monotonic()
     for step in range(config.steps):
-        ready = _acquire(full, now)
         slot = step % slots
+        ready = _acquire(full, now, written_at, slot)
         data = bytes(view[slot * size : (slot + 1) * size])
         time.sleep(config.read_s)
+        read = read_at[slot] = time.monotonic()
         free.release()
-        read = time.monotonic()
         corrupt += not _frame_ok(data, step)
         checksum = zlib.crc32(data, checksum)
         time.sleep(config.analyse_s * config.warmup(step))
@@ -191,9 +198,11 @@ def run_pipeline(config: PipelineConfig) -> PipelineRun:
     """Run the two processes once; blocks for about ``steps`` times the slower component."""
     context = multiprocessing.get_context("spawn")
     buffer = context.RawArray(ctypes.c_char, config.frame_bytes * config.buffer_frames)
+    # When each slot was last written and last read (monotonic seconds; 0: never, a free slot).
+    stamps = tuple(context.RawArray(ctypes.c_double, config.buffer_frames) for _ in range(2))
     free, full = context.Semaphore(config.buffer_frames), context.Semaphore(0)
     barrier, out = context.Barrier(2), context.Queue()
-    args = (config, buffer, free, full, barrier, out)
+    args = (config, buffer, stamps, free, full, barrier, out)
     processes = [
         context.Process(target=_simulation, args=args, name="simulation", daemon=True),
         context.Process(target=_analysis, args=args, name="analysis", daemon=True),
