@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from advisor.models.evaluation import ADVISOR, runs_seen
+from advisor.models.evaluation import ADVISOR, method_of, runs_seen
 
 #: Draws of the tasks.  A percentile interval's 2.5 % tail rests on 2.5 % of the draws; with
 #: 2,000 that is 50, the order Efron & Tibshirani (1993, §19.3) give for a stable percentile
@@ -89,12 +89,12 @@ def comparisons(
     for (where, method), mine in sorted(
         found.items(), key=lambda item: (str(item[0][0]), item[0][1])
     ):
-        if method.partition("+")[0] != ADVISOR:
+        if method_of(method) != ADVISOR:
             continue
         for (other_scope, other), theirs in sorted(found.items(), key=lambda item: item[0][1]):
             if (
                 other_scope != where
-                or other.partition("+")[0] == ADVISOR
+                or method_of(other) == ADVISOR
                 or runs_seen(other) != runs_seen(method)
             ):
                 continue

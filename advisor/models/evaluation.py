@@ -72,6 +72,11 @@ def with_runs(method: str, k: int) -> str:
     return f"{method}+{k}run{'s' if k > 1 else ''}"
 
 
+def method_of(name: str) -> str:
+    """The method a name stands for, less its runs seen (with_runs' method): 'probe+2runs' -> 'probe'."""
+    return name.partition("+")[0]
+
+
 def runs_seen(method: str) -> int:
     """How many runs on the target a method saw (with_runs' k): 'probe+2runs' -> 2, 'median' -> 0."""
     _, _, suffix = method.partition("+")

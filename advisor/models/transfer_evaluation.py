@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from advisor.models.conformal import Site, site_from
 from advisor.models.distributions import Predictive, predictive, scaled
-from advisor.models.evaluation import with_runs
+from advisor.models.evaluation import ADVISOR, PAPER, PROBE, with_runs
 from advisor.models.fitting import fit_models, positive
 from advisor.models.pooling import ClassEffect, Mix, Offsets, class_effect
 from advisor.models.predict import TaskModels, paper_prediction, view
@@ -43,9 +43,7 @@ from advisor.store.observations import Observation
 FOLDS = 5
 #: Runs on the target a probe uses: 1, 2, 3.
 PROBES = (1, 2, 3)
-ADVISOR, MEDIAN, LINE, PAPER, PROBE, PROBE_LINE = (
-    "advisor", "median", "line", "paper", "probe", "probe-line",
-)  # fmt: skip
+MEDIAN, LINE, PROBE_LINE = "median", "line", "probe-line"
 
 
 @dataclass(frozen=True)

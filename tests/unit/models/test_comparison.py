@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.models.comparison import comparisons, paired, weighted_medians
-from advisor.models.evaluation import runs_seen, with_runs
+from advisor.models.evaluation import method_of, runs_seen, with_runs
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,11 @@ def test_runs_seen_reads_the_methods_suffix() -> None:
         0, 1, 3, 0,
     ]  # fmt: skip
     assert [runs_seen(with_runs("advisor", k)) for k in (1, 2, 12)] == [1, 2, 12]
+    assert [method_of(with_runs(m, 2)) for m in ("advisor", "probe-line")] == [
+        "advisor",
+        "probe-line",
+    ]
+    assert method_of("median") == "median"
 
 
 def test_a_method_half_as_wrong_on_every_run_reads_half_with_no_doubt() -> None:
